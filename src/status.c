@@ -1,0 +1,20 @@
+/* status.c: gm_status names. */
+#include "gmatch.h"
+
+const char *gm_status_str(gm_status s)
+{
+    switch (s) {
+    case GM_OK: return "ok";
+    case GM_ERR_IO: return "input/output error";
+    case GM_ERR_FORMAT: return "unknown image format";
+    case GM_ERR_CORRUPT: return "corrupt image data";
+    case GM_ERR_TOO_LARGE: return "image too large";
+    case GM_ERR_NOMEM: return "out of memory";
+    case GM_ERR_INVALID: return "invalid argument";
+    case GM_ERR_EMPTY: return "empty image";
+    case GM_ERR_UNSUPPORTED: return "unsupported image variant";
+    case GM_ERR_HASH: return "hash table build failed";
+    case GM_ERR_DEVICE: return "GPU device error";
+    }
+    return "unknown status";
+}
