@@ -1,0 +1,220 @@
+/* internal.h: types and stage entry points shared inside the library.
+ * Each stage lives in its own file pair (src/<stage>.c, later cuda/<stage>.cu);
+ * CPU entry points end in _cpu so a CUDA twin can share the signature. */
+#ifndef GM_INTERNAL_H
+#define GM_INTERNAL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "cuckoo.h"
+#include "gmatch.h"
+
+#define GM_PI 3.14159265358979323846
+
+/* Overflow-checked size arithmetic (stb's stbi__mul2sizes_valid). */
+static inline int gm_mul_ok(size_t a, size_t b, size_t *out)
+{
+    if (a != 0 && b > SIZE_MAX / a)
+        return 0;
+    *out = a * b;
+    return 1;
+}
+
+/* splitmix64: the one source of randomness; pure function of its input, so
+ * results are independent of thread count and order. */
+static inline uint64_t gm_mix64(uint64_t z)
+{
+    z += 0x9E3779B97F4A7C15ull;
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+}
+
+/* ---- resample.c: integer box downscale to the working size ---------------- */
+/* Factor f >= 1 such that max(w,h)/f <= max_side. */
+int gm_downscale_factor(int w, int h, int max_side);
+/* dst is (w/f) x (h/f), packed (stride = dst width).  Box average, rounded. */
+void gm_downscale_cpu(gm_view src, int f, uint8_t *dst);
+
+/* ---- sobel.c: smoothing, Sobel gradients, thinning, adaptive threshold ---- */
+typedef struct {
+    int w, h;
+    int16_t *gx, *gy;   /* [w*h] Sobel of the binomially smoothed image (x16 scale) */
+    int32_t *mag2;      /* [w*h] gx*gx + gy*gy */
+    uint8_t *edge;      /* [w*h] 1 where a thinned edge pixel is above threshold */
+    int32_t threshold;  /* on mag2 */
+} gm_edges;
+
+/* Allocates e's arrays (free with gm_edges_free).  max_edges bounds how many
+ * edge pixels the adaptive threshold keeps (the strongest ones). */
+gm_status gm_edges_cpu(gm_view img, int max_edges, gm_edges *e);
+void gm_edges_free(gm_edges *e);
+/* Quantized gradient direction used by the thinning: 0 horizontal, 1 vertical,
+ * 2 diagonal down-right, 3 diagonal down-left. */
+int gm_edge_dir(int gx, int gy);
+
+/* ---- compact.c: prefix-sum compaction of flagged pixels ------------------- */
+/* Writes the indices i with flags[i] != 0, in increasing order, into out
+ * (capacity n); returns the count.  Two-pass blocked scan, all cores. */
+uint32_t gm_compact_flags_cpu(const uint8_t *flags, uint32_t n, uint32_t *out);
+
+/* ---- points -------------------------------------------------------------- */
+typedef struct {
+    float x, y;   /* sub-pixel position, working-image pixels */
+    float angle;  /* gradient direction, radians in (-pi, pi] */
+    float w;      /* strength (gradient magnitude or corner response) */
+} gm_point;
+
+typedef struct {
+    gm_point *p;
+    uint32_t n;
+} gm_points;
+
+/* points.c: every compacted edge pixel as a point, sub-pixel along its
+ * gradient (parabola through the magnitudes).  Caller frees pts->p. */
+gm_status gm_edge_points_cpu(const gm_edges *e, const uint32_t *idx, uint32_t n_idx,
+                             gm_points *pts);
+/* At most `target` of pts spread evenly over a w x h image: the strongest
+ * point of each cell of a grid whose pitch is chosen for about `target`
+ * occupied cells.  Caller frees out->p. */
+gm_status gm_points_spread_cpu(const gm_points *pts, int w, int h, uint32_t target,
+                               gm_points *out);
+
+/* ---- corners.c: basis points ---------------------------------------------- */
+/* Corner points (minimum eigenvalue of the structure tensor of the Sobel
+ * gradients), local maxima, spread evenly, at most `target`.  Caller frees. */
+gm_status gm_corners_cpu(const gm_edges *e, uint32_t target, gm_points *pts);
+
+/* ---- bases.c: basis pairs and their invariant keys ------------------------- */
+#define GM_BASIS_B 16       /* the basis end sits at (B, 0): B cells per basis length */
+#define GM_UV_HALF 48       /* |u - B/2| < 48 and |v| < 48 cells are kept */
+#define GM_ANGLE_BINS 16    /* edge direction relative to the basis, 22.5 degrees a bin */
+
+typedef struct {
+    uint32_t *key;   /* [n] (i << 16) | j: ordered pair of basis-point indices */
+    uint32_t n;
+} gm_bases;
+
+/* Ordered pairs (i, j) of pts with length in [lmin, lmax], each kept with
+ * probability prob (a hash of seed, i, j).  Caller frees b->key. */
+gm_status gm_bases_select_cpu(const gm_points *pts, float lmin, float lmax, double prob,
+                              uint64_t seed, gm_bases *b);
+
+#include <math.h>
+/* The frame of one basis, precomputed: (u, v) = B * R^T (p - a) / |b - a|. */
+typedef struct {
+    float ax, ay, ex, ey; /* e = B * (b - a) / |b - a|^2 */
+    float ang;            /* direction of b - a */
+} gm_frame;
+
+static inline gm_frame gm_frame_of(gm_point a, gm_point b)
+{
+    gm_frame f;
+    float dx = b.x - a.x, dy = b.y - a.y, l2 = dx * dx + dy * dy;
+    f.ax = a.x;
+    f.ay = a.y;
+    f.ex = GM_BASIS_B * dx / l2;
+    f.ey = GM_BASIS_B * dy / l2;
+    f.ang = atan2f(dy, dx);
+    return f;
+}
+
+static inline uint32_t gm_frame_key(const gm_frame *f, gm_point p)
+{
+    float dx = p.x - f->ax, dy = p.y - f->ay;
+    float u = dx * f->ex + dy * f->ey;
+    float v = dy * f->ex - dx * f->ey;
+    float fu = floorf(u) + (GM_UV_HALF - GM_BASIS_B / 2), fv = floorf(v) + GM_UV_HALF;
+    if (!(fu >= 0 && fu < 2 * GM_UV_HALF && fv >= 0 && fv < 2 * GM_UV_HALF))
+        return GM_KEY_EMPTY;
+    float a = p.angle - f->ang;
+    int bin = (int)floorf(a * (float)(GM_ANGLE_BINS / (2 * GM_PI)));
+    bin &= GM_ANGLE_BINS - 1; /* wraps negative bins too: two's complement */
+    return (uint32_t)fu | (uint32_t)fv << 7 | (uint32_t)bin << 14;
+}
+
+/* Points closer than this to a basis endpoint say nothing about the match
+ * (every basis has them at its origin) and are left out, in pixels. */
+#define GM_ENDPOINT_EXCL 2.0f
+
+static inline int gm_near_endpoint(gm_point a, gm_point b, gm_point p)
+{
+    float dx = p.x - a.x, dy = p.y - a.y, ex = p.x - b.x, ey = p.y - b.y;
+    const float r2 = GM_ENDPOINT_EXCL * GM_ENDPOINT_EXCL;
+    return dx * dx + dy * dy < r2 || ex * ex + ey * ey < r2;
+}
+
+/* Key of point p in the frame of basis (a -> b); GM_KEY_EMPTY when p falls
+ * outside the kept window. */
+uint32_t gm_basis_key(gm_point a, gm_point b, gm_point p);
+
+/* All (key, basis index) items of the reference: for every basis (dense index
+ * d, points pts[i], pts[j]) and every point q of `cloud`.  Caller frees both. */
+gm_status gm_basis_items_cpu(const gm_points *basis_pts, const uint32_t *basis_keys,
+                             uint32_t nb, const gm_points *cloud, uint32_t **keys,
+                             uint32_t **vals, uint32_t *n_items);
+
+/* ---- vote.c --------------------------------------------------------------- */
+/* votes[q * n_ref + r] += 1 for every query basis q (dense index), every
+ * cloud point, every reference basis r stored under the point's key. */
+void gm_vote_cpu(const gm_multi *table, uint32_t n_ref, const gm_points *qbasis_pts,
+                 const uint32_t *qbasis_keys, uint32_t n_q, const gm_points *qcloud,
+                 uint16_t *votes);
+
+/* ---- reduce.c -------------------------------------------------------------- */
+typedef struct {
+    uint32_t ref_basis, query_basis;  /* dense indices */
+    uint32_t votes;
+    float score;                      /* votes above chance, in standard deviations */
+} gm_candidate;
+
+/* The top k cells of the vote matrix, best per query basis, then the k best
+ * of those, sorted by score descending (ties by index).  A cell's score is
+ * (v - l) / sqrt(l + 1), where l = row_total * share[r] is the votes it would
+ * get by chance: share[r] is reference basis r's fraction of all table items.
+ * Raw counts would favour the bases with the most items (long bases over busy
+ * regions) and the query bases with the most points.  Returns the count, or
+ * 0 when out of memory. */
+uint32_t gm_reduce_topk_cpu(const uint16_t *votes, const float *share, uint32_t n_ref,
+                            uint32_t n_q, uint32_t k, gm_candidate *out);
+
+/* ---- transform.c ----------------------------------------------------------- */
+/* Similarity [a -b tx; b a ty] carrying q0 -> r0 and q1 -> r1. */
+void gm_similarity_from_pairs(double qx0, double qy0, double qx1, double qy1, double rx0,
+                              double ry0, double rx1, double ry1, double m[6]);
+/* Weighted least squares similarity minimizing sum w * (n . (M q - r))^2
+ * (point-to-line); returns 0 on success, -1 when degenerate. */
+int gm_similarity_fit_lines(const double *qx, const double *qy, const double *rx,
+                            const double *ry, const double *nx, const double *ny,
+                            const double *w, int n, double m[6]);
+void gm_transform_apply(const double m[6], double x, double y, double *ox, double *oy);
+
+/* ---- verify.c: edge-orientation map of the reference ------------------------ */
+typedef struct {
+    int w, h;
+    uint16_t *mask;      /* [w*h] orientation bins of edges within the radius */
+    int32_t *nearest;    /* [w*h] index into pts of an edge point at this pixel, or -1 */
+    gm_points pts;       /* the reference edge pixels, sub-pixel */
+} gm_edge_map;
+
+/* The orientation mask over the reference's edge points `all` (borrowed:
+ * the map keeps a copy). */
+gm_status gm_edge_map_build_cpu(const gm_points *all, int w, int h, int radius,
+                                gm_edge_map *map);
+void gm_edge_map_free(gm_edge_map *map);
+
+typedef struct {
+    uint32_t total;     /* query points tested */
+    uint32_t hits;      /* landed on a reference edge of agreeing direction */
+    uint32_t bg_hits;   /* hits with the direction turned 90 degrees: the chance level */
+    double confidence;  /* (hits - bg) / (total - bg), clamped to 0..1 */
+} gm_verify_score;
+
+gm_verify_score gm_verify_cpu(const gm_edge_map *map, const gm_points *q, const double m[6]);
+/* The same score with a 1-pixel, 20-degree test: for refined transforms. */
+gm_verify_score gm_verify_strict_cpu(const gm_edge_map *map, const gm_points *q, const double m[6]);
+/* Point-to-line refinement of m on the query points; iterations of IRLS. */
+void gm_refine_cpu(const gm_edge_map *map, const gm_points *q, double m[6], int iters);
+
+#endif

@@ -1,0 +1,54 @@
+/* reduce.c: the best cells of the vote matrix.  First the best of each
+ * query-basis row (lowest reference index on ties), then the k best rows:
+ * k candidates from k different query bases, which keeps one busy query
+ * basis from filling the list.  Cells are ranked by votes above chance. */
+#include <math.h>
+#include <stdlib.h>
+
+#include "internal.h"
+
+static int cand_cmp(const void *a, const void *b)
+{
+    const gm_candidate *p = a, *q = b;
+    if (p->score != q->score)
+        return p->score < q->score ? 1 : -1;
+    if (p->query_basis != q->query_basis)
+        return p->query_basis < q->query_basis ? -1 : 1;
+    return p->ref_basis < q->ref_basis ? -1 : p->ref_basis > q->ref_basis;
+}
+
+uint32_t gm_reduce_topk_cpu(const uint16_t *votes, const float *share, uint32_t n_ref,
+                            uint32_t n_q, uint32_t k, gm_candidate *out)
+{
+    if (n_ref == 0 || n_q == 0 || k == 0)
+        return 0;
+    gm_candidate *best = malloc((size_t)n_q * sizeof *best);
+    if (!best)
+        return 0;
+#pragma omp parallel for schedule(static)
+    for (int64_t q = 0; q < (int64_t)n_q; q++) {
+        const uint16_t *row = votes + (size_t)q * n_ref;
+        uint32_t total = 0;
+        for (uint32_t r = 0; r < n_ref; r++)
+            total += row[r];
+        uint32_t bi = 0;
+        float bs = -INFINITY;
+        for (uint32_t r = 0; r < n_ref; r++) {
+            if (row[r] == 0)
+                continue;
+            float l = (float)total * share[r];
+            float z = ((float)row[r] - l) / sqrtf(l + 1.0f);
+            if (z > bs) {
+                bs = z;
+                bi = r;
+            }
+        }
+        best[q] = (gm_candidate){bi, (uint32_t)q, row[bi], bs};
+    }
+    qsort(best, n_q, sizeof *best, cand_cmp);
+    uint32_t m = n_q < k ? n_q : k;
+    for (uint32_t i = 0; i < m; i++)
+        out[i] = best[i];
+    free(best);
+    return m;
+}

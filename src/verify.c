@@ -1,0 +1,239 @@
+/* verify.c: checks a candidate transform against the reference's edges and
+ * refines it.
+ *
+ * The map holds, per reference pixel, a bit mask of the gradient directions
+ * (GM_ANGLE_BINS bins) of the edge points within `radius` pixels; built once
+ * per reference and reused for every query and frame.  A query edge point
+ * mapped by the transform "hits" when an edge of agreeing direction (within
+ * one bin) lies there.  Chance hits are measured on the same points with the
+ * direction turned by 90 degrees, so the confidence is self-calibrating:
+ * busy references (fur, foliage) have a high chance level and need more hits. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+static inline int angle_bin(float a)
+{
+    int b = (int)floorf(a * (float)(GM_ANGLE_BINS / (2 * GM_PI)) + 0.5f);
+    return b & (GM_ANGLE_BINS - 1);
+}
+
+/* mask with bins b-1, b, b+1 */
+static inline uint16_t bin3(int b)
+{
+    const int n = GM_ANGLE_BINS;
+    return (uint16_t)(1u << (b & (n - 1)) | 1u << ((b + 1) & (n - 1)) | 1u << ((b + n - 1) & (n - 1)));
+}
+
+gm_status gm_edge_map_build_cpu(const gm_points *all, int w, int h, int radius, gm_edge_map *map)
+{
+    memset(map, 0, sizeof *map);
+    size_t n = (size_t)w * h;
+    map->w = w;
+    map->h = h;
+    map->mask = calloc(n, sizeof *map->mask);
+    map->nearest = malloc(n * sizeof *map->nearest);
+    map->pts.p = malloc((all->n ? all->n : 1) * sizeof *map->pts.p);
+    if (!map->mask || !map->nearest || !map->pts.p) {
+        gm_edge_map_free(map);
+        return GM_ERR_NOMEM;
+    }
+    memcpy(map->pts.p, all->p, all->n * sizeof *all->p);
+    map->pts.n = all->n;
+    for (size_t i = 0; i < n; i++)
+        map->nearest[i] = -1;
+    for (uint32_t k = 0; k < all->n; k++) {
+        int x = (int)lrintf(all->p[k].x), y = (int)lrintf(all->p[k].y);
+        if (x < 0 || y < 0 || x >= w || y >= h)
+            continue;
+        map->nearest[(size_t)y * w + x] = (int32_t)k;
+    }
+    /* dilate by rows: each edge point ORs its bit into a (2r+1)^2 window.
+     * Parallel over output rows so no two threads write the same pixel. */
+#pragma omp parallel for schedule(static)
+    for (int y = 0; y < h; y++) {
+        uint16_t *mrow = map->mask + (size_t)y * w;
+        for (int yy = y - radius; yy <= y + radius; yy++) {
+            if (yy < 0 || yy >= h)
+                continue;
+            const int32_t *nrow = map->nearest + (size_t)yy * w;
+            for (int x = 0; x < w; x++) {
+                if (nrow[x] < 0)
+                    continue;
+                uint16_t bit = (uint16_t)(1u << angle_bin(all->p[nrow[x]].angle));
+                int x0 = x - radius < 0 ? 0 : x - radius, x1 = x + radius >= w ? w - 1 : x + radius;
+                for (int xx = x0; xx <= x1; xx++)
+                    mrow[xx] |= bit;
+            }
+        }
+    }
+    return GM_OK;
+}
+
+void gm_edge_map_free(gm_edge_map *map)
+{
+    free(map->mask);
+    free(map->nearest);
+    free(map->pts.p);
+    memset(map, 0, sizeof *map);
+}
+
+gm_verify_score gm_verify_cpu(const gm_edge_map *map, const gm_points *q, const double m[6])
+{
+    gm_verify_score s = {0, 0, 0, 0.0};
+    float rot = (float)atan2(m[3], m[0]);
+    const int quarter = GM_ANGLE_BINS / 4;
+    uint32_t hits = 0, bg = 0;
+#pragma omp parallel for schedule(static) reduction(+ : hits, bg)
+    for (int64_t k = 0; k < (int64_t)q->n; k++) {
+        gm_point p = q->p[k];
+        double x = m[0] * p.x + m[1] * p.y + m[2], y = m[3] * p.x + m[4] * p.y + m[5];
+        long ix = lrint(x), iy = lrint(y);
+        if (ix < 0 || iy < 0 || ix >= map->w || iy >= map->h)
+            continue;
+        uint16_t mk = map->mask[(size_t)iy * map->w + ix];
+        int b = angle_bin(p.angle + rot);
+        hits += (mk & bin3(b)) != 0;
+        /* chance level: the two perpendicular directions, averaged (x2 here) */
+        bg += ((mk & bin3(b + quarter)) != 0) + ((mk & bin3(b - quarter)) != 0);
+    }
+    s.total = q->n;
+    s.hits = hits;
+    s.bg_hits = bg / 2;
+    double chance = (double)bg / 2.0;
+    if (s.total > 0 && s.total > chance) {
+        double c = ((double)hits - chance) / ((double)s.total - chance);
+        s.confidence = c < 0 ? 0 : c > 1 ? 1 : c;
+    }
+    return s;
+}
+
+/* The strict test, for refined transforms: a hit needs a reference edge
+ * point in the 3x3 pixels around the mapped point whose direction agrees
+ * within GM_STRICT_DEG and whose edge line passes within GM_STRICT_DIST of it.
+ * A true match, refined to sub-pixel, keeps most of its hits; a wrong one,
+ * however busy the reference, keeps few. */
+#define GM_STRICT_DEG 20.0
+#define GM_STRICT_DIST 1.0
+
+static int strict_hit(const gm_edge_map *map, double x, double y, float ca, float sa)
+{
+    long ix = lrint(x), iy = lrint(y);
+    const float cos_tol = (float)cos(GM_STRICT_DEG * GM_PI / 180.0);
+    for (long yy = iy - 1; yy <= iy + 1; yy++) {
+        if (yy < 0 || yy >= map->h)
+            continue;
+        for (long xx = ix - 1; xx <= ix + 1; xx++) {
+            if (xx < 0 || xx >= map->w)
+                continue;
+            int32_t j = map->nearest[(size_t)yy * map->w + xx];
+            if (j < 0)
+                continue;
+            gm_point e = map->pts.p[j];
+            float ce = cosf(e.angle), se = sinf(e.angle);
+            if (ce * ca + se * sa < cos_tol)
+                continue;
+            if (fabs(ce * (x - e.x) + se * (y - e.y)) <= GM_STRICT_DIST)
+                return 1;
+        }
+    }
+    return 0;
+}
+
+gm_verify_score gm_verify_strict_cpu(const gm_edge_map *map, const gm_points *q, const double m[6])
+{
+    gm_verify_score s = {0, 0, 0, 0.0};
+    float rot = (float)atan2(m[3], m[0]);
+    uint32_t hits = 0, bg = 0;
+#pragma omp parallel for schedule(static) reduction(+ : hits, bg)
+    for (int64_t k = 0; k < (int64_t)q->n; k++) {
+        gm_point p = q->p[k];
+        double x = m[0] * p.x + m[1] * p.y + m[2], y = m[3] * p.x + m[4] * p.y + m[5];
+        float a = p.angle + rot, ca = cosf(a), sa = sinf(a);
+        hits += (uint32_t)strict_hit(map, x, y, ca, sa);
+        /* chance level: the perpendicular directions */
+        bg += (uint32_t)strict_hit(map, x, y, -sa, ca) + (uint32_t)strict_hit(map, x, y, sa, -ca);
+    }
+    s.total = q->n;
+    s.hits = hits;
+    s.bg_hits = bg / 2;
+    double chance = (double)bg / 2.0;
+    if (s.total > 0 && s.total > chance) {
+        double c = ((double)hits - chance) / ((double)s.total - chance);
+        s.confidence = c < 0 ? 0 : c > 1 ? 1 : c;
+    }
+    return s;
+}
+
+/* Refinement: each query point mapped by m is paired with the reference edge
+ * point nearest to it within `r` pixels whose direction agrees within 30
+ * degrees; the similarity minimizing the point-to-line distances (Huber
+ * weights) is solved; repeated with a shrinking radius. */
+void gm_refine_cpu(const gm_edge_map *map, const gm_points *q, double m[6], int iters)
+{
+    size_t n = q->n;
+    double *buf = malloc(n * 7 * sizeof *buf);
+    if (!buf || n < 8) {
+        free(buf);
+        return;
+    }
+    double *qx = buf, *qy = buf + n, *rx = buf + 2 * n, *ry = buf + 3 * n, *nx = buf + 4 * n,
+           *ny = buf + 5 * n, *wt = buf + 6 * n;
+    const float cos_tol = 0.866f; /* 30 degrees */
+    for (int it = 0; it < iters; it++) {
+        int r = it < 2 ? 3 : 2;
+        double huber = it < 2 ? 1.5 : 0.75;
+        float rot = (float)atan2(m[3], m[0]);
+        int cnt = 0;
+        for (size_t k = 0; k < n; k++) {
+            gm_point p = q->p[k];
+            double x = m[0] * p.x + m[1] * p.y + m[2], y = m[3] * p.x + m[4] * p.y + m[5];
+            long ix = lrint(x), iy = lrint(y);
+            if (ix < 0 || iy < 0 || ix >= map->w || iy >= map->h)
+                continue;
+            float ca = cosf(p.angle + rot), sa = sinf(p.angle + rot);
+            double bestd = 1e30;
+            int32_t best = -1;
+            for (long yy = iy - r; yy <= iy + r; yy++) {
+                if (yy < 0 || yy >= map->h)
+                    continue;
+                for (long xx = ix - r; xx <= ix + r; xx++) {
+                    if (xx < 0 || xx >= map->w)
+                        continue;
+                    int32_t j = map->nearest[(size_t)yy * map->w + xx];
+                    if (j < 0)
+                        continue;
+                    gm_point e = map->pts.p[j];
+                    float ce = cosf(e.angle), se = sinf(e.angle);
+                    if (ce * ca + se * sa < cos_tol)
+                        continue;
+                    double dx = e.x - x, dy = e.y - y, d = dx * dx + dy * dy;
+                    if (d < bestd) {
+                        bestd = d;
+                        best = j;
+                    }
+                }
+            }
+            if (best < 0)
+                continue;
+            gm_point e = map->pts.p[best];
+            double enx = cos(e.angle), eny = sin(e.angle);
+            double res = fabs(enx * (x - e.x) + eny * (y - e.y));
+            qx[cnt] = p.x;
+            qy[cnt] = p.y;
+            rx[cnt] = e.x;
+            ry[cnt] = e.y;
+            nx[cnt] = enx;
+            ny[cnt] = eny;
+            wt[cnt] = res < huber ? 1.0 : huber / res;
+            cnt++;
+        }
+        double mm[6];
+        if (cnt < 8 || gm_similarity_fit_lines(qx, qy, rx, ry, nx, ny, wt, cnt, mm) != 0)
+            break;
+        memcpy(m, mm, sizeof mm);
+    }
+    free(buf);
+}

@@ -1,0 +1,68 @@
+#!/bin/bash
+# Integration: gmatch on data/bench (queries under known similarity transforms
+# plus negatives).  Every positive must be found with a mean corner error under
+# 3 px, every negative must be "none", and the run must be deterministic for a
+# seed whatever the thread count.
+# usage: tests/accuracy.sh /path/to/gmatch   (from the repository root)
+set -u
+gm=${1:?usage: accuracy.sh GMATCH}
+bench=data/bench
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+fail=0
+for ref in $(sed 's/.*"ref": "\([^"]*\)".*/\1/' "$bench/manifest.jsonl" | sort -u); do
+  qs=$(grep "\"ref\": \"$ref\"" "$bench/manifest.jsonl" | sed 's/.*"query": "\([^"]*\)".*/\1/' | sed "s#^#$bench/#")
+  # shellcheck disable=SC2086
+  "$gm" --format json --seed 7 --threads 1 "$bench/$ref" $qs >> "$tmp/t1.jsonl" || { echo "FAIL: gmatch exit $? on $ref"; fail=1; }
+  # shellcheck disable=SC2086
+  "$gm" --format json --seed 7 --threads 2 "$bench/$ref" $qs >> "$tmp/t2.jsonl" || fail=1
+done
+python3 - "$tmp/t1.jsonl" "$bench/manifest.jsonl" <<'PY' || fail=1
+import json, os, sys
+res = {}
+for l in open(sys.argv[1]):
+    r = json.loads(l)
+    res[os.path.basename(r["query"])] = r
+bad = 0
+for l in open(sys.argv[2]):
+    m = json.loads(l)
+    r = res.get(m["query"])
+    if r is None:
+        print("FAIL: no result for", m["query"]); bad += 1; continue
+    if m["expect"] == "none":
+        if r["status"] != "none":
+            print("FAIL: %s: expected none, got %s" % (m["query"], r["status"])); bad += 1
+        else:
+            print("ok   %-36s none (confidence %.3f)" % (m["query"], r["confidence"]))
+        continue
+    if r["status"] != "match":
+        print("FAIL: %s: expected a match, got %s" % (m["query"], r["status"])); bad += 1; continue
+    # mean error of the query's corners (size from the JPEG's SOF marker)
+    data = open(os.path.join(os.path.dirname(sys.argv[2]), m["query"]), "rb").read()
+    i = 2
+    while True:
+        ln = int.from_bytes(data[i + 2:i + 4], "big")
+        if data[i + 1] in (0xC0, 0xC1, 0xC2):
+            h, w = int.from_bytes(data[i + 5:i + 7], "big"), int.from_bytes(data[i + 7:i + 9], "big")
+            break
+        i += 2 + ln
+    T, M = m["T"], r["matrix"]
+    err = 0.0
+    for x, y in ((0, 0), (w - 1, 0), (w - 1, h - 1), (0, h - 1)):
+        tx, ty = T[0][0] * x + T[0][1] * y + T[0][2], T[1][0] * x + T[1][1] * y + T[1][2]
+        mx, my = M[0][0] * x + M[0][1] * y + M[0][2], M[1][0] * x + M[1][1] * y + M[1][2]
+        err += ((tx - mx) ** 2 + (ty - my) ** 2) ** 0.5 / 4
+    ok = err < 3.0
+    print("%s %-36s corner error %.3f px" % ("ok  " if ok else "FAIL:", m["query"], err))
+    bad += not ok
+sys.exit(1 if bad else 0)
+PY
+# same seed, same output, whatever the thread count (time_ms aside)
+strip() { sed 's/"time_ms": *[0-9.e+-]*//' "$1"; }
+if ! diff <(strip "$tmp/t1.jsonl") <(strip "$tmp/t2.jsonl") >/dev/null; then
+  echo "FAIL: --threads 1 and --threads 2 differ"
+  diff <(strip "$tmp/t1.jsonl") <(strip "$tmp/t2.jsonl") | head -5
+  fail=1
+fi
+[ $fail = 0 ] && echo "accuracy: all passed"
+exit $fail

@@ -1,0 +1,60 @@
+#!/bin/bash
+# Benchmark: gmatch against OpenCV SIFT and ORB (+RANSAC) on the public bench,
+# in one run on one machine.  Prints each aligner's score table (score.py)
+# and the median and p90 time per query (time_ms of each result line).
+#
+# usage: tools/bench.sh [BENCHDIR] [GMATCH] [-- extra gmatch args]
+#   BENCHDIR  default ../shared/bench (stills/, video/, real/)
+#   GMATCH    default build/gmatch
+# Env: PARTS="stills real" limits the parts run (default: stills real);
+#      PEERS="sift orb" the OpenCV peers (empty to skip).
+set -u
+here=$(cd "$(dirname "$0")" && pwd)
+top=$(cd "$here/.." && pwd)
+bench=${1:-$top/../shared/bench}
+gm=${2:-$top/build/gmatch}
+shift $(( $# > 2 ? 2 : $# ))
+[ "${1:-}" = "--" ] && shift
+extra=("$@")
+bench=$(cd "$bench" && pwd)
+parts=${PARTS:-stills real}
+peers=${PEERS-sift orb}
+py=${PYTHON:-}
+for c in /usr/bin/python3 python3; do
+  [ -n "$py" ] && break
+  "$c" -c 'import cv2' 2>/dev/null && py=$c
+done
+[ -n "$py" ] || { echo "bench.sh: no python3 with OpenCV (apt-get install python3-opencv)" >&2; exit 2; }
+out=$(mktemp -d)
+trap 'rm -rf "$out"' EXIT
+mkdir -p "$out/b"
+for p in $parts; do ln -s "$bench/$p" "$out/b/$p"; done
+
+echo "machine: $(nproc) cores, $(uname -m), $(date -u +%Y-%m-%d)"
+echo "bench:   $bench ($parts)"
+run_one() { # name cmd...
+  local name=$1; shift
+  echo
+  echo "== $name"
+  "$bench/run.sh" "$out/b" "$out/$name.jsonl" "$@" 2>"$out/$name.err" | grep -v '^wall '
+  "$py" - "$out/$name.jsonl" <<'PY'
+import json, sys
+t = []
+for l in open(sys.argv[1]):
+    try:
+        r = json.loads(l)
+    except ValueError:
+        continue
+    if isinstance(r.get("time_ms"), (int, float)):
+        t.append(r["time_ms"])
+t.sort()
+if t:
+    med = t[len(t) // 2] if len(t) % 2 else 0.5 * (t[len(t) // 2 - 1] + t[len(t) // 2])
+    p90 = t[min(len(t) - 1, int(0.9 * len(t) + 0.5) - 1)]
+    print("time per query: median %.2f ms, p90 %.2f ms (%d queries)" % (med, p90, len(t)))
+PY
+}
+run_one gmatch "$gm" --format json --device cpu "${extra[@]}"
+for k in $peers; do
+  run_one "opencv-$k" "$py" "$bench/opencv_match.py" "$k"
+done
