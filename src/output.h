@@ -1,0 +1,114 @@
+/* output.h: how the gmatch command line prints its results.
+ *
+ * One record per query (per frame, once video input exists), written and
+ * flushed as soon as that query is done, so a reader of a pipe sees each
+ * result as it comes.  Two formats:
+ *
+ * text (default): a header line, then one row of whitespace-separated
+ * columns per query:
+ *
+ *     # query frame status votes confidence a b c d e f scale angle_deg
+ *     q1.jpg 0 match 57 0.8125 1.057727 0.028525 90.173634 -0.028525 1.057727 178.792245 1.058112 -1.545
+ *     q2.jpg 0 none 4 0.0310 - - - - - - - -
+ *     "my photo.jpg" 0 error 0 0.0000 - - - - - - - -
+ *
+ *   status is match, none or error.  a..f is the matrix [a b c; d e f] that
+ *   maps query pixel (x, y) to reference pixel (a*x + b*y + c, d*x + e*y + f),
+ *   see gmatch.h.  Matrix and scale are printed with 6 decimals, angle_deg with
+ *   3, confidence with 4.  Rows with status none or error print "-" in the
+ *   matrix, scale and angle_deg columns; error rows print votes 0 and
+ *   confidence 0.0000, and the error message goes to stderr, not here.
+ *   A query name is printed as it is unless it is empty, starts with '#', or
+ *   holds a space, a quote, a backslash, a control character, a Unicode space
+ *   or invalid UTF-8: then it is printed in double quotes with C escapes
+ *   (\" \\ \n \t \r, and three-digit octal \ooo for any other byte that needs
+ *   it), so that columns split on whitespace stay aligned and a row never
+ *   looks like the header.  Text rows carry neither pts_s nor time_ms.
+ *
+ * json (--format json): one object per line (JSON lines), keys exactly in
+ * this order:
+ *
+ *     {"query":"q1.jpg","frame":0,"status":"match","votes":57,"confidence":0.8125,
+ *      "matrix":[[1.057727,0.028525,90.173634],[-0.028525,1.057727,178.792245]],
+ *      "scale":1.058112,"angle_deg":-1.545,"time_ms":12.345}
+ *     {"query":"q2.jpg","frame":0,"status":"none","votes":4,"confidence":0.031,"time_ms":9.87}
+ *     {"query":"x.jpg","frame":0,"status":"error","votes":0,"confidence":0.0,"time_ms":0.05,
+ *      "error":"cannot open file: No such file or directory"}
+ *
+ *   query       the name as given on the command line (a string)
+ *   frame       frame number, 0 for a still image (an integer)
+ *   pts_s       presentation time of the frame in SECONDS; only present for
+ *               inputs that have timestamps (video, later)
+ *   status      "match", "none" or "error"
+ *   votes       votes of the winning basis pair (0 for error)
+ *   confidence  0..1 (0 for error), rounded to 6 decimals
+ *   matrix      [[a,b,c],[d,e,f]] rounded to 6 decimals, match only
+ *   scale       reference pixels per query pixel, 6 decimals, match only
+ *   angle_deg   rotation in degrees, clockwise on screen positive, 6
+ *               decimals, match only
+ *   time_ms     MILLISECONDS from the start of this query's decode to its
+ *               result, 3 decimals; the first query's time also includes
+ *               loading and preparing the reference
+ *   error       the error message, error only
+ *
+ *   Reals are printed with up to 15 significant digits in the shortest form
+ *   C's %g gives, so a tiny value may come out in exponent form (-1.6e-5);
+ *   any JSON reader takes it.
+ *
+ *   Strings are UTF-8.  A name that is not valid UTF-8 cannot be put in JSON
+ *   as it is: every byte that is not part of a valid UTF-8 sequence is
+ *   replaced by U+FFFD (the replacement character), so the line is still
+ *   valid JSON but such a name does not round-trip.  A number that is not
+ *   finite (never expected) is written as null.
+ *
+ * Why jansson and not hand-written escaping: it validates UTF-8, escapes
+ * every control character correctly, keeps key order, and prints reals with
+ * a chosen precision (JSON_REAL_PRECISION, so 1.057727 does not come out as
+ * 1.0577270000000001); it is a small, well-kept Debian library
+ * (libjansson-dev), already a dependency of the build.
+ */
+#ifndef GM_OUTPUT_H
+#define GM_OUTPUT_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include "gmatch.h"
+
+typedef enum { GM_OUTPUT_TEXT = 0, GM_OUTPUT_JSON = 1 } gm_output_format;
+
+/* One result line.  Borrowed pointers; nothing here is freed by the output
+ * functions. */
+typedef struct {
+    const char *query;     /* input name as given (any bytes) */
+    int64_t frame;         /* 0 for a still image */
+    int has_pts;           /* nonzero: pts_s holds the frame's timestamp */
+    double pts_s;          /* presentation timestamp, SECONDS (video, later) */
+    const char *error;     /* non-NULL: this input failed with this message, res is ignored */
+    const gm_result *res;  /* the result when error is NULL */
+    double time_ms;        /* MILLISECONDS, see time_ms above */
+} gm_output_rec;
+
+/* "text" or "json" -> *out; returns 0, or -1 for any other string. */
+int gm_output_parse_format(const char *s, gm_output_format *out);
+
+/* Write the header line (text: the "# query ..." line; json: nothing) and
+ * flush.  Returns 0, or -1 on a write error (errno set by stdio). */
+int gm_output_header(FILE *f, gm_output_format fmt);
+
+/* Write one record line and flush.  Returns 0, or -1 on a write error or
+ * when the line cannot be built (out of memory). */
+int gm_output_record(FILE *f, gm_output_format fmt, const gm_output_rec *rec);
+
+/* Write a name the way the text format prints the query column: as it is, or
+ * double-quoted with C escapes when it would not survive splitting on
+ * whitespace (see above).  Also used for file names in diagnostics so that a
+ * diagnostic stays one line.  Returns 0, or -1 on a write error. */
+int gm_output_write_name(FILE *f, const char *name);
+
+/* Copy s into a new string with every byte that is not part of a valid UTF-8
+ * sequence replaced by U+FFFD.  Returns NULL when out of memory; the caller
+ * frees the result with free(). */
+char *gm_output_utf8_sanitize(const char *s);
+
+#endif

@@ -1,0 +1,27 @@
+#!/bin/bash
+# test.sh: the whole test suite, as CI runs it.
+#
+# usage: tools/test.sh
+#
+# 1. installs missing packages (tools/setup.sh),
+# 2. builds build/ with warnings as errors and runs every ctest entry,
+# 3. builds build-asan/ with AddressSanitizer + UndefinedBehaviorSanitizer
+#    and runs every ctest entry again.
+# Stops at the first failure; the exit status is 0 only when all passed.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+tools/setup.sh
+jobs=$(nproc)
+
+cmake -S . -B build -DGMATCH_WERROR=ON
+cmake --build build -j "$jobs"
+ctest --test-dir build --output-on-failure -j "$jobs"
+
+# -O1 -g: readable sanitizer reports at a bearable speed.
+cmake -S . -B build-asan -DGMATCH_WERROR=ON -DGMATCH_SANITIZE=ON \
+      -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_C_FLAGS_RELWITHDEBINFO="-O1 -g"
+cmake --build build-asan -j "$jobs"
+ctest --test-dir build-asan --output-on-failure -j "$jobs"
+
+echo "test.sh: all tests passed (build/ and build-asan/)"
