@@ -196,6 +196,7 @@ typedef struct {
     uint16_t *mask;      /* [w*h] orientation bins of edges within the radius */
     int32_t *nearest;    /* [w*h] index into pts of an edge point at this pixel, or -1 */
     gm_points pts;       /* the reference edge pixels, sub-pixel */
+    float *dir;          /* [2 * pts.n] unit gradient (cos, sin) of each point */
 } gm_edge_map;
 
 /* The orientation mask over the reference's edge points `all` (borrowed:

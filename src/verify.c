@@ -36,12 +36,17 @@ gm_status gm_edge_map_build_cpu(const gm_points *all, int w, int h, int radius, 
     map->mask = calloc(n, sizeof *map->mask);
     map->nearest = malloc(n * sizeof *map->nearest);
     map->pts.p = malloc((all->n ? all->n : 1) * sizeof *map->pts.p);
-    if (!map->mask || !map->nearest || !map->pts.p) {
+    map->dir = malloc((all->n ? all->n : 1) * 2 * sizeof *map->dir);
+    if (!map->mask || !map->nearest || !map->pts.p || !map->dir) {
         gm_edge_map_free(map);
         return GM_ERR_NOMEM;
     }
     memcpy(map->pts.p, all->p, all->n * sizeof *all->p);
     map->pts.n = all->n;
+    for (uint32_t k = 0; k < all->n; k++) {
+        map->dir[2 * k] = cosf(all->p[k].angle);
+        map->dir[2 * k + 1] = sinf(all->p[k].angle);
+    }
     for (size_t i = 0; i < n; i++)
         map->nearest[i] = -1;
     for (uint32_t k = 0; k < all->n; k++) {
@@ -77,6 +82,7 @@ void gm_edge_map_free(gm_edge_map *map)
     free(map->mask);
     free(map->nearest);
     free(map->pts.p);
+    free(map->dir);
     memset(map, 0, sizeof *map);
 }
 
@@ -132,7 +138,7 @@ static int strict_hit(const gm_edge_map *map, double x, double y, float ca, floa
             if (j < 0)
                 continue;
             gm_point e = map->pts.p[j];
-            float ce = cosf(e.angle), se = sinf(e.angle);
+            float ce = map->dir[2 * j], se = map->dir[2 * j + 1];
             if (ce * ca + se * sa < cos_tol)
                 continue;
             if (fabs(ce * (x - e.x) + se * (y - e.y)) <= GM_STRICT_DIST)
@@ -187,8 +193,13 @@ void gm_refine_cpu(const gm_edge_map *map, const gm_points *q, double m[6], int 
         double huber = it < 2 ? 1.5 : 0.75;
         float rot = (float)atan2(m[3], m[0]);
         int cnt = 0;
-        for (size_t k = 0; k < n; k++) {
+        /* one slot per query point (weight 0: no partner), so the search
+         * runs on all cores and the fit sees the points in a fixed order */
+#pragma omp parallel for schedule(static) reduction(+ : cnt)
+        for (int64_t k = 0; k < (int64_t)n; k++) {
             gm_point p = q->p[k];
+            wt[k] = 0;
+            qx[k] = qy[k] = rx[k] = ry[k] = nx[k] = ny[k] = 0;
             double x = m[0] * p.x + m[1] * p.y + m[2], y = m[3] * p.x + m[4] * p.y + m[5];
             long ix = lrint(x), iy = lrint(y);
             if (ix < 0 || iy < 0 || ix >= map->w || iy >= map->h)
@@ -205,10 +216,9 @@ void gm_refine_cpu(const gm_edge_map *map, const gm_points *q, double m[6], int 
                     int32_t j = map->nearest[(size_t)yy * map->w + xx];
                     if (j < 0)
                         continue;
-                    gm_point e = map->pts.p[j];
-                    float ce = cosf(e.angle), se = sinf(e.angle);
-                    if (ce * ca + se * sa < cos_tol)
+                    if (map->dir[2 * j] * ca + map->dir[2 * j + 1] * sa < cos_tol)
                         continue;
+                    gm_point e = map->pts.p[j];
                     double dx = e.x - x, dy = e.y - y, d = dx * dx + dy * dy;
                     if (d < bestd) {
                         bestd = d;
@@ -219,19 +229,19 @@ void gm_refine_cpu(const gm_edge_map *map, const gm_points *q, double m[6], int 
             if (best < 0)
                 continue;
             gm_point e = map->pts.p[best];
-            double enx = cos(e.angle), eny = sin(e.angle);
+            double enx = map->dir[2 * best], eny = map->dir[2 * best + 1];
             double res = fabs(enx * (x - e.x) + eny * (y - e.y));
-            qx[cnt] = p.x;
-            qy[cnt] = p.y;
-            rx[cnt] = e.x;
-            ry[cnt] = e.y;
-            nx[cnt] = enx;
-            ny[cnt] = eny;
-            wt[cnt] = res < huber ? 1.0 : huber / res;
+            qx[k] = p.x;
+            qy[k] = p.y;
+            rx[k] = e.x;
+            ry[k] = e.y;
+            nx[k] = enx;
+            ny[k] = eny;
+            wt[k] = res < huber ? 1.0 : huber / res;
             cnt++;
         }
         double mm[6];
-        if (cnt < 8 || gm_similarity_fit_lines(qx, qy, rx, ry, nx, ny, wt, cnt, mm) != 0)
+        if (cnt < 8 || gm_similarity_fit_lines(qx, qy, rx, ry, nx, ny, wt, (int)n, mm) != 0)
             break;
         memcpy(m, mm, sizeof mm);
     }
