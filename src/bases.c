@@ -8,7 +8,7 @@
  * invariant the issue allows: it divides the chance collisions of unrelated
  * points by the number of bins.
  *
- * Key layout (18 bits, below the hash prime 1900813):
+ * Key layout (18 bits):
  *   bits 0..6   u cell + GM_UV_HALF - B/2   (0..95)
  *   bits 7..13  v cell + GM_UV_HALF         (0..95)
  *   bits 14..17 direction bin               (0..15) */
