@@ -12,7 +12,9 @@
 
 #include "internal.h"
 
+#ifndef GM_CORNER_WIN
 #define GM_CORNER_WIN 2          /* structure tensor window: 5x5 */
+#endif
 #define GM_CORNER_MARGIN 4       /* corners this close to the border are dropped */
 #define GM_CORNER_REL 0.001f     /* response at least this fraction of the image's best */
 #ifndef GM_CORNER_RADIUS

@@ -1,11 +1,19 @@
 /* matcher.c: the pipeline, reference side and query side.
  *
- *   reference: downscale -> Sobel edges -> compaction -> points -> corners ->
- *              bases (compacting table: two-way index) -> (u,v,dir) items ->
- *              multi-value table; edge-direction map for verification
+ *   reference: per pyramid level (working size, and half of it): Sobel
+ *              edges -> compaction -> points -> corners -> bases (compacting
+ *              table: two-way index) -> (u,v,dir) items -> multi-value table;
+ *              at level 0 also the edge-direction map for verification
  *   query:     the same up to the bases; m bases in a two-way index; votes
  *              into the m x n matrix; top-k reduction; each candidate's
- *              transform verified on the edges; the best refined.
+ *              transform verified on the level-0 edges; the best refined.
+ *
+ * Scale: one (reference level, query level) pairing covers query scales of
+ * about 0.7 to 1.4 (corners and basis lengths stay comparable).  Pairing
+ * (0, 0) runs first; when it finds no confident match, (0, 1) covers the
+ * query at twice the reference's scale (scale 0.35 to 0.7) and (1, 0) half
+ * of it (1.4 to 2.8).  Whatever pairing proposes a transform, it is verified
+ * and refined at full working resolution, so confidences are comparable.
  */
 #include <math.h>
 #include <omp.h>
@@ -15,16 +23,24 @@
 
 #include "internal.h"
 
-struct gm_ref {
-    gm_params p;
+#define GM_LEVELS 2        /* pyramid levels: working size, half of it */
+#define GM_MIN_LEVEL_SIDE 48 /* a level smaller than this a side is skipped */
+
+typedef struct {
+    int ok;            /* the level exists (image big enough) */
     int f;             /* downscale factor: working pixel X is source pixel f*X + (f-1)/2 */
-    int w, h;          /* working size */
-    float lmin, lmax;  /* basis lengths, working pixels */
-    gm_edge_map map;
+    int w, h;
+    float lmin, lmax;  /* basis lengths, this level's pixels */
     gm_points corners;
     gm_compact bases;  /* two-way index: basis key <-> dense index */
     gm_multi table;    /* (u, v, dir) -> dense basis indices */
     float *share;      /* [bases] each basis's fraction of the table's items */
+} ref_level;
+
+struct gm_ref {
+    gm_params p;
+    ref_level lv[GM_LEVELS];
+    gm_edge_map map;   /* level 0 edge directions, for verification */
     double prep_ms;
     char err[256];
 };
@@ -34,8 +50,10 @@ struct gm_ref {
 #define GM_VERIFY_RADIUS 2
 /* Points tested per candidate: a sample of the query's edge pixels. */
 #define GM_VERIFY_POINTS 3000
-/* Candidates refined (the best by verification). */
+/* Candidates refined per pairing (the best by verification). */
 #define GM_REFINE_CANDS 3
+/* A pairing whose refined best reaches this confidence ends the search. */
+#define GM_EARLY_STOP 0.5
 
 gm_params gm_params_default(void)
 {
@@ -82,7 +100,8 @@ static void side_free(side *s)
     memset(s, 0, sizeof *s);
 }
 
-static gm_status side_build(const gm_params *p, gm_view img, uint32_t cloud_target,
+/* extra: 1 for pyramid level 0, 2 for level 1 (half the working size). */
+static gm_status side_build(const gm_params *p, gm_view img, int extra, uint32_t cloud_target,
                             uint32_t corner_target, side *s, char *err, size_t errlen)
 {
     memset(s, 0, sizeof *s);
@@ -90,7 +109,11 @@ static gm_status side_build(const gm_params *p, gm_view img, uint32_t cloud_targ
         snprintf(err, errlen, "empty image");
         return GM_ERR_EMPTY;
     }
-    s->f = gm_downscale_factor(img.width, img.height, p->max_side);
+    s->f = gm_downscale_factor(img.width, img.height, p->max_side) * extra;
+    if (img.width / s->f < 1 || img.height / s->f < 1) {
+        snprintf(err, errlen, "image too small for this level");
+        return GM_ERR_EMPTY;
+    }
     s->view = img;
     if (s->f > 1) {
         s->w = img.width / s->f;
@@ -127,6 +150,61 @@ fail:
     return st;
 }
 
+
+static void level_free(ref_level *l)
+{
+    free(l->corners.p);
+    gm_compact_free(&l->bases);
+    gm_multi_free(&l->table);
+    free(l->share);
+    memset(l, 0, sizeof *l);
+}
+
+/* Bases and tables of one reference level from its side. */
+static gm_status level_build(const gm_params *p, side *s, ref_level *l)
+{
+    l->f = s->f;
+    l->w = s->w;
+    l->h = s->h;
+    float diag = sqrtf((float)s->w * s->w + (float)s->h * s->h);
+    l->lmin = fmaxf(16.0f, 0.03f * diag);
+    l->lmax = 0.25f * diag;
+    gm_bases b = {0};
+    uint32_t *keys = NULL, *vals = NULL, n_items = 0;
+    gm_status st;
+    if ((st = gm_bases_select_cpu(&s->corners, l->lmin, l->lmax, p->ref_basis_prob,
+                                  p->seed ^ (uint64_t)l->f << 56, &b)) != GM_OK)
+        goto done;
+    /* the two-way basis index (paper 4.3): dense index <-> (i, j) */
+    if ((st = gm_compact_build_cpu(&l->bases, b.key, b.n, 0, p->seed ^ 0xB0, NULL)) != GM_OK)
+        goto done;
+    if ((st = gm_basis_items_cpu(&s->corners, l->bases.unique, l->bases.u, &s->cloud, &keys, &vals,
+                                 &n_items)) != GM_OK)
+        goto done;
+    /* at most 96 * 96 * 16 distinct keys exist: size the table by that bound */
+    st = gm_multi_build_cpu(&l->table, keys, vals, n_items,
+                            2 * GM_UV_HALF * 2 * GM_UV_HALF * GM_ANGLE_BINS, p->seed ^ 0x7AB1E,
+                            NULL);
+    if (st != GM_OK)
+        goto done;
+    if (!(l->share = calloc(l->bases.u ? l->bases.u : 1, sizeof *l->share))) {
+        st = GM_ERR_NOMEM;
+        goto done;
+    }
+    for (uint32_t i = 0; i < n_items; i++)
+        l->share[vals[i]] += 1.0f;
+    for (uint32_t i = 0; i < l->bases.u; i++)
+        l->share[i] /= (float)(n_items ? n_items : 1);
+    l->corners = s->corners;
+    s->corners.p = NULL;
+    l->ok = 1;
+done:
+    free(b.key);
+    free(keys);
+    free(vals);
+    return st;
+}
+
 gm_status gm_ref_prepare(const gm_params *p, gm_view img, gm_ref **out)
 {
     *out = NULL;
@@ -137,54 +215,27 @@ gm_status gm_ref_prepare(const gm_params *p, gm_view img, gm_ref **out)
     r->p = *p;
     if (p->threads > 0)
         omp_set_num_threads(p->threads);
-    side s;
-    char err[128];
-    gm_status st = side_build(p, img, (uint32_t)p->ref_points, (uint32_t)p->basis_points, &s, err,
-                              sizeof err);
-    if (st != GM_OK) {
-        free(r);
-        return st;
+    gm_status st = GM_OK;
+    for (int lv = 0; lv < GM_LEVELS && st == GM_OK; lv++) {
+        side s;
+        char err[128];
+        st = side_build(p, img, 1 << lv, (uint32_t)p->ref_points, (uint32_t)p->basis_points, &s,
+                        err, sizeof err);
+        if (st != GM_OK) {
+            if (lv > 0) /* a reference too small for the coarse level still works */
+                st = GM_OK;
+            break;
+        }
+        if (lv > 0 && (s.w < GM_MIN_LEVEL_SIDE || s.h < GM_MIN_LEVEL_SIDE)) {
+            side_free(&s);
+            break;
+        }
+        if (lv == 0)
+            st = gm_edge_map_build_cpu(&s.all, s.w, s.h, GM_VERIFY_RADIUS, &r->map);
+        if (st == GM_OK)
+            st = level_build(p, &s, &r->lv[lv]);
+        side_free(&s);
     }
-    r->f = s.f;
-    r->w = s.w;
-    r->h = s.h;
-    float diag = sqrtf((float)s.w * s.w + (float)s.h * s.h);
-    r->lmin = fmaxf(16.0f, 0.03f * diag);
-    r->lmax = 0.25f * diag;
-    gm_bases b = {0};
-    uint32_t *keys = NULL, *vals = NULL, n_items = 0;
-    if ((st = gm_edge_map_build_cpu(&s.all, s.w, s.h, GM_VERIFY_RADIUS, &r->map)) != GM_OK)
-        goto done;
-    if ((st = gm_bases_select_cpu(&s.corners, r->lmin, r->lmax, p->ref_basis_prob, p->seed, &b)) !=
-        GM_OK)
-        goto done;
-    /* the two-way basis index (paper 4.3): dense index <-> (i, j) */
-    if ((st = gm_compact_build_cpu(&r->bases, b.key, b.n, 0, p->seed ^ 0xB0, NULL)) != GM_OK)
-        goto done;
-    if ((st = gm_basis_items_cpu(&s.corners, r->bases.unique, r->bases.u, &s.cloud, &keys, &vals,
-                                 &n_items)) != GM_OK)
-        goto done;
-    /* at most 96 * 96 * 16 distinct keys exist: size the table by that bound */
-    st = gm_multi_build_cpu(&r->table, keys, vals, n_items,
-                            2 * GM_UV_HALF * 2 * GM_UV_HALF * GM_ANGLE_BINS, p->seed ^ 0x7AB1E,
-                            NULL);
-    if (st != GM_OK)
-        goto done;
-    if (!(r->share = calloc(r->bases.u ? r->bases.u : 1, sizeof *r->share))) {
-        st = GM_ERR_NOMEM;
-        goto done;
-    }
-    for (uint32_t i = 0; i < n_items; i++)
-        r->share[vals[i]] += 1.0f;
-    for (uint32_t i = 0; i < r->bases.u; i++)
-        r->share[i] /= (float)(n_items ? n_items : 1);
-    r->corners = s.corners;
-    s.corners.p = NULL;
-done:
-    free(b.key);
-    free(keys);
-    free(vals);
-    side_free(&s);
     if (st != GM_OK) {
         gm_ref_free(r);
         return st;
@@ -199,10 +250,8 @@ void gm_ref_free(gm_ref *r)
     if (!r)
         return;
     gm_edge_map_free(&r->map);
-    free(r->corners.p);
-    gm_compact_free(&r->bases);
-    gm_multi_free(&r->table);
-    free(r->share);
+    for (int lv = 0; lv < GM_LEVELS; lv++)
+        level_free(&r->lv[lv]);
     free(r);
 }
 
@@ -219,10 +268,11 @@ static gm_points stride_sample(const gm_points *all, uint32_t cap, gm_point *buf
     return out;
 }
 
-/* Working-coordinate transform (query work -> ref work) to source pixels. */
-static void to_source(const double mw[6], int fq, int fr, double m[6])
+/* Working coordinates of factor f: X = (x - (f-1)/2) / f, x the source pixel.
+ * work_to_source carries a transform between working frames (query factor
+ * fq -> reference factor fr) to source pixels; source_to_work back. */
+static void work_to_source(const double mw[6], int fq, int fr, double m[6])
 {
-    /* ref source = fr * X + (fr-1)/2 ; query work = (x - (fq-1)/2) / fq */
     double sq = 1.0 / fq, oq = -(fq - 1) / 2.0 / fq, orr = (fr - 1) / 2.0;
     m[0] = fr * mw[0] * sq;
     m[1] = fr * mw[1] * sq;
@@ -232,34 +282,67 @@ static void to_source(const double mw[6], int fq, int fr, double m[6])
     m[5] = fr * (mw[3] * oq + mw[4] * oq + mw[5]) + orr;
 }
 
-gm_status gm_match(const gm_ref *r, gm_view query, gm_result *out)
+static void source_to_work(const double m[6], int fq, int fr, double mw[6])
 {
-    memset(out, 0, sizeof *out);
-    double t0 = now_ms(), t1;
-    const gm_params *p = &r->p;
-    side s;
-    char err[128];
-    uint32_t corner_target = (uint32_t)p->basis_points / 2;
-    gm_status st = side_build(p, query, (uint32_t)p->query_points, corner_target, &s, err, sizeof err);
-    if (st != GM_OK)
-        return st;
-    t1 = now_ms();
-    out->time.edges = t1 - t0;
+    /* mw = S_r^-1 m S_q with S_f(X) = f X + (f-1)/2 */
+    double oq = (fq - 1) / 2.0, orr = (fr - 1) / 2.0;
+    mw[0] = m[0] * fq / fr;
+    mw[1] = m[1] * fq / fr;
+    mw[2] = (m[0] * oq + m[1] * oq + m[2] - orr) / fr;
+    mw[3] = m[3] * fq / fr;
+    mw[4] = m[4] * fq / fr;
+    mw[5] = (m[3] * oq + m[4] * oq + m[5] - orr) / fr;
+}
 
+/* The best transform found so far, in level-0 working coordinates. */
+typedef struct {
+    double m[6];
+    gm_verify_score score;
+    uint32_t votes;
+    int found;
+    /* refined transforms, to skip candidates that repeat one */
+    double done[3 * GM_REFINE_CANDS][6];
+    int n_done;
+} search_state;
+
+/* Mean distance, in pixels, between the images of a w x h query's corners
+ * under two transforms. */
+static double corner_dist(const double a[6], const double b[6], int w, int h)
+{
+    const double cx[4] = {0, w - 1.0, w - 1.0, 0}, cy[4] = {0, 0, h - 1.0, h - 1.0};
+    double d = 0;
+    for (int i = 0; i < 4; i++) {
+        double ax, ay, bx, by;
+        gm_transform_apply(a, cx[i], cy[i], &ax, &ay);
+        gm_transform_apply(b, cx[i], cy[i], &bx, &by);
+        d += hypot(ax - bx, ay - by);
+    }
+    return d / 4;
+}
+
+/* One (reference level, query level) pairing: bases, votes, top-k, each
+ * candidate verified at level 0 (q0: the query's level-0 points), the best
+ * few refined.  Updates st->best. */
+static gm_status run_pairing(const gm_ref *r, const ref_level *rl, const side *qs, const side *q0,
+                             const gm_points *vq0, search_state *ss, gm_result *out)
+{
+    const gm_params *p = &r->p;
+    double t0 = now_ms(), t1;
     gm_bases all_b = {0};
     gm_compact qidx;
     memset(&qidx, 0, sizeof qidx);
     uint16_t *votes = NULL;
     gm_candidate *cands = NULL;
-    gm_point *vbuf = NULL;
     uint32_t *sel = NULL;
-    /* query basis lengths, in query working pixels: reference lengths carried
-     * over by the working-size ratio, narrowed so that scales from 0.5 to 2
-     * still find a reference basis of the same length */
-    double ratio = (double)r->f / s.f; /* ref working px per query working px at scale 1 */
-    float qdiag = sqrtf((float)s.w * s.w + (float)s.h * s.h);
-    float lmin = (float)(r->lmin / ratio) * 1.25f, lmax = fminf((float)(r->lmax / ratio) * 0.8f, 0.8f * qdiag);
-    if ((st = gm_bases_select_cpu(&s.corners, lmin, lmax, 1.0, p->seed, &all_b)) != GM_OK)
+    gm_status st;
+    /* query basis lengths, in query working pixels: the reference level's
+     * band carried over at scale 1, narrowed so that scales from about 0.8
+     * to 1.25 keep every query basis inside it */
+    double ratio = (double)rl->f / qs->f; /* ref px per query px at scale 1 */
+    float qdiag = sqrtf((float)qs->w * qs->w + (float)qs->h * qs->h);
+    float lmin = (float)(rl->lmin / ratio) * 1.25f;
+    float lmax = fminf((float)(rl->lmax / ratio) * 0.8f, 0.8f * qdiag);
+    if ((st = gm_bases_select_cpu(&qs->corners, lmin, lmax, 1.0, p->seed, &all_b)) != GM_OK)
         goto done;
     /* m of them at random (a hash of the seed and the pair: thread-independent) */
     sel = malloc((all_b.n ? all_b.n : 1) * sizeof *sel);
@@ -277,92 +360,143 @@ gm_status gm_match(const gm_ref *r, gm_view query, gm_result *out)
     }
     if ((st = gm_compact_build_cpu(&qidx, sel, nsel, 0, p->seed ^ 0x0B, NULL)) != GM_OK)
         goto done;
-    uint32_t n_q = qidx.u, n_ref = r->bases.u;
-    t0 = now_ms();
-    out->time.bases = t0 - t1;
-    if (n_q == 0 || n_ref == 0 || r->map.pts.n == 0 || s.all.n < 8)
-        goto done; /* nothing to vote with: a successful "no match" */
+    uint32_t n_q = qidx.u, n_ref = rl->bases.u;
+    t1 = now_ms();
+    out->time.bases += t1 - t0;
+    if (n_q == 0 || n_ref == 0 || qs->all.n < 8)
+        goto done; /* nothing to vote with */
     size_t nv;
     if (!gm_mul_ok((size_t)n_q, (size_t)n_ref, &nv) || !(votes = malloc(nv * sizeof *votes))) {
         st = GM_ERR_NOMEM;
         goto done;
     }
-    gm_vote_cpu(&r->table, n_ref, &s.corners, qidx.unique, n_q, &s.cloud, votes);
-    t1 = now_ms();
-    out->time.vote = t1 - t0;
+    gm_vote_cpu(&rl->table, n_ref, &qs->corners, qidx.unique, n_q, &qs->cloud, votes);
+    t0 = now_ms();
+    out->time.vote += t0 - t1;
     uint32_t k = (uint32_t)(p->top_k > 0 ? p->top_k : 1);
+    if (k > 256)
+        k = 256;
     cands = malloc(k * sizeof *cands);
     if (!cands) {
         st = GM_ERR_NOMEM;
         goto done;
     }
-    uint32_t nc = gm_reduce_topk_cpu(votes, r->share, n_ref, n_q, k, cands);
-    t0 = now_ms();
-    out->time.reduce = t0 - t1;
+    uint32_t nc = gm_reduce_topk_cpu(votes, rl->share, n_ref, n_q, k, cands);
+    t1 = now_ms();
+    out->time.reduce += t1 - t0;
 
-    /* verification: every candidate's transform against the reference edges */
-    vbuf = malloc(GM_VERIFY_POINTS * sizeof *vbuf);
-    if (!vbuf) {
-        st = GM_ERR_NOMEM;
-        goto done;
-    }
-    gm_points vq = stride_sample(&s.all, GM_VERIFY_POINTS, vbuf);
-    double ms[64][6];
-    gm_verify_score sc[64];
-    if (nc > 64)
-        nc = 64;
+    /* verification at level 0 */
+    double ms[256][6];
+    gm_verify_score sc[256];
     for (uint32_t c = 0; c < nc; c++) {
-        uint32_t rk = r->bases.unique[cands[c].ref_basis], qk = qidx.unique[cands[c].query_basis];
-        gm_point qa = s.corners.p[qk >> 16], qb = s.corners.p[qk & 0xFFFF];
-        gm_point ra = r->corners.p[rk >> 16], rb = r->corners.p[rk & 0xFFFF];
-        gm_similarity_from_pairs(qa.x, qa.y, qb.x, qb.y, ra.x, ra.y, rb.x, rb.y, ms[c]);
-        sc[c] = gm_verify_cpu(&r->map, &vq, ms[c]);
+        uint32_t rk = rl->bases.unique[cands[c].ref_basis], qk = qidx.unique[cands[c].query_basis];
+        gm_point qa = qs->corners.p[qk >> 16], qb = qs->corners.p[qk & 0xFFFF];
+        gm_point ra = rl->corners.p[rk >> 16], rb = rl->corners.p[rk & 0xFFFF];
+        double mw[6], msrc[6];
+        gm_similarity_from_pairs(qa.x, qa.y, qb.x, qb.y, ra.x, ra.y, rb.x, rb.y, mw);
+        work_to_source(mw, qs->f, rl->f, msrc);
+        source_to_work(msrc, q0->f, r->lv[0].f, ms[c]);
+        sc[c] = gm_verify_cpu(&r->map, vq0, ms[c]);
     }
-    /* refine the best few, keep the best after refinement */
-    int best = -1;
-    double best_conf = -1;
-    double bm[6] = {0};
-    gm_verify_score bs = {0, 0, 0, 0};
-    for (int pass = 0; pass < GM_REFINE_CANDS && pass < (int)nc; pass++) {
+    /* refine the best few that do not repeat an already refined transform */
+    for (int pass = 0; pass < GM_REFINE_CANDS; pass++) {
         int bi = -1;
         for (uint32_t c = 0; c < nc; c++)
             if (sc[c].total != UINT32_MAX && (bi < 0 || sc[c].confidence > sc[bi].confidence))
                 bi = (int)c;
         if (bi < 0)
             break;
+        sc[bi].total = UINT32_MAX; /* taken */
+        int dup = 0;
+        for (int d = 0; d < ss->n_done && !dup; d++)
+            dup = corner_dist(ms[bi], ss->done[d], q0->w, q0->h) < 2.0;
+        if (dup) {
+            pass--; /* does not count */
+            continue;
+        }
         double m[6];
         memcpy(m, ms[bi], sizeof m);
-        sc[bi].total = UINT32_MAX; /* taken */
-        gm_refine_cpu(&r->map, &vq, m, 6);
-        gm_verify_score v = gm_verify_strict_cpu(&r->map, &vq, m);
-        if (v.confidence > best_conf) {
-            best_conf = v.confidence;
-            best = bi;
-            memcpy(bm, m, sizeof m);
-            bs = v;
+        gm_refine_cpu(&r->map, vq0, m, 6);
+        if (ss->n_done < 3 * GM_REFINE_CANDS)
+            memcpy(ss->done[ss->n_done++], ms[bi], sizeof m);
+        gm_verify_score v = gm_verify_strict_cpu(&r->map, vq0, m);
+        if (!ss->found || v.confidence > ss->score.confidence) {
+            ss->found = 1;
+            ss->score = v;
+            ss->votes = cands[bi].votes;
+            memcpy(ss->m, m, sizeof m);
         }
     }
-    t1 = now_ms();
-    out->time.verify = t1 - t0;
-    if (best >= 0) {
-        out->votes = (int)cands[best].votes;
-        out->confidence = bs.confidence;
-        out->inliers = (int)bs.hits;
-        to_source(bm, s.f, r->f, out->m);
-        out->scale = hypot(out->m[0], out->m[3]);
-        out->angle_deg = atan2(out->m[3], out->m[0]) * 180.0 / GM_PI;
-        if (bs.confidence >= p->min_confidence && isfinite(out->scale) && out->scale > 0)
-            out->status = GM_MATCH_FOUND;
-    }
+    out->time.verify += now_ms() - t1;
 done:
     free(all_b.key);
     free(sel);
     gm_compact_free(&qidx);
     free(votes);
     free(cands);
+    return st;
+}
+
+gm_status gm_match(const gm_ref *r, gm_view query, gm_result *out)
+{
+    memset(out, 0, sizeof *out);
+    double t0 = now_ms();
+    const gm_params *p = &r->p;
+    side q[GM_LEVELS];
+    memset(q, 0, sizeof q);
+    char err[128];
+    uint32_t corner_target = (uint32_t)p->basis_points / 2;
+    gm_status st = side_build(p, query, 1, (uint32_t)p->query_points, corner_target, &q[0], err,
+                              sizeof err);
+    if (st != GM_OK)
+        return st;
+    out->time.edges = now_ms() - t0;
+    gm_point *vbuf = malloc(GM_VERIFY_POINTS * sizeof *vbuf);
+    search_state *ss = calloc(1, sizeof *ss);
+    if (!vbuf || !ss) {
+        st = GM_ERR_NOMEM;
+        goto done;
+    }
+    gm_points vq0 = stride_sample(&q[0].all, GM_VERIFY_POINTS, vbuf);
+    if (r->map.pts.n == 0 || q[0].all.n < 8)
+        goto done; /* nothing to match: a successful "no match" */
+    /* pairings (reference level, query level), most likely first */
+    static const int pair_r[3] = {0, 0, 1}, pair_q[3] = {0, 1, 0};
+    for (int pi = 0; pi < 3; pi++) {
+        const ref_level *rl = &r->lv[pair_r[pi]];
+        if (!rl->ok)
+            continue;
+        int ql = pair_q[pi];
+        if (ql > 0 && !q[ql].w) {
+            double te = now_ms();
+            st = side_build(p, query, 1 << ql, (uint32_t)p->query_points, corner_target, &q[ql],
+                            err, sizeof err);
+            out->time.edges += now_ms() - te;
+            if (st != GM_OK || q[ql].w < GM_MIN_LEVEL_SIDE || q[ql].h < GM_MIN_LEVEL_SIDE) {
+                st = GM_OK; /* too small for this level */
+                continue;
+            }
+        }
+        if ((st = run_pairing(r, rl, &q[ql], &q[0], &vq0, ss, out)) != GM_OK)
+            goto done;
+        if (ss->found && ss->score.confidence >= GM_EARLY_STOP)
+            break;
+    }
+    if (ss->found) {
+        out->votes = (int)ss->votes;
+        out->confidence = ss->score.confidence;
+        out->inliers = (int)ss->score.hits;
+        work_to_source(ss->m, q[0].f, r->lv[0].f, out->m);
+        out->scale = hypot(out->m[0], out->m[3]);
+        out->angle_deg = atan2(out->m[3], out->m[0]) * 180.0 / GM_PI;
+        if (ss->score.confidence >= p->min_confidence && isfinite(out->scale) && out->scale > 0)
+            out->status = GM_MATCH_FOUND;
+    }
+done:
     free(vbuf);
-    side_free(&s);
-    out->time.total = out->time.edges + out->time.bases + out->time.vote + out->time.reduce +
-                      out->time.verify;
+    free(ss);
+    for (int l = 0; l < GM_LEVELS; l++)
+        side_free(&q[l]);
+    out->time.total = now_ms() - t0;
     return st;
 }
