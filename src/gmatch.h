@@ -101,10 +101,19 @@ GM_API gm_view gm_image_view(const gm_image *img);
 
 typedef enum { GM_DEVICE_AUTO = 0, GM_DEVICE_CPU = 1, GM_DEVICE_CUDA = 2 } gm_device;
 
+/* The transform reported.  The search is for a similarity in every case; the
+ * verified similarity is then refined to the chosen model on the edges. */
+typedef enum {
+    GM_MODEL_SIMILARITY = 0, /* rotation, uniform scale, translation (4 dof) */
+    GM_MODEL_AFFINE = 1,     /* 6 dof */
+    GM_MODEL_HOMOGRAPHY = 2, /* 8 dof, for views with perspective */
+} gm_model;
+
 typedef struct {
     uint64_t seed;          /* same seed, same output, whatever the thread count */
     int threads;            /* OpenMP threads; 0 = all cores */
     gm_device device;
+    gm_model model;
     double min_confidence;  /* below it the result is GM_MATCH_NONE */
     int64_t max_pixels;     /* decode limit, see gm_image_load */
     int max_side;           /* images are matched at a working size of at most this many pixels a side */
@@ -136,7 +145,10 @@ typedef struct {
 
 typedef struct {
     gm_match_status status;
-    double m[6];         /* query -> reference, row-major [a b c; d e f]; valid when found */
+    gm_model model;      /* the model of m / h */
+    double m[6];         /* query -> reference, row-major [a b c; d e f]; valid when found;
+                            for a homography the affine part of h (h / h[8], perspective dropped) */
+    double h[9];         /* the full 3x3 matrix [m; 0 0 1], or the homography (h[8] = 1) */
     double scale;        /* reference pixels per query pixel */
     double angle_deg;    /* atan2(m[3], m[0]) in degrees: clockwise on screen (y down) is positive */
     int votes;           /* votes of the winning basis pair */

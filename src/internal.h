@@ -189,6 +189,18 @@ int gm_similarity_fit_lines(const double *qx, const double *qy, const double *rx
                             const double *ry, const double *nx, const double *ny,
                             const double *w, int n, double m[6]);
 void gm_transform_apply(const double m[6], double x, double y, double *ox, double *oy);
+/* 3x3 transforms (row-major, h[8] = 1 for a homography). */
+void gm_h_from_m(const double m[6], double h[9]);
+void gm_h_apply(const double h[9], double x, double y, double *ox, double *oy);
+/* The direction (ca, sa) of an edge normal at (x, y) carried by h: the
+ * inverse transpose of h's local Jacobian, normalized. */
+void gm_h_normal(const double h[9], double x, double y, float ca, float sa, float *oc, float *os);
+/* Weighted point-to-line fit of the model (with a light point-to-point term),
+ * h0 the current estimate (the homography is one Gauss-Newton step from it,
+ * the other models are solved exactly).  0 on success, -1 when degenerate. */
+int gm_model_fit_lines(gm_model model, const double *qx, const double *qy, const double *rx,
+                       const double *ry, const double *nx, const double *ny, const double *w,
+                       int n, const double h0[9], double h[9]);
 
 /* ---- verify.c: edge-orientation map of the reference ------------------------ */
 typedef struct {
@@ -217,5 +229,9 @@ gm_verify_score gm_verify_cpu(const gm_edge_map *map, const gm_points *q, const 
 gm_verify_score gm_verify_strict_cpu(const gm_edge_map *map, const gm_points *q, const double m[6]);
 /* Point-to-line refinement of m on the query points; iterations of IRLS. */
 void gm_refine_cpu(const gm_edge_map *map, const gm_points *q, double m[6], int iters);
+/* The same for any model, on a 3x3 h. */
+void gm_refine_model_cpu(const gm_edge_map *map, const gm_points *q, gm_model model, double h[9],
+                         int iters);
+gm_verify_score gm_verify_strict_h_cpu(const gm_edge_map *map, const gm_points *q, const double h[9]);
 
 #endif

@@ -43,6 +43,7 @@ enum {
     OPT_THREADS,
     OPT_DEVICE,
     OPT_MIN_CONFIDENCE,
+    OPT_MODEL,
     OPT_MAX_PIXELS,
 };
 
@@ -71,6 +72,8 @@ static void usage(FILE *f)
             "                          the same seed gives the same output\n"
             "      --threads N         CPU threads, 0 = all cores (default)\n"
             "      --device DEV        cpu, auto (default) or cuda\n"
+            "      --model M           similarity (default), affine or homography: the\n"
+            "                          verified similarity refined to this model\n"
             "      --min-confidence X  report no match below this confidence, 0..1 (default %g)\n"
             "      --max-pixels N      refuse images over N pixels (default %" PRId64 ")\n"
             "  -q, --quiet             print nothing on stderr but errors\n"
@@ -175,6 +178,7 @@ static void parse_options(int argc, char **argv, cli_opts *o)
         {"threads", required_argument, NULL, OPT_THREADS},
         {"device", required_argument, NULL, OPT_DEVICE},
         {"min-confidence", required_argument, NULL, OPT_MIN_CONFIDENCE},
+        {"model", required_argument, NULL, OPT_MODEL},
         {"max-pixels", required_argument, NULL, OPT_MAX_PIXELS},
         {"quiet", no_argument, NULL, 'q'},
         {"verbose", no_argument, NULL, 'v'},
@@ -224,6 +228,16 @@ static void parse_options(int argc, char **argv, cli_opts *o)
             } else {
                 usage_error("--device: '%s' is not cpu, auto or cuda", optarg);
             }
+            break;
+        case OPT_MODEL:
+            if (strcmp(optarg, "similarity") == 0)
+                o->params.model = GM_MODEL_SIMILARITY;
+            else if (strcmp(optarg, "affine") == 0)
+                o->params.model = GM_MODEL_AFFINE;
+            else if (strcmp(optarg, "homography") == 0)
+                o->params.model = GM_MODEL_HOMOGRAPHY;
+            else
+                usage_error("--model: '%s' is not similarity, affine or homography", optarg);
             break;
         case OPT_MIN_CONFIDENCE:
             if (parse_unit_real(optarg, &o->params.min_confidence) != 0)
@@ -356,7 +370,7 @@ int main(int argc, char **argv)
         out_name = o.output;
     }
     int failed = 0, write_failed = 0;
-    if (gm_output_header(out, o.format) != 0) {
+    if (gm_output_header(out, o.format, o.params.model) != 0) {
         diag_file(out_name, "write error: %s", strerror(errno));
         write_failed = 1;
     }
@@ -382,7 +396,7 @@ int main(int argc, char **argv)
         char err[512] = "";
         gm_result res;
         memset(&res, 0, sizeof res);
-        gm_output_rec rec = {.query = q, .frame = 0, .res = &res};
+        gm_output_rec rec = {.query = q, .frame = 0, .res = &res, .model = o.params.model};
         if (!ref) {
             rec.error = ref_msg;
         } else {

@@ -62,6 +62,7 @@ gm_params gm_params_default(void)
     p.seed = 1;
     p.threads = 0;
     p.device = GM_DEVICE_AUTO;
+    p.model = GM_MODEL_SIMILARITY;
     p.min_confidence = 0.4;
     p.max_pixels = GM_DEFAULT_MAX_PIXELS;
     p.max_side = 1024;
@@ -294,6 +295,27 @@ static void source_to_work(const double m[6], int fq, int fr, double mw[6])
     mw[5] = (m[3] * oq + m[4] * oq + m[5] - orr) / fr;
 }
 
+/* 3x3 product c = a b. */
+static void mat3_mul(const double a[9], const double b[9], double c[9])
+{
+    for (int i = 0; i < 3; i++)
+        for (int j = 0; j < 3; j++)
+            c[3 * i + j] = a[3 * i] * b[j] + a[3 * i + 1] * b[3 + j] + a[3 * i + 2] * b[6 + j];
+}
+
+/* A level-0 working-frame 3x3 transform to source pixels: S_r h S_q^-1. */
+static void h_work_to_source(const double hw[9], int fq, int fr, double h[9])
+{
+    const double sr[9] = {fr, 0, (fr - 1) / 2.0, 0, fr, (fr - 1) / 2.0, 0, 0, 1};
+    const double sqi[9] = {1.0 / fq, 0, -(fq - 1) / 2.0 / fq, 0, 1.0 / fq, -(fq - 1) / 2.0 / fq,
+                           0, 0, 1};
+    double t[9];
+    mat3_mul(hw, sqi, t);
+    mat3_mul(sr, t, h);
+    for (int i = 0; i < 9; i++)
+        h[i] /= h[8];
+}
+
 /* The best transform found so far, in level-0 working coordinates. */
 typedef struct {
     double m[6];
@@ -483,13 +505,39 @@ gm_status gm_match(const gm_ref *r, gm_view query, gm_result *out)
             break;
     }
     if (ss->found) {
+        double hw[9], h[9];
+        gm_h_from_m(ss->m, hw);
+        gm_verify_score score = ss->score;
+        if (p->model != GM_MODEL_SIMILARITY && ss->score.confidence >= 0.5 * p->min_confidence) {
+            /* the verified similarity, refined to the chosen model; kept
+             * only when the strict test does not get worse.  A view with
+             * perspective fits a similarity only in part, so the refinement
+             * starts below the reporting threshold and the model's own
+             * confidence decides. */
+            double hm[9];
+            memcpy(hm, hw, sizeof hm);
+            double tr = now_ms();
+            gm_refine_model_cpu(&r->map, &vq0, p->model, hm, 10);
+            gm_verify_score v = gm_verify_strict_h_cpu(&r->map, &vq0, hm);
+            if (v.confidence >= score.confidence) {
+                memcpy(hw, hm, sizeof hm);
+                score = v;
+            }
+            out->time.verify += now_ms() - tr;
+        }
+        h_work_to_source(hw, q[0].f, r->lv[0].f, h);
+        out->model = p->model;
+        memcpy(out->h, h, sizeof h);
+        memcpy(out->m, h, sizeof out->m);
         out->votes = (int)ss->votes;
-        out->confidence = ss->score.confidence;
-        out->inliers = (int)ss->score.hits;
-        work_to_source(ss->m, q[0].f, r->lv[0].f, out->m);
+        out->confidence = score.confidence;
+        out->inliers = (int)score.hits;
         out->scale = hypot(out->m[0], out->m[3]);
         out->angle_deg = atan2(out->m[3], out->m[0]) * 180.0 / GM_PI;
-        if (ss->score.confidence >= p->min_confidence && isfinite(out->scale) && out->scale > 0)
+        int finite = 1;
+        for (int i = 0; i < 9; i++)
+            finite &= isfinite(h[i]);
+        if (score.confidence >= p->min_confidence && finite && out->scale > 0)
             out->status = GM_MATCH_FOUND;
     }
 done:

@@ -185,10 +185,13 @@ int gm_output_parse_format(const char *s, gm_output_format *out)
     return -1;
 }
 
-int gm_output_header(FILE *f, gm_output_format fmt)
+int gm_output_header(FILE *f, gm_output_format fmt, gm_model model)
 {
     if (fmt == GM_OUTPUT_TEXT)
-        fputs("# query frame status votes confidence a b c d e f scale angle_deg\n", f);
+        fputs(model == GM_MODEL_HOMOGRAPHY
+                  ? "# query frame status votes confidence a b c d e f g h scale angle_deg\n"
+                  : "# query frame status votes confidence a b c d e f scale angle_deg\n",
+              f);
     if (fflush(f) != 0 || ferror(f))
         return -1;
     return 0;
@@ -204,11 +207,14 @@ static int record_text(FILE *f, const gm_output_rec *rec)
             ok ? round_dec(rec->res->confidence, 4) : 0.0);
     if (found) {
         const gm_result *r = rec->res;
+        const int homog = rec->model == GM_MODEL_HOMOGRAPHY;
         for (int i = 0; i < 6; i++)
-            fprintf(f, " %.6f", round_dec(r->m[i], 6));
+            fprintf(f, " %.6f", round_dec(homog ? r->h[i] : r->m[i], 6));
+        if (homog)
+            fprintf(f, " %.10f %.10f", round_dec(r->h[6], 10), round_dec(r->h[7], 10));
         fprintf(f, " %.6f %.3f", round_dec(r->scale, 6), round_dec(r->angle_deg, 3));
     } else {
-        fputs(" - - - - - - - -", f);
+        fputs(rec->model == GM_MODEL_HOMOGRAPHY ? " - - - - - - - - - -" : " - - - - - - - -", f);
     }
     fputc('\n', f);
     if (fflush(f) != 0 || ferror(f))
@@ -261,11 +267,13 @@ static int record_json(FILE *f, const gm_output_rec *rec)
     set(o, "confidence", json_dec(ok ? rec->res->confidence : 0.0, 6), &bad);
     if (found) {
         const gm_result *r = rec->res;
+        const int homog = rec->model == GM_MODEL_HOMOGRAPHY;
         json_t *m = json_array();
-        for (int row = 0; m && row < 2; row++) {
+        for (int row = 0; m && row < (homog ? 3 : 2); row++) {
             json_t *a = json_array();
             for (int i = 0; a && i < 3; i++)
-                if (json_array_append_new(a, json_dec(r->m[3 * row + i], 6)) != 0)
+                if (json_array_append_new(a, homog ? json_dec(r->h[3 * row + i], row == 2 ? 10 : 6)
+                                                   : json_dec(r->m[3 * row + i], 6)) != 0)
                     bad++;
             if (json_array_append_new(m, a) != 0)
                 bad++;

@@ -42,7 +42,9 @@
  *   status      "match", "none" or "error"
  *   votes       votes of the winning basis pair (0 for error)
  *   confidence  0..1 (0 for error), rounded to 6 decimals
- *   matrix      [[a,b,c],[d,e,f]] rounded to 6 decimals, match only
+ *   matrix      [[a,b,c],[d,e,f]] rounded to 6 decimals, match only; with
+ *               --model homography [[a,b,c],[d,e,f],[g,h,1]], the last
+ *               row to 10 decimals
  *   scale       reference pixels per query pixel, 6 decimals, match only
  *   angle_deg   rotation in degrees, clockwise on screen positive, 6
  *               decimals, match only
@@ -87,14 +89,16 @@ typedef struct {
     const char *error;     /* non-NULL: this input failed with this message, res is ignored */
     const gm_result *res;  /* the result when error is NULL */
     double time_ms;        /* MILLISECONDS, see time_ms above */
+    gm_model model;        /* the run's model: a homography adds columns g h */
 } gm_output_rec;
 
 /* "text" or "json" -> *out; returns 0, or -1 for any other string. */
 int gm_output_parse_format(const char *s, gm_output_format *out);
 
-/* Write the header line (text: the "# query ..." line; json: nothing) and
- * flush.  Returns 0, or -1 on a write error (errno set by stdio). */
-int gm_output_header(FILE *f, gm_output_format fmt);
+/* Write the header line (text: the "# query ..." line, with the columns g h
+ * for a homography; json: nothing) and flush.  Returns 0, or -1 on a write
+ * error (errno set by stdio). */
+int gm_output_header(FILE *f, gm_output_format fmt, gm_model model);
 
 /* Write one record line and flush.  Returns 0, or -1 on a write error or
  * when the line cannot be built (out of memory). */

@@ -148,16 +148,17 @@ static int strict_hit(const gm_edge_map *map, double x, double y, float ca, floa
     return 0;
 }
 
-gm_verify_score gm_verify_strict_cpu(const gm_edge_map *map, const gm_points *q, const double m[6])
+gm_verify_score gm_verify_strict_h_cpu(const gm_edge_map *map, const gm_points *q, const double h[9])
 {
     gm_verify_score s = {0, 0, 0, 0.0};
-    float rot = (float)atan2(m[3], m[0]);
     uint32_t hits = 0, bg = 0;
 #pragma omp parallel for schedule(static) reduction(+ : hits, bg)
     for (int64_t k = 0; k < (int64_t)q->n; k++) {
         gm_point p = q->p[k];
-        double x = m[0] * p.x + m[1] * p.y + m[2], y = m[3] * p.x + m[4] * p.y + m[5];
-        float a = p.angle + rot, ca = cosf(a), sa = sinf(a);
+        double x, y;
+        gm_h_apply(h, p.x, p.y, &x, &y);
+        float ca, sa;
+        gm_h_normal(h, p.x, p.y, cosf(p.angle), sinf(p.angle), &ca, &sa);
         hits += (uint32_t)strict_hit(map, x, y, ca, sa);
         /* chance level: the perpendicular directions */
         bg += (uint32_t)strict_hit(map, x, y, -sa, ca) + (uint32_t)strict_hit(map, x, y, sa, -ca);
@@ -173,11 +174,19 @@ gm_verify_score gm_verify_strict_cpu(const gm_edge_map *map, const gm_points *q,
     return s;
 }
 
-/* Refinement: each query point mapped by m is paired with the reference edge
+gm_verify_score gm_verify_strict_cpu(const gm_edge_map *map, const gm_points *q, const double m[6])
+{
+    double h[9];
+    gm_h_from_m(m, h);
+    return gm_verify_strict_h_cpu(map, q, h);
+}
+
+/* Refinement: each query point mapped by h is paired with the reference edge
  * point nearest to it within `r` pixels whose direction agrees within 30
- * degrees; the similarity minimizing the point-to-line distances (Huber
- * weights) is solved; repeated with a shrinking radius. */
-void gm_refine_cpu(const gm_edge_map *map, const gm_points *q, double m[6], int iters)
+ * degrees; the model minimizing the point-to-line distances (Huber weights)
+ * is solved; repeated with a shrinking radius. */
+void gm_refine_model_cpu(const gm_edge_map *map, const gm_points *q, gm_model model, double h[9],
+                         int iters)
 {
     size_t n = q->n;
     double *buf = malloc(n * 7 * sizeof *buf);
@@ -191,7 +200,6 @@ void gm_refine_cpu(const gm_edge_map *map, const gm_points *q, double m[6], int 
     for (int it = 0; it < iters; it++) {
         int r = it < 2 ? 3 : 2;
         double huber = it < 2 ? 1.5 : 0.75;
-        float rot = (float)atan2(m[3], m[0]);
         int cnt = 0;
         /* one slot per query point (weight 0: no partner), so the search
          * runs on all cores and the fit sees the points in a fixed order */
@@ -200,11 +208,13 @@ void gm_refine_cpu(const gm_edge_map *map, const gm_points *q, double m[6], int 
             gm_point p = q->p[k];
             wt[k] = 0;
             qx[k] = qy[k] = rx[k] = ry[k] = nx[k] = ny[k] = 0;
-            double x = m[0] * p.x + m[1] * p.y + m[2], y = m[3] * p.x + m[4] * p.y + m[5];
+            double x, y;
+            gm_h_apply(h, p.x, p.y, &x, &y);
             long ix = lrint(x), iy = lrint(y);
             if (ix < 0 || iy < 0 || ix >= map->w || iy >= map->h)
                 continue;
-            float ca = cosf(p.angle + rot), sa = sinf(p.angle + rot);
+            float ca, sa;
+            gm_h_normal(h, p.x, p.y, cosf(p.angle), sinf(p.angle), &ca, &sa);
             double bestd = 1e30;
             int32_t best = -1;
             for (long yy = iy - r; yy <= iy + r; yy++) {
@@ -240,10 +250,18 @@ void gm_refine_cpu(const gm_edge_map *map, const gm_points *q, double m[6], int 
             wt[k] = res < huber ? 1.0 : huber / res;
             cnt++;
         }
-        double mm[6];
-        if (cnt < 8 || gm_similarity_fit_lines(qx, qy, rx, ry, nx, ny, wt, (int)n, mm) != 0)
+        double hh[9];
+        if (cnt < 8 || gm_model_fit_lines(model, qx, qy, rx, ry, nx, ny, wt, (int)n, h, hh) != 0)
             break;
-        memcpy(m, mm, sizeof mm);
+        memcpy(h, hh, sizeof hh);
     }
     free(buf);
+}
+
+void gm_refine_cpu(const gm_edge_map *map, const gm_points *q, double m[6], int iters)
+{
+    double h[9];
+    gm_h_from_m(m, h);
+    gm_refine_model_cpu(map, q, GM_MODEL_SIMILARITY, h, iters);
+    memcpy(m, h, 6 * sizeof *m);
 }

@@ -118,6 +118,15 @@ expect_rc 2 "unknown short option" -Z ref.png query.png
 expect_rc 2 "option without its argument" ref.png query.png --format
 expect_rc 2 "bad --format" --format xml ref.png query.png
 check "bad --format names the value" grep -q 'xml' err
+expect_rc 2 "bad --model" --model conformal ref.png query.png
+check "bad --model names the value" grep -q 'conformal' err
+expect_rc 0 "--model homography" --model homography ref.png query.png
+check "--model homography: text header has the columns g h" grep -q '^# query frame status votes confidence a b c d e f g h scale angle_deg$' out
+check "--model homography: a row has 15 columns" test "$(rows | awk '{print NF}')" = 15
+expect_rc 0 "--model homography --format json" --model homography --format json ref.png query.png
+check "--model homography: JSON matrix is 3x3 with h33 = 1" python3 -c 'import json,sys; m=json.loads(open("out").readline())["matrix"]; sys.exit(not (len(m) == 3 and all(len(r) == 3 for r in m) and m[2][2] == 1))'
+expect_rc 0 "--model affine" --model affine --format json ref.png query.png
+check "--model affine: JSON matrix is 2x3" python3 -c 'import json,sys; m=json.loads(open("out").readline())["matrix"]; sys.exit(not (len(m) == 2 and all(len(r) == 3 for r in m)))'
 for t in -1 abc 2x '' 1e3 99999999999999999999; do
     expect_rc 2 "bad --threads '$t'" --threads "$t" ref.png query.png
 done
