@@ -63,7 +63,7 @@ gm_params gm_params_default(void)
     p.threads = 0;
     p.device = GM_DEVICE_AUTO;
     p.model = GM_MODEL_SIMILARITY;
-    p.min_confidence = 0.4;
+    p.min_confidence = 0.3;
     p.max_pixels = GM_DEFAULT_MAX_PIXELS;
     p.max_side = 1024;
     p.ref_points = 600;
@@ -325,7 +325,22 @@ typedef struct {
     /* refined transforms, to skip candidates that repeat one */
     double done[3 * GM_REFINE_CANDS][6];
     int n_done;
+    /* every refined transform and its strict confidence, for the
+     * distinctiveness test */
+    double refined[3 * GM_REFINE_CANDS][6];
+    double rconf[3 * GM_REFINE_CANDS];
+    int n_refined;
 } search_state;
+
+/* Distinctiveness: a second transform, more than GM_DISTINCT_PX away at the
+ * query's corners, that verifies nearly as well as the best means the query
+ * fits several places (a chessboard, a brick wall, a symmetric shape) and the
+ * answer is a guess.  With rho = second / best, the confidence is scaled by
+ * min(1, (1 - rho) / (1 - GM_DISTINCT_RATIO)): untouched up to
+ * rho = GM_DISTINCT_RATIO, zero when the two tie (Lowe's ratio test, applied
+ * to whole transforms). */
+#define GM_DISTINCT_PX 4.0
+#define GM_DISTINCT_RATIO 0.5
 
 /* Mean distance, in pixels, between the images of a w x h query's corners
  * under two transforms. */
@@ -442,6 +457,10 @@ static gm_status run_pairing(const gm_ref *r, const ref_level *rl, const side *q
         if (ss->n_done < 3 * GM_REFINE_CANDS)
             memcpy(ss->done[ss->n_done++], ms[bi], sizeof m);
         gm_verify_score v = gm_verify_strict_cpu(&r->map, vq0, m);
+        if (ss->n_refined < 3 * GM_REFINE_CANDS) {
+            memcpy(ss->refined[ss->n_refined], m, sizeof m);
+            ss->rconf[ss->n_refined++] = v.confidence;
+        }
         if (!ss->found || v.confidence > ss->score.confidence) {
             ss->found = 1;
             ss->score = v;
@@ -529,15 +548,22 @@ gm_status gm_match(const gm_ref *r, gm_view query, gm_result *out)
         out->model = p->model;
         memcpy(out->h, h, sizeof h);
         memcpy(out->m, h, sizeof out->m);
+        double second = 0;
+        for (int i = 0; i < ss->n_refined; i++)
+            if (corner_dist(ss->refined[i], ss->m, q[0].w, q[0].h) > GM_DISTINCT_PX &&
+                ss->rconf[i] > second)
+                second = ss->rconf[i];
+        double rho = ss->score.confidence > 0 ? second / ss->score.confidence : 1.0;
+        double distinct = fmin(1.0, fmax(0.0, (1.0 - rho) / (1.0 - GM_DISTINCT_RATIO)));
         out->votes = (int)ss->votes;
-        out->confidence = score.confidence;
+        out->confidence = score.confidence * distinct;
         out->inliers = (int)score.hits;
         out->scale = hypot(out->m[0], out->m[3]);
         out->angle_deg = atan2(out->m[3], out->m[0]) * 180.0 / GM_PI;
         int finite = 1;
         for (int i = 0; i < 9; i++)
             finite &= isfinite(h[i]);
-        if (score.confidence >= p->min_confidence && finite && out->scale > 0)
+        if (out->confidence >= p->min_confidence && finite && out->scale > 0)
             out->status = GM_MATCH_FOUND;
     }
 done:
