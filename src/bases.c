@@ -9,8 +9,8 @@
  * points by the number of bins.
  *
  * Key layout (18 bits):
- *   bits 0..6   u cell + GM_UV_HALF - B/2   (0..95)
- *   bits 7..13  v cell + GM_UV_HALF         (0..95)
+ *   bits 0..6   u cell + GM_UV_HALF - B/2   (0..2*GM_UV_HALF-1, below 128)
+ *   bits 7..13  v cell + GM_UV_HALF         (likewise)
  *   bits 14..17 direction bin               (0..15) */
 #include <math.h>
 #include <stdlib.h>
@@ -32,7 +32,7 @@ gm_status gm_bases_select_cpu(const gm_points *pts, float lmin, float lmax, doub
     uint32_t *cnt = calloc((size_t)n + 1, sizeof *cnt);
     if (!cnt)
         return GM_ERR_NOMEM;
-#pragma omp parallel for schedule(dynamic, 8)
+#pragma omp parallel for schedule(dynamic, 8) if (n >= 128)
     for (int64_t i = 0; i < (int64_t)n; i++) {
         uint32_t c = 0;
         for (uint32_t j = 0; j < n; j++) {
@@ -54,7 +54,7 @@ gm_status gm_bases_select_cpu(const gm_points *pts, float lmin, float lmax, doub
         free(cnt);
         return GM_ERR_NOMEM;
     }
-#pragma omp parallel for schedule(dynamic, 8)
+#pragma omp parallel for schedule(dynamic, 8) if (n >= 128)
     for (int64_t i = 0; i < (int64_t)n; i++) {
         uint32_t o = cnt[i];
         for (uint32_t j = 0; j < n; j++) {

@@ -40,7 +40,7 @@ static int cand_cmp(const void *a, const void *b)
 static void box_sum(const float *src, float *tmp, float *dst, int w, int h)
 {
     const int r = GM_CORNER_WIN;
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if ((size_t)w * h >= GM_PAR_PIXELS)
     for (int y = 0; y < h; y++) {
         const float *s = src + (size_t)y * w;
         float *t = tmp + (size_t)y * w;
@@ -53,7 +53,7 @@ static void box_sum(const float *src, float *tmp, float *dst, int w, int h)
             t[x] = acc;
         }
     }
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if ((size_t)w * h >= GM_PAR_PIXELS)
     for (int y = 0; y < h; y++) {
         float *d = dst + (size_t)y * w;
         for (int x = 0; x < w; x++) {
@@ -82,7 +82,7 @@ gm_status gm_corners_cpu(const gm_edges *e, uint32_t target, gm_points *pts)
     }
     float *xx = buf, *yy = buf + n, *xy = buf + 2 * n, *tmp = buf + 3 * n, *resp = buf + 4 * n;
     /* gradients scaled down so the sums stay well inside float precision */
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (n >= GM_PAR_PIXELS)
     for (int64_t i = 0; i < (int64_t)n; i++) {
         float gx = e->gx[i] * (1.0f / 64), gy = e->gy[i] * (1.0f / 64);
         xx[i] = gx * gx;
@@ -93,7 +93,7 @@ gm_status gm_corners_cpu(const gm_edges *e, uint32_t target, gm_points *pts)
     box_sum(yy, tmp, yy, w, h);
     box_sum(xy, tmp, xy, w, h);
     float best = 0;
-#pragma omp parallel for schedule(static) reduction(max : best)
+#pragma omp parallel for schedule(static) reduction(max : best) if (n >= GM_PAR_PIXELS)
     for (int64_t i = 0; i < (int64_t)n; i++) {
         float a = xx[i], c = yy[i], b = xy[i];
         float hm = 0.5f * (a - c);

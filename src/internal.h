@@ -12,6 +12,14 @@
 
 #define GM_PI 3.14159265358979323846
 
+/* Loops over fewer pixels than this run on one thread: every OpenMP region
+ * ends in a barrier, and on a machine whose other cores are busy a barrier
+ * waits for a descheduled thread (measured: a query set 4x slower with one
+ * core taken by another process).  Queries are mostly below it. */
+#define GM_PAR_PIXELS (1 << 17)
+/* The same for loops over points. */
+#define GM_PAR_POINTS 20000
+
 /* Overflow-checked size arithmetic (stb's stbi__mul2sizes_valid). */
 static inline int gm_mul_ok(size_t a, size_t b, size_t *out)
 {
@@ -88,7 +96,9 @@ gm_status gm_corners_cpu(const gm_edges *e, uint32_t target, gm_points *pts);
 
 /* ---- bases.c: basis pairs and their invariant keys ------------------------- */
 #define GM_BASIS_B 16       /* the basis end sits at (B, 0): B cells per basis length */
-#define GM_UV_HALF 48       /* |u - B/2| < 48 and |v| < 48 cells are kept */
+#ifndef GM_UV_HALF
+#define GM_UV_HALF 32       /* |u - B/2| < 32 and |v| < 32 cells are kept */
+#endif
 #define GM_ANGLE_BINS 16    /* edge direction relative to the basis, 22.5 degrees a bin */
 
 typedef struct {

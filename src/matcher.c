@@ -49,7 +49,9 @@ struct gm_ref {
  * quantization move edges by about a pixel. */
 #define GM_VERIFY_RADIUS 2
 /* Points tested per candidate: a sample of the query's edge pixels. */
-#define GM_VERIFY_POINTS 3000
+#ifndef GM_VERIFY_POINTS
+#define GM_VERIFY_POINTS 2000
+#endif
 /* Candidates refined per pairing (the best by verification). */
 #define GM_REFINE_CANDS 3
 /* A pairing whose refined best reaches this confidence ends the search. */
@@ -182,7 +184,7 @@ static gm_status level_build(const gm_params *p, side *s, ref_level *l)
     if ((st = gm_basis_items_cpu(&s->corners, l->bases.unique, l->bases.u, &s->cloud, &keys, &vals,
                                  &n_items)) != GM_OK)
         goto done;
-    /* at most 96 * 96 * 16 distinct keys exist: size the table by that bound */
+    /* at most (2 GM_UV_HALF)^2 x 16 distinct keys exist: size the table by that bound */
     st = gm_multi_build_cpu(&l->table, keys, vals, n_items,
                             2 * GM_UV_HALF * 2 * GM_UV_HALF * GM_ANGLE_BINS, p->seed ^ 0x7AB1E,
                             NULL);
@@ -422,7 +424,8 @@ static gm_status run_pairing(const gm_ref *r, const ref_level *rl, const side *q
     t1 = now_ms();
     out->time.reduce += t1 - t0;
 
-    /* verification at level 0 */
+    /* verification at level 0: one region over the candidates (each
+     * candidate's loop is serial), not one region per candidate */
     double ms[256][6];
     gm_verify_score sc[256];
     for (uint32_t c = 0; c < nc; c++) {
@@ -433,10 +436,13 @@ static gm_status run_pairing(const gm_ref *r, const ref_level *rl, const side *q
         gm_similarity_from_pairs(qa.x, qa.y, qb.x, qb.y, ra.x, ra.y, rb.x, rb.y, mw);
         work_to_source(mw, qs->f, rl->f, msrc);
         source_to_work(msrc, q0->f, r->lv[0].f, ms[c]);
-        sc[c] = gm_verify_cpu(&r->map, vq0, ms[c]);
     }
-    /* refine the best few that do not repeat an already refined transform */
-    for (int pass = 0; pass < GM_REFINE_CANDS; pass++) {
+#pragma omp parallel for schedule(dynamic, 1) if (nc > 1)
+    for (int64_t c = 0; c < (int64_t)nc; c++)
+        sc[c] = gm_verify_cpu(&r->map, vq0, ms[c]);
+    /* the best few that do not repeat an already refined transform... */
+    int pick[GM_REFINE_CANDS], npick = 0;
+    while (npick < GM_REFINE_CANDS) {
         int bi = -1;
         for (uint32_t c = 0; c < nc; c++)
             if (sc[c].total != UINT32_MAX && (bi < 0 || sc[c].confidence > sc[bi].confidence))
@@ -447,25 +453,31 @@ static gm_status run_pairing(const gm_ref *r, const ref_level *rl, const side *q
         int dup = 0;
         for (int d = 0; d < ss->n_done && !dup; d++)
             dup = corner_dist(ms[bi], ss->done[d], q0->w, q0->h) < 2.0;
-        if (dup) {
-            pass--; /* does not count */
+        if (dup)
             continue;
-        }
-        double m[6];
-        memcpy(m, ms[bi], sizeof m);
-        gm_refine_cpu(&r->map, vq0, m, 6);
         if (ss->n_done < 3 * GM_REFINE_CANDS)
-            memcpy(ss->done[ss->n_done++], ms[bi], sizeof m);
-        gm_verify_score v = gm_verify_strict_cpu(&r->map, vq0, m);
+            memcpy(ss->done[ss->n_done++], ms[bi], sizeof ms[bi]);
+        pick[npick++] = bi;
+    }
+    /* ...refined side by side, then scored in order (thread-independent) */
+    double mr[GM_REFINE_CANDS][6];
+    gm_verify_score vr[GM_REFINE_CANDS];
+#pragma omp parallel for schedule(static, 1) if (npick > 1)
+    for (int i = 0; i < npick; i++) {
+        memcpy(mr[i], ms[pick[i]], sizeof mr[i]);
+        gm_refine_cpu(&r->map, vq0, mr[i], 6);
+        vr[i] = gm_verify_strict_cpu(&r->map, vq0, mr[i]);
+    }
+    for (int i = 0; i < npick; i++) {
         if (ss->n_refined < 3 * GM_REFINE_CANDS) {
-            memcpy(ss->refined[ss->n_refined], m, sizeof m);
-            ss->rconf[ss->n_refined++] = v.confidence;
+            memcpy(ss->refined[ss->n_refined], mr[i], sizeof mr[i]);
+            ss->rconf[ss->n_refined++] = vr[i].confidence;
         }
-        if (!ss->found || v.confidence > ss->score.confidence) {
+        if (!ss->found || vr[i].confidence > ss->score.confidence) {
             ss->found = 1;
-            ss->score = v;
-            ss->votes = cands[bi].votes;
-            memcpy(ss->m, m, sizeof m);
+            ss->score = vr[i];
+            ss->votes = cands[pick[i]].votes;
+            memcpy(ss->m, mr[i], sizeof mr[i]);
         }
     }
     out->time.verify += now_ms() - t1;
@@ -553,7 +565,10 @@ gm_status gm_match(const gm_ref *r, gm_view query, gm_result *out)
             if (corner_dist(ss->refined[i], ss->m, q[0].w, q[0].h) > GM_DISTINCT_PX &&
                 ss->rconf[i] > second)
                 second = ss->rconf[i];
-        double rho = ss->score.confidence > 0 ? second / ss->score.confidence : 1.0;
+        /* against the final model's confidence: under shear or perspective
+         * two similarities may each fit a part about equally, while the
+         * refined model fits the whole */
+        double rho = score.confidence > 0 ? second / score.confidence : 1.0;
         double distinct = fmin(1.0, fmax(0.0, (1.0 - rho) / (1.0 - GM_DISTINCT_RATIO)));
         out->votes = (int)ss->votes;
         out->confidence = score.confidence * distinct;

@@ -21,7 +21,7 @@ gm_status gm_edge_points_cpu(const gm_edges *e, const uint32_t *idx, uint32_t n_
     const int w = e->w;
     const ptrdiff_t off[4] = {1, w, w + 1, w - 1};
     const float stepx[4] = {1, 0, 1, -1}, stepy[4] = {0, 1, 1, 1};
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (n_idx >= GM_PAR_POINTS)
     for (int64_t k = 0; k < (int64_t)n_idx; k++) {
         uint32_t i = idx[k];
         int gx = e->gx[i], gy = e->gy[i];
@@ -72,7 +72,8 @@ gm_status gm_points_spread_cpu(const gm_points *pts, int w, int h, uint32_t targ
     if (target == 0)
         return GM_OK;
     if (pts->n <= target) {
-        memcpy(out->p, pts->p, pts->n * sizeof *pts->p);
+        if (pts->n)
+            memcpy(out->p, pts->p, pts->n * sizeof *pts->p);
         out->n = pts->n;
         return GM_OK;
     }

@@ -25,7 +25,7 @@ uint32_t gm_reduce_topk_cpu(const uint16_t *votes, const float *share, uint32_t 
     gm_candidate *best = malloc((size_t)n_q * sizeof *best);
     if (!best)
         return 0;
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if ((size_t)n_q * n_ref >= GM_PAR_PIXELS)
     for (int64_t q = 0; q < (int64_t)n_q; q++) {
         const uint16_t *row = votes + (size_t)q * n_ref;
         uint32_t total = 0;

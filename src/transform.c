@@ -205,6 +205,10 @@ int gm_model_fit_lines(gm_model model, const double *qx, const double *qy, const
         return 0;
     }
     const int np = model == GM_MODEL_AFFINE ? 6 : 8;
+    double hn[9]; /* h0 normalized to hn[8] = 1: the parameterization below */
+    for (int i = 0; i < 9; i++)
+        hn[i] = h0[8] != 0 ? h0[i] / h0[8] : h0[i];
+    h0 = hn;
     double A[8][8] = {{0}}, b[8] = {0};
     int used = 0;
     for (int i = 0; i < n; i++) {

@@ -55,24 +55,18 @@ gm_status gm_edge_map_build_cpu(const gm_points *all, int w, int h, int radius, 
             continue;
         map->nearest[(size_t)y * w + x] = (int32_t)k;
     }
-    /* dilate by rows: each edge point ORs its bit into a (2r+1)^2 window.
-     * Parallel over output rows so no two threads write the same pixel. */
-#pragma omp parallel for schedule(static)
-    for (int y = 0; y < h; y++) {
-        uint16_t *mrow = map->mask + (size_t)y * w;
-        for (int yy = y - radius; yy <= y + radius; yy++) {
-            if (yy < 0 || yy >= h)
-                continue;
-            const int32_t *nrow = map->nearest + (size_t)yy * w;
-            for (int x = 0; x < w; x++) {
-                if (nrow[x] < 0)
-                    continue;
-                uint16_t bit = (uint16_t)(1u << angle_bin(all->p[nrow[x]].angle));
-                int x0 = x - radius < 0 ? 0 : x - radius, x1 = x + radius >= w ? w - 1 : x + radius;
-                for (int xx = x0; xx <= x1; xx++)
-                    mrow[xx] |= bit;
-            }
-        }
+    /* dilate: each edge point ORs its bit into a (2r+1)^2 window.  From
+     * the points, not from `nearest`, which keeps one point per pixel. */
+    for (uint32_t k = 0; k < all->n; k++) {
+        int x = (int)lrintf(all->p[k].x), y = (int)lrintf(all->p[k].y);
+        if (x < 0 || y < 0 || x >= w || y >= h)
+            continue;
+        uint16_t bit = (uint16_t)(1u << angle_bin(all->p[k].angle));
+        int x0 = x - radius < 0 ? 0 : x - radius, x1 = x + radius >= w ? w - 1 : x + radius;
+        int y0 = y - radius < 0 ? 0 : y - radius, y1 = y + radius >= h ? h - 1 : y + radius;
+        for (int yy = y0; yy <= y1; yy++)
+            for (int xx = x0; xx <= x1; xx++)
+                map->mask[(size_t)yy * w + xx] |= bit;
     }
     return GM_OK;
 }
@@ -92,7 +86,7 @@ gm_verify_score gm_verify_cpu(const gm_edge_map *map, const gm_points *q, const 
     float rot = (float)atan2(m[3], m[0]);
     const int quarter = GM_ANGLE_BINS / 4;
     uint32_t hits = 0, bg = 0;
-#pragma omp parallel for schedule(static) reduction(+ : hits, bg)
+#pragma omp parallel for schedule(static) reduction(+ : hits, bg) if (q->n >= GM_PAR_POINTS)
     for (int64_t k = 0; k < (int64_t)q->n; k++) {
         gm_point p = q->p[k];
         double x = m[0] * p.x + m[1] * p.y + m[2], y = m[3] * p.x + m[4] * p.y + m[5];
@@ -152,7 +146,7 @@ gm_verify_score gm_verify_strict_h_cpu(const gm_edge_map *map, const gm_points *
 {
     gm_verify_score s = {0, 0, 0, 0.0};
     uint32_t hits = 0, bg = 0;
-#pragma omp parallel for schedule(static) reduction(+ : hits, bg)
+#pragma omp parallel for schedule(static) reduction(+ : hits, bg) if (q->n >= GM_PAR_POINTS)
     for (int64_t k = 0; k < (int64_t)q->n; k++) {
         gm_point p = q->p[k];
         double x, y;
@@ -203,7 +197,7 @@ void gm_refine_model_cpu(const gm_edge_map *map, const gm_points *q, gm_model mo
         int cnt = 0;
         /* one slot per query point (weight 0: no partner), so the search
          * runs on all cores and the fit sees the points in a fixed order */
-#pragma omp parallel for schedule(static) reduction(+ : cnt)
+#pragma omp parallel for schedule(static) reduction(+ : cnt) if (n >= GM_PAR_POINTS)
         for (int64_t k = 0; k < (int64_t)n; k++) {
             gm_point p = q->p[k];
             wt[k] = 0;

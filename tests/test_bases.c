@@ -2,9 +2,10 @@
  * inline frame helpers of internal.h).
  *
  * Key of p in the frame of basis (a -> b): (u, v) = B R^T (p - a) / |b - a|
- * with B = 16, cell (floor u, floor v), kept when -40 <= floor u < 56 and
- * -48 <= floor v < 48, and the direction bin floor((angle_p - angle_ab) *
- * 16 / 2 pi) mod 16; key = (floor u + 40) | (floor v + 48) << 7 | bin << 14. */
+ * with B = 16, cell (floor u, floor v), kept when -UO <= floor u < UO + 16 and
+ * -GM_UV_HALF <= floor v < GM_UV_HALF, and the direction bin
+ * floor((angle_p - angle_ab) * 16 / 2 pi) mod 16; key = (floor u + UO) |
+ * (floor v + GM_UV_HALF) << 7 | bin << 14 with UO = GM_UV_HALF - 8. */
 #include <check.h>
 #include <math.h>
 #include <stdint.h>
@@ -257,43 +258,48 @@ END_TEST
 
 START_TEST(test_key_hand_values)
 {
-    /* basis (0,0) -> (16,0): e = (1, 0), u = x, v = y */
+    /* basis (0,0) -> (16,0): e = (1, 0), u = x, v = y; the window is
+     * UO = GM_UV_HALF - 8 cells before the basis start in u, VO = GM_UV_HALF
+     * cells either side in v */
+    const int UO = GM_UV_HALF - GM_BASIS_B / 2, VO = GM_UV_HALF;
+#define K(fu, fv, bin) ((uint32_t)((fu) + UO) | (uint32_t)((fv) + VO) << 7 | (uint32_t)(bin) << 14)
     gm_point a = P(0, 0, 0), b = P(16, 0, 0);
-    /* (3.5, -2.5): cell (3, -3) -> (43, 45); 0.1 rad -> bin floor(0.255) = 0 */
-    EXPECT_EQ(gm_basis_key(a, b, P(3.5, -2.5, 0.1)), 43 | 45 << 7);
-    EXPECT_EQ(gm_basis_key(a, b, P(3.5, -2.5, 0.1)), 5803);
+    /* (3.5, -2.5): cell (3, -3); 0.1 rad -> bin floor(0.255) = 0 */
+    EXPECT_EQ(gm_basis_key(a, b, P(3.5, -2.5, 0.1)), K(3, -3, 0));
     /* -0.1 rad -> floor(-0.255) = -1 -> bin 15 */
-    EXPECT_EQ(gm_basis_key(a, b, P(3.5, -2.5, -0.1)), 5803 + (15 << 14));
+    EXPECT_EQ(gm_basis_key(a, b, P(3.5, -2.5, -0.1)), K(3, -3, 15));
     /* 3.0 rad -> floor(7.64) = 7 */
-    EXPECT_EQ(gm_basis_key(a, b, P(3.5, -2.5, 3.0)), 5803 + (7 << 14));
+    EXPECT_EQ(gm_basis_key(a, b, P(3.5, -2.5, 3.0)), K(3, -3, 7));
     /* -3.0 rad -> floor(-7.64) = -8 -> bin 8 */
-    EXPECT_EQ(gm_basis_key(a, b, P(3.5, -2.5, -3.0)), 5803 + (8 << 14));
-    /* the window: -40 <= floor u < 56, -48 <= floor v < 48 */
-    EXPECT_EQ(gm_basis_key(a, b, P(55.9, 0, 0.1)), 95 | 48 << 7);
-    EXPECT_EQ(gm_basis_key(a, b, P(56, 0, 0.1)), GM_KEY_EMPTY);
-    EXPECT_EQ(gm_basis_key(a, b, P(-40, 0, 0.1)), 0 | 48 << 7);
-    EXPECT_EQ(gm_basis_key(a, b, P(-40.01, 0, 0.1)), GM_KEY_EMPTY);
-    EXPECT_EQ(gm_basis_key(a, b, P(0, 47.9, 0.1)), 40 | 95 << 7);
-    EXPECT_EQ(gm_basis_key(a, b, P(0, 48, 0.1)), GM_KEY_EMPTY);
-    EXPECT_EQ(gm_basis_key(a, b, P(0, -48, 0.1)), 40 | 0 << 7);
-    EXPECT_EQ(gm_basis_key(a, b, P(0, -48.01, 0.1)), GM_KEY_EMPTY);
+    EXPECT_EQ(gm_basis_key(a, b, P(3.5, -2.5, -3.0)), K(3, -3, 8));
+    /* the window: -UO <= floor u < 2 GM_UV_HALF - UO, -VO <= floor v < VO */
+    const int UE = 2 * GM_UV_HALF - UO;
+    EXPECT_EQ(gm_basis_key(a, b, P(UE - 0.1, 0, 0.1)), K(UE - 1, 0, 0));
+    EXPECT_EQ(gm_basis_key(a, b, P(UE, 0, 0.1)), GM_KEY_EMPTY);
+    EXPECT_EQ(gm_basis_key(a, b, P(-UO, 0, 0.1)), K(-UO, 0, 0));
+    EXPECT_EQ(gm_basis_key(a, b, P(-UO - 0.01, 0, 0.1)), GM_KEY_EMPTY);
+    EXPECT_EQ(gm_basis_key(a, b, P(0, VO - 0.1, 0.1)), K(0, VO - 1, 0));
+    EXPECT_EQ(gm_basis_key(a, b, P(0, VO, 0.1)), GM_KEY_EMPTY);
+    EXPECT_EQ(gm_basis_key(a, b, P(0, -VO, 0.1)), K(0, -VO, 0));
+    EXPECT_EQ(gm_basis_key(a, b, P(0, -VO - 0.01, 0.1)), GM_KEY_EMPTY);
     EXPECT_EQ(gm_basis_key(a, b, P(1e9, 1e9, 0.1)), GM_KEY_EMPTY);
     EXPECT_EQ(gm_basis_key(a, b, P(NAN, 0, 0.1)), GM_KEY_EMPTY);
-    /* the basis end itself: (16, 0) -> cell (16, 0) -> (56, 48) */
-    EXPECT_EQ(gm_basis_key(a, b, P(16, 0, 0.1)), 56 | 48 << 7);
-    /* scale: basis of length 32 halves u and v: (111.9, 0) -> u 55.95 */
+    /* the basis end itself: (16, 0) -> cell (16, 0) */
+    EXPECT_EQ(gm_basis_key(a, b, P(16, 0, 0.1)), K(16, 0, 0));
+    /* scale: basis of length 32 halves u and v: (2 UE - 0.1, 0) -> u UE - 0.05 */
     gm_point b32 = P(32, 0, 0);
-    EXPECT_EQ(gm_basis_key(a, b32, P(111.9, 0, 0.1)), 95 | 48 << 7);
-    EXPECT_EQ(gm_basis_key(a, b32, P(112, 0, 0.1)), GM_KEY_EMPTY);
+    EXPECT_EQ(gm_basis_key(a, b32, P(2 * UE - 0.1, 0, 0.1)), K(UE - 1, 0, 0));
+    EXPECT_EQ(gm_basis_key(a, b32, P(2 * UE, 0, 0.1)), GM_KEY_EMPTY);
     /* rotation: basis (10,20) -> (10,52), direction pi/2, length 32:
      * u = (y - 20) / 2, v = -(x - 10) / 2.  (4.6, 30.9): u = 5.45, v = 2.7
-     * -> (45, 50); angle pi/2 + 1 -> relative 1 rad -> bin floor(2.55) = 2. */
+     * -> cell (5, 2); angle pi/2 + 1 -> relative 1 rad -> bin floor(2.55) = 2. */
     gm_point ra = P(10, 20, 0), rb = P(10, 52, 0);
-    EXPECT_EQ(gm_basis_key(ra, rb, P(4.6, 30.9, GM_PI / 2 + 1.0)), 45 | 50 << 7 | 2 << 14);
+    EXPECT_EQ(gm_basis_key(ra, rb, P(4.6, 30.9, GM_PI / 2 + 1.0)), K(5, 2, 2));
     /* the same triple with a and b swapped: u -> 16 - u, v -> -v, the
-     * relative angle turns by pi: (16 - 5.45 = 10.55, -2.7) -> (50, 45),
+     * relative angle turns by pi: (16 - 5.45 = 10.55, -2.7) -> cell (10, -3),
      * bin floor(2.55 - 8) = -6 -> 10 */
-    EXPECT_EQ(gm_basis_key(rb, ra, P(4.6, 30.9, GM_PI / 2 + 1.0)), 50 | 45 << 7 | 10 << 14);
+    EXPECT_EQ(gm_basis_key(rb, ra, P(4.6, 30.9, GM_PI / 2 + 1.0)), K(10, -3, 10));
+#undef K
 }
 END_TEST
 
@@ -372,9 +378,10 @@ START_TEST(test_key_similarity_invariance)
                                      "(u %.4f v %.4f bin %.4f)",
                                      t, th, s, i, j, k, kp, kq, u, v, bin);
                     /* and the key says what (u, v, bin) says */
-                    int inside = floor(u) >= -40 && floor(u) < 56 && floor(v) >= -48 && floor(v) < 48;
+                    int inside = floor(u) >= -(GM_UV_HALF - 8) && floor(u) < GM_UV_HALF + 8 &&
+                                 floor(v) >= -GM_UV_HALF && floor(v) < GM_UV_HALF;
                     if (inside) {
-                        uint32_t want = (uint32_t)(floor(u) + 40) | (uint32_t)(floor(v) + 48) << 7 |
+                        uint32_t want = (uint32_t)(floor(u) + GM_UV_HALF - 8) | (uint32_t)(floor(v) + GM_UV_HALF) << 7 |
                                         (uint32_t)(((int)floor(bin) % 16 + 16) % 16) << 14;
                         EXPECT_EQ(kp, want);
                         in_window++;
@@ -487,9 +494,10 @@ START_TEST(test_items_hand)
         sorted[i] = keys[i];
     }
     qsort(sorted, 3, sizeof *sorted, cmp_u32);
-    EXPECT_EQ(sorted[0], 42 | 48 << 7);
-    EXPECT_EQ(sorted[1], 45 | 53 << 7);
-    EXPECT_EQ(sorted[2], 45 | 53 << 7 | 15 << 14);
+    const uint32_t UO = GM_UV_HALF - GM_BASIS_B / 2, VO = GM_UV_HALF;
+    EXPECT_EQ(sorted[0], (2 + UO) | (0 + VO) << 7);  /* cell (2, 0) */
+    EXPECT_EQ(sorted[1], (5 + UO) | (5 + VO) << 7);  /* cell (5, 5) */
+    EXPECT_EQ(sorted[2], (5 + UO) | (5 + VO) << 7 | 15 << 14);
     free(keys);
     free(vals);
     check_items(&bp, bk, 2, &cloud);

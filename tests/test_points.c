@@ -5,7 +5,8 @@
  * rendered at a known fractional position and orientation; every point the
  * stage makes must lie on the line (within 0.2 px) with its angle along the
  * gradient.  Spread: on constructed point sets whose best per cell and whose
- * survivors are known without knowing the pitch. */
+ * survivors are known without knowing the pitch.
+ * Some tests reproduce defects found while writing them (now fixed). */
 #include <check.h>
 #include <math.h>
 #include <stdint.h>
@@ -260,6 +261,18 @@ START_TEST(test_spread_bound_subset)
 }
 END_TEST
 
+/* An empty point set with p == NULL (what a zero-initialized gm_points is):
+ * points.c calls memcpy(out->p, NULL, 0), undefined behaviour that UBSan
+ * reports ("null pointer passed as argument 2"). */
+START_TEST(test_spread_null_empty)
+{
+    gm_points none = {NULL, 0}, out;
+    EXPECT_EQ(gm_points_spread_cpu(&none, 320, 240, 10, &out), GM_OK);
+    EXPECT_EQ(out.n, 0);
+    free(out.p);
+}
+END_TEST
+
 /* Strongest per cell: every location holds two points at the same
  * coordinates (so in the same cell whatever the pitch) with different
  * weights; the weaker one never survives while its twin is there. */
@@ -367,6 +380,7 @@ static Suite *points_suite(void)
     TCase *sp = tcase_create("spread");
     tcase_set_timeout(sp, 60);
     tcase_add_test(sp, test_spread_bound_subset);
+    tcase_add_test(sp, test_spread_null_empty);
     tcase_add_test(sp, test_spread_strongest);
     tcase_add_test(sp, test_spread_sparse_survive);
     tcase_add_test(sp, test_spread_edges_cover);

@@ -1,6 +1,7 @@
 /* test_transform.c: transforms (transform.c): the similarity from two point
  * pairs, the weighted point-to-line least-squares fits (similarity, affine,
  * homography), application and the carried edge normal.
+ * Some tests reproduce defects found while writing them (now fixed).
  * m = [a -b tx; b a ty] maps query (x, y) to (a x - b y + tx, b x + a y + ty). */
 #include <check.h>
 #include <math.h>
@@ -501,7 +502,6 @@ START_TEST(test_model_fit)
 }
 END_TEST
 
-#ifdef GM_TEST_KNOWN_BUGS
 /* h0 and any multiple of it are the same homography, so one step from
  * 2 * h0 should land where one step from h0 does; the Jacobian is taken in
  * the units of the unnormalized h0 but the step is added to h0 / h0[8]. */
@@ -524,7 +524,6 @@ START_TEST(test_model_fit_scaled_start)
     free(L.qx);
 }
 END_TEST
-#endif
 
 static Suite *transform_suite(void)
 {
@@ -542,9 +541,7 @@ static Suite *transform_suite(void)
     tcase_add_test(tc, test_h_basics);
     tcase_add_test(tc, test_h_normal);
     tcase_add_test(tc, test_model_fit);
-#ifdef GM_TEST_KNOWN_BUGS
     tcase_add_test(tc, test_model_fit_scaled_start);
-#endif
     suite_add_tcase(s, tc);
     return s;
 }

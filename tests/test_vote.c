@@ -248,7 +248,7 @@ START_TEST(test_corresponding_cell)
                     continue;
                 cloud.p[cloud.n++] = p;
                 int at_end = hypot(px, py) < 2 || hypot(p.x - b.x, p.y - b.y) < 2;
-                if (!at_end && floor(u) >= -40 && floor(u) < 56 && floor(v) >= -48 && floor(v) < 48)
+                if (!at_end && floor(u) >= -(GM_UV_HALF - 8) && floor(u) < GM_UV_HALF + 8 && floor(v) >= -GM_UV_HALF && floor(v) < GM_UV_HALF)
                     expected++;
             }
             EXPECT(expected >= 15);
