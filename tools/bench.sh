@@ -7,7 +7,8 @@
 #   BENCHDIR  default ../shared/bench (stills/, video/, real/)
 #   GMATCH    default build/gmatch
 # Env: PARTS="stills real" limits the parts run (default: stills real);
-#      PEERS="sift orb" the OpenCV peers (empty to skip).
+#      PEERS="sift orb" the OpenCV peers (empty to skip);
+#      MODELS="similarity homography" the gmatch --model runs.
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 top=$(cd "$here/.." && pwd)
@@ -19,6 +20,7 @@ extra=("$@")
 bench=$(cd "$bench" && pwd)
 parts=${PARTS:-stills real}
 peers=${PEERS-sift orb}
+models=${MODELS-similarity homography}
 py=${PYTHON:-}
 for c in /usr/bin/python3 python3; do
   [ -n "$py" ] && break
@@ -54,7 +56,9 @@ if t:
     print("time per query: median %.2f ms, p90 %.2f ms (%d queries)" % (med, p90, len(t)))
 PY
 }
-run_one gmatch "$gm" --format json --device cpu "${extra[@]}"
+for m in $models; do
+  run_one "gmatch-$m" "$gm" --format json --device cpu --model "$m" "${extra[@]}"
+done
 for k in $peers; do
   run_one "opencv-$k" "$py" "$bench/opencv_match.py" "$k"
 done
