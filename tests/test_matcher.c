@@ -545,6 +545,34 @@ START_TEST(test_unrelated_query)
 }
 END_TEST
 
+/* A chessboard: a crop of it fits every square alike, so the answer would
+ * be a guess; the distinctiveness test must turn it into "none" while the
+ * undamaged similarity score of the best placement is near 1. */
+START_TEST(test_periodic_ambiguous)
+{
+    const int rw = 360, rh = 360, sq = 30;
+    uint8_t *ref = xmalloc((size_t)rw * rh, 1);
+    for (int y = 0; y < rh; y++)
+        for (int x = 0; x < rw; x++)
+            ref[y * rw + x] = ((x / sq + y / sq) & 1) ? 200 : 50;
+    gm_params p = gm_params_default();
+    gm_ref *r = NULL;
+    EXPECT_EQ(gm_ref_prepare(&p, (gm_view){ref, rw, rh, rw}, &r), GM_OK);
+    /* a crop with a few squares in it, offset from the square grid */
+    const int qw = 140, qh = 120, ox = 97, oy = 71;
+    uint8_t *q = xmalloc((size_t)qw * qh, 1);
+    for (int y = 0; y < qh; y++)
+        memcpy(q + (size_t)y * qw, ref + (size_t)(y + oy) * rw + ox, (size_t)qw);
+    gm_result res;
+    EXPECT_EQ(gm_match(r, (gm_view){q, qw, qh, qw}, &res), GM_OK);
+    if (res.status != GM_MATCH_NONE)
+        ck_abort_msg("chessboard crop: a match at confidence %.3f", res.confidence);
+    gm_ref_free(r);
+    free(q);
+    free(ref);
+}
+END_TEST
+
 START_TEST(test_tiny_queries)
 {
     uint8_t px[1] = {200};
@@ -699,6 +727,7 @@ static Suite *matcher_suite(void)
     tcase_add_checked_fixture(none, NULL, unprepare_ref);
     tcase_add_test(none, test_flat_query);
     tcase_add_test(none, test_unrelated_query);
+    tcase_add_test(none, test_periodic_ambiguous);
     tcase_add_test(none, test_tiny_queries);
     tcase_add_test(none, test_empty_query);
     tcase_add_test(none, test_degenerate_references);
