@@ -18,6 +18,29 @@
 
 #include "internal.h"
 
+/* Row i of the pair selection: the j != i at squared distance l2min..l2max
+ * whose hash of (seed, i, j) is at most thr, in increasing j.  Writes their
+ * keys i << 16 | j to out unless out is NULL; returns how many. */
+static uint32_t select_row(const gm_points *pts, uint32_t i, float l2min, float l2max,
+                           uint64_t seed, uint64_t thr, uint32_t *out)
+{
+    uint32_t n = pts->n, c = 0;
+    for (uint32_t j = 0; j < n; j++) {
+        if (j == i)
+            continue;
+        float dx = pts->p[j].x - pts->p[i].x, dy = pts->p[j].y - pts->p[i].y;
+        float d2 = dx * dx + dy * dy;
+        if (d2 < l2min || d2 > l2max)
+            continue;
+        if (gm_mix64(seed ^ ((uint64_t)i << 32 | j)) <= thr) {
+            if (out)
+                out[c] = i << 16 | j;
+            c++;
+        }
+    }
+    return c;
+}
+
 gm_status gm_bases_select_cpu(const gm_points *pts, float lmin, float lmax, double prob,
                               uint64_t seed, gm_bases *b)
 {
@@ -33,20 +56,8 @@ gm_status gm_bases_select_cpu(const gm_points *pts, float lmin, float lmax, doub
     if (!cnt)
         return GM_ERR_NOMEM;
 #pragma omp parallel for schedule(dynamic, 8) if (n >= 128)
-    for (int64_t i = 0; i < (int64_t)n; i++) {
-        uint32_t c = 0;
-        for (uint32_t j = 0; j < n; j++) {
-            if (j == (uint32_t)i)
-                continue;
-            float dx = pts->p[j].x - pts->p[i].x, dy = pts->p[j].y - pts->p[i].y;
-            float d2 = dx * dx + dy * dy;
-            if (d2 < l2min || d2 > l2max)
-                continue;
-            if (gm_mix64(seed ^ ((uint64_t)i << 32 | j)) <= thr)
-                c++;
-        }
-        cnt[i + 1] = c;
-    }
+    for (int64_t i = 0; i < (int64_t)n; i++)
+        cnt[i + 1] = select_row(pts, (uint32_t)i, l2min, l2max, seed, thr, NULL);
     for (uint32_t i = 0; i < n; i++)
         cnt[i + 1] += cnt[i];
     b->key = malloc((cnt[n] ? cnt[n] : 1) * sizeof *b->key);
@@ -55,19 +66,8 @@ gm_status gm_bases_select_cpu(const gm_points *pts, float lmin, float lmax, doub
         return GM_ERR_NOMEM;
     }
 #pragma omp parallel for schedule(dynamic, 8) if (n >= 128)
-    for (int64_t i = 0; i < (int64_t)n; i++) {
-        uint32_t o = cnt[i];
-        for (uint32_t j = 0; j < n; j++) {
-            if (j == (uint32_t)i)
-                continue;
-            float dx = pts->p[j].x - pts->p[i].x, dy = pts->p[j].y - pts->p[i].y;
-            float d2 = dx * dx + dy * dy;
-            if (d2 < l2min || d2 > l2max)
-                continue;
-            if (gm_mix64(seed ^ ((uint64_t)i << 32 | j)) <= thr)
-                b->key[o++] = (uint32_t)i << 16 | j;
-        }
-    }
+    for (int64_t i = 0; i < (int64_t)n; i++)
+        select_row(pts, (uint32_t)i, l2min, l2max, seed, thr, b->key + cnt[i]);
     b->n = cnt[n];
     free(cnt);
     return GM_OK;

@@ -56,6 +56,20 @@ size_t gm_cuckoo_num_slots(uint32_t nb)
     return (size_t)nb * GM_CUCKOO_BUCKET_SLOTS;
 }
 
+gm_status gm_cuckoo_table_begin(void *t, size_t size, int have_inputs, uint32_t n,
+                                uint32_t unique_bound, uint32_t *nb, size_t *slots)
+{
+    if (!t)
+        return GM_ERR_INVALID;
+    memset(t, 0, size);
+    if (n > 0 && !have_inputs)
+        return GM_ERR_INVALID;
+    uint32_t sized = (unique_bound == 0 || unique_bound > n) ? n : unique_bound;
+    *nb = gm_cuckoo_num_buckets(sized);
+    *slots = gm_cuckoo_num_slots(*nb);
+    return *slots == 0 ? GM_ERR_NOMEM : GM_OK;
+}
+
 /* ---- phase 2: one bucket -------------------------------------------------- */
 
 /* Collect the bucket's distinct keys into w (dkey, dcnt, dfirst, the set) and,
@@ -414,6 +428,24 @@ static int gm_phase2_run(const gm_cuckoo_core *c, const gm_phase1 *p, gm_cuckoo_
     return GM_BUCKET_OK;
 }
 
+void gm_cuckoo_core_init(gm_cuckoo_core *c, const uint32_t *keys, const uint32_t *vals, uint32_t n,
+                         uint32_t nb, uint64_t seed, const gm_cuckoo_debug *dbg,
+                         gm_cuckoo_emit_fn emit, void *emit_ctx)
+{
+    memset(c, 0, sizeof *c);
+    c->keys = keys;
+    c->vals = vals;
+    c->n = n;
+    c->nb = nb;
+    c->seed = seed;
+    c->dbg = dbg;
+    c->max_items = GM_CUCKOO_NO_LIMIT;
+    c->reject_duplicates = 0;
+    c->want_item_key = 0;
+    c->emit = emit;
+    c->emit_ctx = emit_ctx;
+}
+
 gm_status gm_cuckoo_core_build(gm_cuckoo_core *c)
 {
     c->seeds = NULL;
@@ -535,33 +567,21 @@ static int gm_has_duplicate(const uint32_t *keys, uint32_t n)
 gm_status gm_cuckoo_build_cpu(gm_cuckoo *t, const uint32_t *keys, const uint32_t *vals,
                               uint32_t n, uint64_t seed, const gm_cuckoo_debug *dbg)
 {
-    if (!t)
-        return GM_ERR_INVALID;
-    memset(t, 0, sizeof *t);
-    if (n > 0 && (!keys || !vals))
-        return GM_ERR_INVALID;
-    uint32_t nb = gm_cuckoo_num_buckets(n);
-    size_t slots = gm_cuckoo_num_slots(nb);
-    if (slots == 0)
-        return GM_ERR_NOMEM;
+    uint32_t nb;
+    size_t slots;
+    gm_status st = gm_cuckoo_table_begin(t, sizeof *t, keys && vals, n, 0, &nb, &slots);
+    if (st != GM_OK)
+        return st;
     uint32_t *vals_out = gm_cuckoo_alloc(slots, sizeof *vals_out);
     if (!vals_out)
         return GM_ERR_NOMEM;
 
     gm_basic_emit_ctx e = {vals_out};
     gm_cuckoo_core c;
-    memset(&c, 0, sizeof c);
-    c.keys = keys;
-    c.vals = vals;
-    c.n = n;
-    c.nb = nb;
-    c.seed = seed;
-    c.dbg = dbg;
+    gm_cuckoo_core_init(&c, keys, vals, n, nb, seed, dbg, gm_basic_emit, &e);
     c.max_items = GM_CUCKOO_BUCKET_MAX;
     c.reject_duplicates = 1;
-    c.emit = gm_basic_emit;
-    c.emit_ctx = &e;
-    gm_status st = gm_cuckoo_core_build(&c);
+    st = gm_cuckoo_core_build(&c);
     if (st == GM_ERR_HASH) {
         /* Many copies of one key overfill its bucket under every h, so
          * phase 2 never sees them: tell that apart from bad luck. */
@@ -575,15 +595,8 @@ gm_status gm_cuckoo_build_cpu(gm_cuckoo *t, const uint32_t *keys, const uint32_t
         free(vals_out);
         return st;
     }
-    t->nb = nb;
-    t->restart = c.restart;
-    t->h_c0 = c.h_c0;
-    t->h_c1 = c.h_c1;
-    t->seeds = c.seeds;
-    t->keys = c.keys_out;
+    GM_CUCKOO_CORE_TAKE(t, &c);
     t->vals = vals_out;
-    t->n = n;
-    t->stats = c.stats;
     return GM_OK;
 }
 

@@ -30,37 +30,22 @@ static void gm_compact_emit(void *ctx, gm_cuckoo_bucket *w, const gm_cuckoo_emit
 gm_status gm_compact_build_cpu(gm_compact *t, const uint32_t *keys, uint32_t n,
                                uint32_t unique_bound, uint64_t seed, const gm_cuckoo_debug *dbg)
 {
-    if (!t)
-        return GM_ERR_INVALID;
-    memset(t, 0, sizeof *t);
-    if (n > 0 && !keys)
-        return GM_ERR_INVALID;
-    uint32_t sized = (unique_bound == 0 || unique_bound > n) ? n : unique_bound;
-    uint32_t nb = gm_cuckoo_num_buckets(sized);
-    size_t slots = gm_cuckoo_num_slots(nb);
-    if (slots == 0)
-        return GM_ERR_NOMEM;
+    uint32_t nb;
+    size_t slots;
+    gm_status st = gm_cuckoo_table_begin(t, sizeof *t, keys != NULL, n, unique_bound, &nb, &slots);
+    if (st != GM_OK)
+        return st;
     size_t segs = (size_t)3 * nb;  /* cannot overflow: slots did not */
     gm_compact_emit_ctx e;
     e.occupied = gm_cuckoo_alloc(segs, sizeof *e.occupied);
     uint32_t *index = gm_cuckoo_alloc(slots, sizeof *index);
     uint32_t *unique = NULL;
     gm_cuckoo_core c;
-    memset(&c, 0, sizeof c);
-    gm_status st = GM_ERR_NOMEM;
+    st = GM_ERR_NOMEM;
     if (!e.occupied || !index)
         goto fail;
 
-    c.keys = keys;
-    c.vals = NULL;
-    c.n = n;
-    c.nb = nb;
-    c.seed = seed;
-    c.dbg = dbg;
-    c.max_items = GM_CUCKOO_NO_LIMIT;
-    c.reject_duplicates = 0;
-    c.emit = gm_compact_emit;
-    c.emit_ctx = &e;
+    gm_cuckoo_core_init(&c, keys, NULL, n, nb, seed, dbg, gm_compact_emit, &e);
     st = gm_cuckoo_core_build(&c);
     if (st != GM_OK)
         goto fail;
@@ -94,17 +79,10 @@ gm_status gm_compact_build_cpu(gm_compact *t, const uint32_t *keys, uint32_t n,
     }
     free(e.occupied);
 
-    t->nb = nb;
-    t->restart = c.restart;
-    t->h_c0 = c.h_c0;
-    t->h_c1 = c.h_c1;
-    t->seeds = c.seeds;
-    t->keys = c.keys_out;
+    GM_CUCKOO_CORE_TAKE(t, &c);
     t->index = index;
     t->unique = unique;
     t->u = u;
-    t->n = n;
-    t->stats = c.stats;
     return GM_OK;
 
 fail:

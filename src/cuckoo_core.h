@@ -148,6 +148,36 @@ typedef struct {
  * nothing stays allocated. */
 gm_status gm_cuckoo_core_build(gm_cuckoo_core *c);
 
+/* The build's input fields, the rest of c zeroed: keys, vals, n, nb, seed,
+ * dbg, emit and emit_ctx; no phase-1 limit (max_items GM_CUCKOO_NO_LIMIT),
+ * duplicates allowed, no item keys.  The table changes what differs. */
+void gm_cuckoo_core_init(gm_cuckoo_core *c, const uint32_t *keys, const uint32_t *vals, uint32_t n,
+                         uint32_t nb, uint64_t seed, const gm_cuckoo_debug *dbg,
+                         gm_cuckoo_emit_fn emit, void *emit_ctx);
+
+/* The fields the three tables of cuckoo.h share, from a core that built:
+ * t (gm_cuckoo, gm_multi or gm_compact) takes over c's seeds and keys_out. */
+#define GM_CUCKOO_CORE_TAKE(t, c)        \
+    do {                                 \
+        (t)->nb = (c)->nb;               \
+        (t)->restart = (c)->restart;     \
+        (t)->h_c0 = (c)->h_c0;           \
+        (t)->h_c1 = (c)->h_c1;           \
+        (t)->seeds = (c)->seeds;         \
+        (t)->keys = (c)->keys_out;       \
+        (t)->n = (c)->n;                 \
+        (t)->stats = (c)->stats;         \
+    } while (0)
+
+/* The start of every table build: GM_ERR_INVALID when t is NULL; else the
+ * table (t, size bytes) zeroed, then GM_ERR_INVALID when n > 0 and the
+ * input arrays are missing (have_inputs 0); else the sizing of n items of
+ * which at most unique_bound are distinct (0 = unknown: n is used):
+ * *nb = gm_cuckoo_num_buckets(min(n, bound)), *slots = 3 * nb * 192, and
+ * GM_ERR_NOMEM when the slots overflow size_t. */
+gm_status gm_cuckoo_table_begin(void *t, size_t size, int have_inputs, uint32_t n,
+                                uint32_t unique_bound, uint32_t *nb, size_t *slots);
+
 /* count*size bytes, or NULL when that overflows size_t or malloc fails.
  * count == 0 allocates 1 byte so that NULL always means failure.  free(). */
 void *gm_cuckoo_alloc(size_t count, size_t size);

@@ -48,52 +48,30 @@ gm_status gm_multi_build_cpu(gm_multi *t, const uint32_t *keys, const uint32_t *
                              uint32_t n, uint32_t unique_bound, uint64_t seed,
                              const gm_cuckoo_debug *dbg)
 {
-    if (!t)
-        return GM_ERR_INVALID;
-    memset(t, 0, sizeof *t);
-    if (n > 0 && (!keys || !vals))
-        return GM_ERR_INVALID;
-    uint32_t sized = (unique_bound == 0 || unique_bound > n) ? n : unique_bound;
-    uint32_t nb = gm_cuckoo_num_buckets(sized);
-    size_t slots = gm_cuckoo_num_slots(nb);
-    if (slots == 0)
-        return GM_ERR_NOMEM;
+    uint32_t nb;
+    size_t slots;
+    gm_status st = gm_cuckoo_table_begin(t, sizeof *t, keys && vals, n, unique_bound, &nb, &slots);
+    if (st != GM_OK)
+        return st;
     gm_multi_emit_ctx e;
     e.counts = gm_cuckoo_alloc(slots, sizeof *e.counts);
     e.offsets = gm_cuckoo_alloc(slots, sizeof *e.offsets);
     e.values = gm_cuckoo_alloc(n, sizeof *e.values);
-    gm_status st = GM_ERR_NOMEM;
+    st = GM_ERR_NOMEM;
     gm_cuckoo_core c;
-    memset(&c, 0, sizeof c);
     if (!e.counts || !e.offsets || !e.values)
         goto fail;
 
-    c.keys = keys;
-    c.vals = vals;
-    c.n = n;
-    c.nb = nb;
-    c.seed = seed;
-    c.dbg = dbg;
-    c.max_items = GM_CUCKOO_NO_LIMIT;
-    c.reject_duplicates = 0;
+    gm_cuckoo_core_init(&c, keys, vals, n, nb, seed, dbg, gm_multi_emit, &e);
     c.want_item_key = 1;
-    c.emit = gm_multi_emit;
-    c.emit_ctx = &e;
     st = gm_cuckoo_core_build(&c);
     if (st != GM_OK)
         goto fail;
 
-    t->nb = nb;
-    t->restart = c.restart;
-    t->h_c0 = c.h_c0;
-    t->h_c1 = c.h_c1;
-    t->seeds = c.seeds;
-    t->keys = c.keys_out;
+    GM_CUCKOO_CORE_TAKE(t, &c);
     t->counts = e.counts;
     t->offsets = e.offsets;
     t->values = e.values;
-    t->n = n;
-    t->stats = c.stats;
     return GM_OK;
 
 fail:

@@ -80,9 +80,26 @@ void gm_edge_map_free(gm_edge_map *map)
     memset(map, 0, sizeof *map);
 }
 
-gm_verify_score gm_verify_cpu(const gm_edge_map *map, const gm_points *q, const double m[6])
+/* The score of `total` points with `hits` hits and `bg2` chance hits counted
+ * twice (once per perpendicular direction): the confidence is the share of
+ * the points above chance that hit, clamped to [0, 1]; 0 when no point is
+ * above chance. */
+static gm_verify_score score_of(uint32_t total, uint32_t hits, uint32_t bg2)
 {
     gm_verify_score s = {0, 0, 0, 0.0};
+    s.total = total;
+    s.hits = hits;
+    s.bg_hits = bg2 / 2;
+    double chance = (double)bg2 / 2.0;
+    if (s.total > 0 && s.total > chance) {
+        double c = ((double)hits - chance) / ((double)s.total - chance);
+        s.confidence = c < 0 ? 0 : c > 1 ? 1 : c;
+    }
+    return s;
+}
+
+gm_verify_score gm_verify_cpu(const gm_edge_map *map, const gm_points *q, const double m[6])
+{
     float rot = (float)atan2(m[3], m[0]);
     const int quarter = GM_ANGLE_BINS / 4;
     uint32_t hits = 0, bg = 0;
@@ -99,15 +116,7 @@ gm_verify_score gm_verify_cpu(const gm_edge_map *map, const gm_points *q, const 
         /* chance level: the two perpendicular directions, averaged (x2 here) */
         bg += ((mk & bin3(b + quarter)) != 0) + ((mk & bin3(b - quarter)) != 0);
     }
-    s.total = q->n;
-    s.hits = hits;
-    s.bg_hits = bg / 2;
-    double chance = (double)bg / 2.0;
-    if (s.total > 0 && s.total > chance) {
-        double c = ((double)hits - chance) / ((double)s.total - chance);
-        s.confidence = c < 0 ? 0 : c > 1 ? 1 : c;
-    }
-    return s;
+    return score_of(q->n, hits, bg);
 }
 
 /* The strict test, for refined transforms: a hit needs a reference edge
@@ -144,7 +153,6 @@ static int strict_hit(const gm_edge_map *map, double x, double y, float ca, floa
 
 gm_verify_score gm_verify_strict_h_cpu(const gm_edge_map *map, const gm_points *q, const double h[9])
 {
-    gm_verify_score s = {0, 0, 0, 0.0};
     uint32_t hits = 0, bg = 0;
 #pragma omp parallel for schedule(static) reduction(+ : hits, bg) if (q->n >= GM_PAR_POINTS)
     for (int64_t k = 0; k < (int64_t)q->n; k++) {
@@ -157,15 +165,7 @@ gm_verify_score gm_verify_strict_h_cpu(const gm_edge_map *map, const gm_points *
         /* chance level: the perpendicular directions */
         bg += (uint32_t)strict_hit(map, x, y, -sa, ca) + (uint32_t)strict_hit(map, x, y, sa, -ca);
     }
-    s.total = q->n;
-    s.hits = hits;
-    s.bg_hits = bg / 2;
-    double chance = (double)bg / 2.0;
-    if (s.total > 0 && s.total > chance) {
-        double c = ((double)hits - chance) / ((double)s.total - chance);
-        s.confidence = c < 0 ? 0 : c > 1 ? 1 : c;
-    }
-    return s;
+    return score_of(q->n, hits, bg);
 }
 
 gm_verify_score gm_verify_strict_cpu(const gm_edge_map *map, const gm_points *q, const double m[6])

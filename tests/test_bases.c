@@ -17,42 +17,7 @@
 #endif
 
 #include "internal.h"
-
-#define EXPECT(cond)                                                          \
-    do {                                                                      \
-        if (!(cond))                                                          \
-            ck_abort_msg("%s:%d: %s", __FILE__, __LINE__, #cond);             \
-    } while (0)
-#define EXPECT_EQ(a, b)                                                       \
-    do {                                                                      \
-        long long ea_ = (long long)(a), eb_ = (long long)(b);                 \
-        if (ea_ != eb_)                                                       \
-            ck_abort_msg("%s:%d: %s == %s (%lld != %lld)", __FILE__, __LINE__, \
-                         #a, #b, ea_, eb_);                                   \
-    } while (0)
-
-static uint64_t rng_state;
-static uint32_t rng_next(void)
-{
-    uint64_t z = (rng_state += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return (uint32_t)((z ^ (z >> 31)) >> 32);
-}
-static double rng_unit(void) { return rng_next() / 4294967296.0; }
-
-static void *xmalloc(size_t count, size_t size)
-{
-    void *p = malloc((count ? count : 1) * size);
-    ck_assert_ptr_nonnull(p);
-    return p;
-}
-
-static int cmp_u32(const void *a, const void *b)
-{
-    uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
-    return (x > y) - (x < y);
-}
+#include "test_util.h"
 
 static int cmp_u64(const void *a, const void *b)
 {
@@ -601,9 +566,5 @@ static Suite *bases_suite(void)
 
 int main(void)
 {
-    SRunner *sr = srunner_create(bases_suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return run_suite(bases_suite());
 }

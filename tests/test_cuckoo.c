@@ -13,41 +13,14 @@
 
 #include "cuckoo.h"
 #include "cuckoo_core.h"
-
-/* Check's ck_assert_* records its location on every PASS (a write to a temp
- * file), which makes millions of per-key checks take seconds; these only
- * call into Check on failure. */
-#define EXPECT(cond)                                                          \
-    do {                                                                      \
-        if (!(cond))                                                          \
-            ck_abort_msg("%s:%d: %s", __FILE__, __LINE__, #cond);             \
-    } while (0)
-#define EXPECT_EQ(a, b)                                                       \
-    do {                                                                      \
-        long long ea_ = (long long)(a), eb_ = (long long)(b);                 \
-        if (ea_ != eb_)                                                       \
-            ck_abort_msg("%s:%d: %s == %s (%lld != %lld)", __FILE__, __LINE__, \
-                         #a, #b, ea_, eb_);                                   \
-    } while (0)
-
-/* A bijection of uint32 (murmur3 fmix32): distinct inputs, distinct keys. */
-static uint32_t mix32(uint32_t k)
-{
-    k ^= k >> 16;
-    k *= 0x85EBCA6Bu;
-    k ^= k >> 13;
-    k *= 0xC2B2AE35u;
-    k ^= k >> 16;
-    return k;
-}
+#include "test_util.h"
 
 /* n unique keys != GM_KEY_EMPTY: mix32(i + salt), i = 0..n-1 (the one i that
  * maps to GM_KEY_EMPTY takes mix32(n + salt) instead).  keys not made here
  * for i in [n, 2^32 - 1) are therefore absent. */
 static uint32_t *unique_keys(uint32_t n, uint32_t salt)
 {
-    uint32_t *k = malloc((size_t)(n ? n : 1) * sizeof *k);
-    ck_assert_ptr_nonnull(k);
+    uint32_t *k = xmalloc(n, sizeof *k);
     for (uint32_t i = 0; i < n; i++) {
         k[i] = mix32(i + salt);
         if (k[i] == GM_KEY_EMPTY)
@@ -58,78 +31,10 @@ static uint32_t *unique_keys(uint32_t n, uint32_t salt)
 
 static uint32_t *values_for(uint32_t n)
 {
-    uint32_t *v = malloc((size_t)(n ? n : 1) * sizeof *v);
-    ck_assert_ptr_nonnull(v);
+    uint32_t *v = xmalloc(n, sizeof *v);
     for (uint32_t i = 0; i < n; i++)
         v[i] = i * 7u + 3u;
     return v;
-}
-
-static int cmp_u32(const void *a, const void *b)
-{
-    uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
-    return (x > y) - (x < y);
-}
-
-static size_t slot_of(uint32_t nb, int t, uint32_t b, uint32_t s)
-{
-    return (size_t)t * nb * GM_CUCKOO_SLOTS + (size_t)b * GM_CUCKOO_SLOTS + s;
-}
-
-/* The attempt whose seed is `bseed`, -1 when none. */
-static int attempt_of(uint64_t seed, uint32_t restart, uint32_t b, uint32_t bseed)
-{
-    for (uint32_t a = 0; a < GM_CUCKOO_MAX_RESEEDS; a++)
-        if (gm_cuckoo_bucket_seed(seed, restart, b, a) == bseed)
-            return (int)a;
-    return -1;
-}
-
-/* Independent reference of one attempt of lockstep parallel cuckoo hashing,
- * written from the rule in cuckoo.h (every item, duplicates included, is its
- * own thread): round r, unplaced items write T_{r mod 3} at g_t(k), the
- * largest key written to a slot lands there, then every item checks.
- * Returns the rounds taken, or -1 after GM_CUCKOO_MAX_ROUNDS. */
-static int ref_lockstep(const uint32_t *keys, uint32_t m, uint32_t bseed,
-                        uint32_t tab[3][GM_CUCKOO_SLOTS])
-{
-    gm_cuckoo_consts k = gm_cuckoo_hash_consts(bseed);
-    int *where = malloc((size_t)(m ? m : 1) * sizeof *where);  /* -1 unplaced, else t*192+s */
-    ck_assert_ptr_nonnull(where);
-    for (uint32_t i = 0; i < m; i++)
-        where[i] = -1;
-    for (int t = 0; t < 3; t++)
-        for (int s = 0; s < GM_CUCKOO_SLOTS; s++)
-            tab[t][s] = GM_KEY_EMPTY;
-    int rounds = m == 0 ? 0 : -1;
-    for (int r = 0; r < GM_CUCKOO_MAX_ROUNDS && rounds < 0; r++) {
-        int t = r % 3;
-        int wrote[GM_CUCKOO_SLOTS] = {0};
-        uint32_t best[GM_CUCKOO_SLOTS] = {0};
-        for (uint32_t i = 0; i < m; i++) {
-            if (where[i] >= 0)
-                continue;
-            uint32_t s = gm_cuckoo_g(&k, t, keys[i]);
-            if (!wrote[s] || keys[i] > best[s])
-                best[s] = keys[i];
-            wrote[s] = 1;
-        }
-        for (int s = 0; s < GM_CUCKOO_SLOTS; s++)
-            if (wrote[s])
-                tab[t][s] = best[s];
-        int all = 1;
-        for (uint32_t i = 0; i < m; i++) {
-            int s = where[i] >= 0 ? where[i] % GM_CUCKOO_SLOTS : (int)gm_cuckoo_g(&k, t, keys[i]);
-            int tt = where[i] >= 0 ? where[i] / GM_CUCKOO_SLOTS : t;
-            if (tt == t)
-                where[i] = tab[t][s] == keys[i] ? t * GM_CUCKOO_SLOTS + s : -1;
-            all &= where[i] >= 0;
-        }
-        if (all)
-            rounds = r + 1;
-    }
-    free(where);
-    return rounds;
 }
 
 /* Check every structural property of a built table against its input. */
@@ -137,25 +42,14 @@ static void check_table(const gm_cuckoo *t, const uint32_t *keys, const uint32_t
                         uint64_t seed, uint32_t force_reseeds)
 {
     EXPECT_EQ(t->n, n);
-    uint32_t want_nb = (uint32_t)(((uint64_t)n + 408) / 409);
-    EXPECT_EQ(t->nb, want_nb ? want_nb : 1);
     EXPECT_EQ(t->stats.unique_keys, n);
-    EXPECT_EQ(t->stats.restarts, t->restart);
-    uint32_t c0, c1;
-    gm_cuckoo_phase1_consts(seed, t->restart, &c0, &c1);
-    EXPECT_EQ(t->h_c0, c0);
-    EXPECT_EQ(t->h_c1, c1);
+    check_view_header(CUCKOO_VIEW(t), expected_nb(n, 0), seed, force_reseeds);
 
     /* Every occupied slot: its key hashes to this bucket and this slot. */
     uint32_t nb = t->nb;
     size_t occupied = 0;
-    uint64_t reseeds = 0;
-    uint32_t *slot_keys = malloc((size_t)(n ? n : 1) * sizeof *slot_keys);
-    ck_assert_ptr_nonnull(slot_keys);
+    uint32_t *slot_keys = xmalloc(n, sizeof *slot_keys);
     for (uint32_t b = 0; b < nb; b++) {
-        int a = attempt_of(seed, t->restart, b, t->seeds[b]);
-        EXPECT((a) >= ((int)force_reseeds));
-        reseeds += (uint64_t)a;
         gm_cuckoo_consts k = gm_cuckoo_hash_consts(t->seeds[b]);
         size_t in_bucket = occupied;
         for (int tt = 0; tt < 3; tt++)
@@ -173,11 +67,9 @@ static void check_table(const gm_cuckoo *t, const uint32_t *keys, const uint32_t
             }
         EXPECT(occupied - in_bucket <= GM_CUCKOO_BUCKET_MAX);  /* phase 1's limit */
     }
-    EXPECT_EQ(reseeds, t->stats.reseeds);
     EXPECT_EQ(occupied, n);
     /* No key in two slots, and the slot keys are exactly the input keys. */
-    uint32_t *sorted = malloc((size_t)(n ? n : 1) * sizeof *sorted);
-    ck_assert_ptr_nonnull(sorted);
+    uint32_t *sorted = xmalloc(n, sizeof *sorted);
     if (n)
         memcpy(sorted, keys, (size_t)n * sizeof *sorted);
     qsort(sorted, n, sizeof *sorted, cmp_u32);
@@ -191,8 +83,7 @@ static void check_table(const gm_cuckoo *t, const uint32_t *keys, const uint32_t
     free(slot_keys);
 
     /* Every key found with its value, one at a time and in bulk. */
-    uint32_t *out = malloc((size_t)(n ? n : 1) * sizeof *out);
-    ck_assert_ptr_nonnull(out);
+    uint32_t *out = xmalloc(n, sizeof *out);
     gm_cuckoo_find_all_cpu(t, keys, n, out);
     for (uint32_t i = 0; i < n; i++) {
         EXPECT_EQ(gm_cuckoo_find(t, keys[i]), vals[i]);
@@ -215,40 +106,6 @@ static void check_absent(const gm_cuckoo *t, uint32_t n, uint32_t salt, uint32_t
     EXPECT_EQ(gm_cuckoo_find(t, GM_KEY_EMPTY), GM_KEY_EMPTY);
 }
 
-/* Rebuild each of the first `max_buckets` buckets with the reference and
- * compare slot for slot; attempts before the chosen one must fail. */
-static void check_lockstep(const gm_cuckoo *t, const uint32_t *keys, uint32_t n, uint64_t seed,
-                           uint32_t force_reseeds, uint32_t max_buckets)
-{
-    uint32_t nb = t->nb;
-    uint32_t *bk = malloc((size_t)(n ? n : 1) * sizeof *bk);
-    ck_assert_ptr_nonnull(bk);
-    uint32_t maxr = 0;
-    for (uint32_t b = 0; b < nb && b < max_buckets; b++) {
-        uint32_t m = 0;
-        for (uint32_t i = 0; i < n; i++)
-            if (gm_cuckoo_h(t->h_c0, t->h_c1, t->restart, nb, keys[i]) == b)
-                bk[m++] = keys[i];
-        int a = attempt_of(seed, t->restart, b, t->seeds[b]);
-        EXPECT((a) >= (0));
-        uint32_t tab[3][GM_CUCKOO_SLOTS];
-        for (int f = (int)force_reseeds; f < a; f++)
-            EXPECT_EQ(ref_lockstep(bk, m, gm_cuckoo_bucket_seed(seed, t->restart, b, (uint32_t)f),
-                                          tab), -1);
-        int rounds = ref_lockstep(bk, m, t->seeds[b], tab);
-        EXPECT((rounds) >= (0));
-        if ((uint32_t)rounds > maxr)
-            maxr = (uint32_t)rounds;
-        for (int tt = 0; tt < 3; tt++)
-            for (uint32_t s = 0; s < GM_CUCKOO_SLOTS; s++)
-                EXPECT_EQ(t->keys[slot_of(nb, tt, b, s)], tab[tt][s]);
-    }
-    EXPECT((maxr) <= (t->stats.max_rounds));
-    if (max_buckets >= nb)
-        EXPECT_EQ(maxr, t->stats.max_rounds);
-    free(bk);
-}
-
 static void build_and_check(uint32_t n, uint64_t seed, uint32_t lockstep_buckets)
 {
     uint32_t salt = (uint32_t)seed * 2654435761u;
@@ -257,7 +114,7 @@ static void build_and_check(uint32_t n, uint64_t seed, uint32_t lockstep_buckets
     EXPECT_EQ(gm_cuckoo_build_cpu(&t, keys, vals, n, seed, NULL), GM_OK);
     check_table(&t, keys, vals, n, seed, 0);
     check_absent(&t, n, salt, 20000);
-    check_lockstep(&t, keys, n, seed, 0, lockstep_buckets);
+    check_view_lockstep(CUCKOO_VIEW(&t), keys, n, seed, 0, lockstep_buckets);
     gm_cuckoo_free(&t);
     ck_assert_ptr_null(t.keys);
     free(keys);
@@ -358,7 +215,7 @@ START_TEST(test_forced_reseeds)
     EXPECT_EQ(gm_cuckoo_build_cpu(&t, keys, vals, n, 11, &dbg), GM_OK);
     check_table(&t, keys, vals, n, 11, 3);
     EXPECT((t.stats.reseeds) >= (3u * t.nb));
-    check_lockstep(&t, keys, n, 11, 3, 8);
+    check_view_lockstep(CUCKOO_VIEW(&t), keys, n, 11, 3, 8);
     gm_cuckoo_free(&t);
     /* Every attempt failing: every restart fails, then GM_ERR_HASH. */
     dbg.force_reseeds = GM_CUCKOO_MAX_RESEEDS;
@@ -381,7 +238,7 @@ START_TEST(test_forced_restarts)
     EXPECT((t.h_c1) != (0));
     check_table(&t, keys, vals, n, 12, 0);
     check_absent(&t, n, 6, 20000);
-    check_lockstep(&t, keys, n, 12, 0, 8);
+    check_view_lockstep(CUCKOO_VIEW(&t), keys, n, 12, 0, 8);
     gm_cuckoo_free(&t);
     /* The last allowed restart still builds; one more fails. */
     dbg.force_restarts = GM_CUCKOO_MAX_RESTARTS;
@@ -415,7 +272,7 @@ START_TEST(test_natural_restart)
         EXPECT_EQ(t.nb, 10);
         EXPECT(t.stats.restarts >= 1);
         check_table(&t, keys, vals, n, 21, 0);
-        check_lockstep(&t, keys, n, 21, 0, 10);
+        check_view_lockstep(CUCKOO_VIEW(&t), keys, n, 21, 0, 10);
         gm_cuckoo_free(&t);
         free(keys);
         free(vals);
@@ -460,14 +317,8 @@ END_TEST
 
 static void check_same(const gm_cuckoo *a, const gm_cuckoo *b)
 {
-    EXPECT_EQ(a->nb, b->nb);
-    EXPECT_EQ(a->restart, b->restart);
-    EXPECT_EQ(a->h_c0, b->h_c0);
-    EXPECT_EQ(a->h_c1, b->h_c1);
-    EXPECT_EQ(memcmp(&a->stats, &b->stats, sizeof a->stats), 0);
+    check_view_same(CUCKOO_VIEW(a), CUCKOO_VIEW(b));
     size_t slots = (size_t)3 * a->nb * GM_CUCKOO_SLOTS;
-    EXPECT_EQ(memcmp(a->seeds, b->seeds, a->nb * sizeof *a->seeds), 0);
-    EXPECT_EQ(memcmp(a->keys, b->keys, slots * sizeof *a->keys), 0);
     EXPECT_EQ(memcmp(a->vals, b->vals, slots * sizeof *a->vals), 0);
 }
 
@@ -521,9 +372,5 @@ static Suite *cuckoo_suite(void)
 
 int main(void)
 {
-    SRunner *sr = srunner_create(cuckoo_suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return run_suite(cuckoo_suite());
 }

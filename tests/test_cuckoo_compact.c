@@ -14,140 +14,7 @@
 
 #include "cuckoo.h"
 #include "cuckoo_core.h"
-
-/* Check's ck_assert_* records its location on every PASS (a write to a temp
- * file), which makes millions of per-key checks take seconds; these only
- * call into Check on failure. */
-#define EXPECT(cond)                                                          \
-    do {                                                                      \
-        if (!(cond))                                                          \
-            ck_abort_msg("%s:%d: %s", __FILE__, __LINE__, #cond);             \
-    } while (0)
-#define EXPECT_EQ(a, b)                                                       \
-    do {                                                                      \
-        long long ea_ = (long long)(a), eb_ = (long long)(b);                 \
-        if (ea_ != eb_)                                                       \
-            ck_abort_msg("%s:%d: %s == %s (%lld != %lld)", __FILE__, __LINE__, \
-                         #a, #b, ea_, eb_);                                   \
-    } while (0)
-
-/* A bijection of uint32 (murmur3 fmix32). */
-static uint32_t mix32(uint32_t k)
-{
-    k ^= k >> 16;
-    k *= 0x85EBCA6Bu;
-    k ^= k >> 13;
-    k *= 0xC2B2AE35u;
-    k ^= k >> 16;
-    return k;
-}
-
-/* Distinct key number j: mix32(j + salt); numbers not used give absent keys. */
-static uint32_t key_of(uint32_t j, uint32_t salt)
-{
-    uint32_t k = mix32(j + salt);
-    return k == GM_KEY_EMPTY ? mix32(0xFFFFFFF0u + salt) : k;
-}
-
-static uint64_t rng_state;
-static uint32_t rng_next(void)
-{
-    uint64_t z = (rng_state += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return (uint32_t)((z ^ (z >> 31)) >> 32);
-}
-
-static void *xmalloc(size_t count, size_t size)
-{
-    void *p = malloc((count ? count : 1) * size);
-    ck_assert_ptr_nonnull(p);
-    return p;
-}
-
-/* n items over d distinct keys (each used at least once), shuffled. */
-static uint32_t *random_items(uint32_t n, uint32_t d, uint32_t salt)
-{
-    uint32_t *k = xmalloc(n, sizeof *k);
-    for (uint32_t i = 0; i < n; i++)
-        k[i] = key_of(i < d ? i : rng_next() % d, salt);
-    for (uint32_t i = n; i > 1; i--) {
-        uint32_t j = rng_next() % i;
-        uint32_t x = k[i - 1];
-        k[i - 1] = k[j];
-        k[j] = x;
-    }
-    return k;
-}
-
-static int cmp_u32(const void *a, const void *b)
-{
-    uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
-    return (x > y) - (x < y);
-}
-
-static size_t slot_of(uint32_t nb, int t, uint32_t b, uint32_t s)
-{
-    return (size_t)t * nb * GM_CUCKOO_SLOTS + (size_t)b * GM_CUCKOO_SLOTS + s;
-}
-
-static int attempt_of(uint64_t seed, uint32_t restart, uint32_t b, uint32_t bseed)
-{
-    for (uint32_t a = 0; a < GM_CUCKOO_MAX_RESEEDS; a++)
-        if (gm_cuckoo_bucket_seed(seed, restart, b, a) == bseed)
-            return (int)a;
-    return -1;
-}
-
-/* Independent reference of one lockstep attempt, every ITEM its own thread
- * (equal keys are separate writers); see test_cuckoo_multi.c. */
-static int ref_lockstep(const uint32_t *keys, uint32_t m, uint32_t bseed,
-                        uint32_t tab[3][GM_CUCKOO_SLOTS])
-{
-    gm_cuckoo_consts k = gm_cuckoo_hash_consts(bseed);
-    int *where = xmalloc(m, sizeof *where);
-    for (uint32_t i = 0; i < m; i++)
-        where[i] = -1;
-    for (int t = 0; t < 3; t++)
-        for (int s = 0; s < GM_CUCKOO_SLOTS; s++)
-            tab[t][s] = GM_KEY_EMPTY;
-    int rounds = m == 0 ? 0 : -1;
-    for (int r = 0; r < GM_CUCKOO_MAX_ROUNDS && rounds < 0; r++) {
-        int t = r % 3;
-        int wrote[GM_CUCKOO_SLOTS] = {0};
-        uint32_t best[GM_CUCKOO_SLOTS] = {0};
-        for (uint32_t i = 0; i < m; i++) {
-            if (where[i] >= 0)
-                continue;
-            uint32_t s = gm_cuckoo_g(&k, t, keys[i]);
-            if (!wrote[s] || keys[i] > best[s])
-                best[s] = keys[i];
-            wrote[s] = 1;
-        }
-        for (int s = 0; s < GM_CUCKOO_SLOTS; s++)
-            if (wrote[s])
-                tab[t][s] = best[s];
-        int all = 1;
-        for (uint32_t i = 0; i < m; i++) {
-            int s = where[i] >= 0 ? where[i] % GM_CUCKOO_SLOTS : (int)gm_cuckoo_g(&k, t, keys[i]);
-            int tt = where[i] >= 0 ? where[i] / GM_CUCKOO_SLOTS : t;
-            if (tt == t)
-                where[i] = tab[t][s] == keys[i] ? t * GM_CUCKOO_SLOTS + s : -1;
-            all &= where[i] >= 0;
-        }
-        if (all)
-            rounds = r + 1;
-    }
-    free(where);
-    return rounds;
-}
-
-static uint32_t expected_nb(uint32_t n, uint32_t unique_bound)
-{
-    uint32_t sized = (unique_bound == 0 || unique_bound > n) ? n : unique_bound;
-    uint32_t nb = (uint32_t)(((uint64_t)sized + 408) / 409);
-    return nb ? nb : 1;
-}
+#include "test_util.h"
 
 static void check_compact(const gm_compact *t, const uint32_t *keys, uint32_t n,
                           uint32_t unique_bound, uint64_t seed, uint32_t force_reseeds,
@@ -155,12 +22,7 @@ static void check_compact(const gm_compact *t, const uint32_t *keys, uint32_t n,
 {
     uint32_t nb = t->nb;
     EXPECT_EQ(t->n, n);
-    EXPECT_EQ(nb, expected_nb(n, unique_bound));
-    EXPECT_EQ(t->stats.restarts, t->restart);
-    uint32_t c0, c1;
-    gm_cuckoo_phase1_consts(seed, t->restart, &c0, &c1);
-    EXPECT_EQ(t->h_c0, c0);
-    EXPECT_EQ(t->h_c1, c1);
+    check_view_header(CUCKOO_VIEW(t), expected_nb(n, unique_bound), seed, force_reseeds);
 
     /* u = number of distinct input keys. */
     uint32_t *sorted = xmalloc(n, sizeof *sorted);
@@ -193,13 +55,6 @@ static void check_compact(const gm_compact *t, const uint32_t *keys, uint32_t n,
             }
         }
     EXPECT_EQ(run, distinct);
-    uint64_t reseeds = 0;
-    for (uint32_t b = 0; b < nb; b++) {
-        int a = attempt_of(seed, t->restart, b, t->seeds[b]);
-        EXPECT(a >= (int)force_reseeds);
-        reseeds += (uint64_t)a;
-    }
-    EXPECT_EQ(reseeds, t->stats.reseeds);
 
     /* unique[] holds each distinct key exactly once (so no key is in two
      * slots and the index is a bijection onto 0..u-1). */
@@ -229,32 +84,6 @@ static void check_compact(const gm_compact *t, const uint32_t *keys, uint32_t n,
     free(sorted);
 }
 
-static void check_lockstep(const gm_compact *t, const uint32_t *keys, uint32_t n, uint64_t seed,
-                           uint32_t force_reseeds, uint32_t max_buckets)
-{
-    uint32_t nb = t->nb;
-    uint32_t *bk = xmalloc(n, sizeof *bk);
-    for (uint32_t b = 0; b < nb && b < max_buckets; b++) {
-        uint32_t m = 0;
-        for (uint32_t i = 0; i < n; i++)
-            if (gm_cuckoo_h(t->h_c0, t->h_c1, t->restart, nb, keys[i]) == b)
-                bk[m++] = keys[i];
-        int a = attempt_of(seed, t->restart, b, t->seeds[b]);
-        EXPECT(a >= 0);
-        uint32_t tab[3][GM_CUCKOO_SLOTS];
-        for (int f = (int)force_reseeds; f < a; f++)
-            EXPECT_EQ(ref_lockstep(bk, m, gm_cuckoo_bucket_seed(seed, t->restart, b, (uint32_t)f), tab),
-                      -1);
-        int rounds = ref_lockstep(bk, m, t->seeds[b], tab);
-        EXPECT(rounds >= 0);
-        EXPECT((uint32_t)rounds <= t->stats.max_rounds);
-        for (int tt = 0; tt < 3; tt++)
-            for (uint32_t s = 0; s < GM_CUCKOO_SLOTS; s++)
-                EXPECT_EQ(t->keys[slot_of(nb, tt, b, s)], tab[tt][s]);
-    }
-    free(bk);
-}
-
 static void build_random(uint32_t n, uint32_t d, uint32_t unique_bound, uint64_t seed,
                          uint32_t lockstep_buckets)
 {
@@ -264,7 +93,7 @@ static void build_random(uint32_t n, uint32_t d, uint32_t unique_bound, uint64_t
     gm_compact t;
     EXPECT_EQ(gm_compact_build_cpu(&t, keys, n, unique_bound, seed, NULL), GM_OK);
     check_compact(&t, keys, n, unique_bound, seed, 0, salt, d);
-    check_lockstep(&t, keys, n, seed, 0, lockstep_buckets);
+    check_view_lockstep(CUCKOO_VIEW(&t), keys, n, seed, 0, lockstep_buckets);
     gm_compact_free(&t);
     EXPECT(t.unique == NULL);
     free(keys);
@@ -363,7 +192,7 @@ START_TEST(test_forced_reseeds_restarts)
     EXPECT_EQ(gm_compact_build_cpu(&t, keys, n, d, 13, &dbg), GM_OK);
     EXPECT(t.stats.reseeds >= 5u * t.nb);
     check_compact(&t, keys, n, d, 13, 5, 9, d);
-    check_lockstep(&t, keys, n, 13, 5, 5);
+    check_view_lockstep(CUCKOO_VIEW(&t), keys, n, 13, 5, 5);
     gm_compact_free(&t);
 
     dbg.force_reseeds = 0;
@@ -371,7 +200,7 @@ START_TEST(test_forced_reseeds_restarts)
     EXPECT_EQ(gm_compact_build_cpu(&t, keys, n, d, 13, &dbg), GM_OK);
     EXPECT_EQ(t.stats.restarts, 4);
     check_compact(&t, keys, n, d, 13, 0, 9, d);
-    check_lockstep(&t, keys, n, 13, 0, 5);
+    check_view_lockstep(CUCKOO_VIEW(&t), keys, n, 13, 0, 5);
     gm_compact_free(&t);
 
     dbg.force_restarts = GM_CUCKOO_MAX_RESTARTS + 1;
@@ -396,7 +225,7 @@ START_TEST(test_natural_restart)
     EXPECT_EQ(t.nb, 10);
     EXPECT(t.stats.restarts >= 1);
     check_compact(&t, keys, n, 0, 21, 0, 12345, 0);
-    check_lockstep(&t, keys, n, 21, 0, 10);
+    check_view_lockstep(CUCKOO_VIEW(&t), keys, n, 21, 0, 10);
     gm_compact_free(&t);
     free(keys);
 }
@@ -404,16 +233,10 @@ END_TEST
 
 static void check_same(const gm_compact *a, const gm_compact *b)
 {
-    EXPECT_EQ(a->nb, b->nb);
-    EXPECT_EQ(a->restart, b->restart);
-    EXPECT_EQ(a->h_c0, b->h_c0);
-    EXPECT_EQ(a->h_c1, b->h_c1);
+    check_view_same(CUCKOO_VIEW(a), CUCKOO_VIEW(b));
     EXPECT_EQ(a->u, b->u);
     EXPECT_EQ(a->n, b->n);
-    EXPECT_EQ(memcmp(&a->stats, &b->stats, sizeof a->stats), 0);
     size_t slots = (size_t)3 * a->nb * GM_CUCKOO_SLOTS;
-    EXPECT_EQ(memcmp(a->seeds, b->seeds, a->nb * sizeof *a->seeds), 0);
-    EXPECT_EQ(memcmp(a->keys, b->keys, slots * sizeof *a->keys), 0);
     EXPECT_EQ(memcmp(a->index, b->index, slots * sizeof *a->index), 0);
     EXPECT_EQ(memcmp(a->unique, b->unique, (size_t)a->u * sizeof *a->unique), 0);
 }
@@ -464,9 +287,5 @@ static Suite *compact_suite(void)
 
 int main(void)
 {
-    SRunner *sr = srunner_create(compact_suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return run_suite(compact_suite());
 }

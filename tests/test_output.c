@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "output.h"
+#include "test_util.h"
 
 /* Render one record (or the header when rec is NULL) into a new string. */
 static char *render(gm_output_format fmt, const gm_output_rec *rec)
@@ -421,9 +422,5 @@ static Suite *output_suite(void)
 
 int main(void)
 {
-    SRunner *sr = srunner_create(output_suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+    return run_suite(output_suite());
 }

@@ -17,36 +17,7 @@
 #endif
 
 #include "internal.h"
-
-/* ck_assert_* records every PASS; these only call into Check on failure. */
-#define EXPECT(cond)                                                          \
-    do {                                                                      \
-        if (!(cond))                                                          \
-            ck_abort_msg("%s:%d: %s", __FILE__, __LINE__, #cond);             \
-    } while (0)
-#define EXPECT_EQ(a, b)                                                       \
-    do {                                                                      \
-        long long ea_ = (long long)(a), eb_ = (long long)(b);                 \
-        if (ea_ != eb_)                                                       \
-            ck_abort_msg("%s:%d: %s == %s (%lld != %lld)", __FILE__, __LINE__, \
-                         #a, #b, ea_, eb_);                                   \
-    } while (0)
-
-static uint64_t rng_state;
-static uint32_t rng_next(void)
-{
-    uint64_t z = (rng_state += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return (uint32_t)((z ^ (z >> 31)) >> 32);
-}
-
-static void *xmalloc(size_t count, size_t size)
-{
-    void *p = calloc(count ? count : 1, size);
-    ck_assert_ptr_nonnull(p);
-    return p;
-}
+#include "test_util.h"
 
 /* An image with a stride wider than the row (padding filled with junk that
  * must never be read into the result). */
@@ -59,7 +30,7 @@ typedef struct {
 static img_t img_new(int w, int h, int pad)
 {
     img_t im = {NULL, w, h, (ptrdiff_t)w + pad};
-    im.buf = xmalloc((size_t)im.stride * (size_t)h, 1);
+    im.buf = xcalloc((size_t)im.stride * (size_t)h, 1);
     memset(im.buf, 0xA5, (size_t)im.stride * (size_t)h);
     return im;
 }
@@ -286,11 +257,11 @@ static int ref_dir(int gx, int gy)
 static void check_against_reference(const img_t *im, int max_edges)
 {
     int w = im->w, h = im->h;
-    int *s = xmalloc((size_t)w * h, sizeof *s);
+    int *s = xcalloc((size_t)w * h, sizeof *s);
     ref_smooth(im, s);
     gm_edges e;
     EXPECT_EQ(gm_edges_cpu(view_of(im), max_edges, &e), GM_OK);
-    int32_t *m2 = xmalloc((size_t)w * h, sizeof *m2);
+    int32_t *m2 = xcalloc((size_t)w * h, sizeof *m2);
     for (int y = 0; y < h; y++)
         for (int x = 0; x < w; x++) {
             int ym = clampi(y - 1, 0, h - 1), yp = clampi(y + 1, 0, h - 1);
@@ -637,7 +608,7 @@ START_TEST(test_downscale)
             for (int x = 0; x < w; x++)
                 *px(&im, x, y) = (uint8_t)rng_next();
         int dw = w / f, dh = h / f;
-        uint8_t *d = xmalloc((size_t)dw * dh + 1, 1);
+        uint8_t *d = xcalloc((size_t)dw * dh + 1, 1);
         d[dw * dh] = 0x5A;
         gm_downscale_cpu(view_of(&im), f, d);
         for (int y = 0; y < dh; y++)
@@ -712,9 +683,5 @@ static Suite *sobel_suite(void)
 
 int main(void)
 {
-    SRunner *sr = srunner_create(sobel_suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return run_suite(sobel_suite());
 }

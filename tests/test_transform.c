@@ -10,48 +10,9 @@
 #include <string.h>
 
 #include "internal.h"
+#include "test_util.h"
 
-#define EXPECT(cond)                                                          \
-    do {                                                                      \
-        if (!(cond))                                                          \
-            ck_abort_msg("%s:%d: %s", __FILE__, __LINE__, #cond);             \
-    } while (0)
-#define EXPECT_EQ(a, b)                                                       \
-    do {                                                                      \
-        long long ea_ = (long long)(a), eb_ = (long long)(b);                 \
-        if (ea_ != eb_)                                                       \
-            ck_abort_msg("%s:%d: %s == %s (%lld != %lld)", __FILE__, __LINE__, \
-                         #a, #b, ea_, eb_);                                   \
-    } while (0)
-#define EXPECT_NEAR(a, b, tol)                                                \
-    do {                                                                      \
-        double na_ = (double)(a), nb_ = (double)(b);                          \
-        if (!(fabs(na_ - nb_) <= (tol)))                                      \
-            ck_abort_msg("%s:%d: %s ~ %s (%.9g vs %.9g, tol %g)", __FILE__,    \
-                         __LINE__, #a, #b, na_, nb_, (double)(tol));          \
-    } while (0)
-
-static uint64_t rng_state;
-static uint32_t rng_next(void)
-{
-    uint64_t z = (rng_state += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return (uint32_t)((z ^ (z >> 31)) >> 32);
-}
-static double rng_unit(void) { return rng_next() / 4294967296.0; }
 static double rng_sym(void) { return 2 * rng_unit() - 1; }
-
-static void make_sim(double deg, double scale, double tx, double ty, double m[6])
-{
-    double a = scale * cos(deg * GM_PI / 180), b = scale * sin(deg * GM_PI / 180);
-    m[0] = a;
-    m[1] = -b;
-    m[2] = tx;
-    m[3] = b;
-    m[4] = a;
-    m[5] = ty;
-}
 
 static void apply(const double m[6], double x, double y, double *ox, double *oy)
 {
@@ -548,9 +509,5 @@ static Suite *transform_suite(void)
 
 int main(void)
 {
-    SRunner *sr = srunner_create(transform_suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return run_suite(transform_suite());
 }

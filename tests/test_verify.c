@@ -17,36 +17,7 @@
 #endif
 
 #include "internal.h"
-
-#define EXPECT(cond)                                                          \
-    do {                                                                      \
-        if (!(cond))                                                          \
-            ck_abort_msg("%s:%d: %s", __FILE__, __LINE__, #cond);             \
-    } while (0)
-#define EXPECT_EQ(a, b)                                                       \
-    do {                                                                      \
-        long long ea_ = (long long)(a), eb_ = (long long)(b);                 \
-        if (ea_ != eb_)                                                       \
-            ck_abort_msg("%s:%d: %s == %s (%lld != %lld)", __FILE__, __LINE__, \
-                         #a, #b, ea_, eb_);                                   \
-    } while (0)
-
-static uint64_t rng_state;
-static uint32_t rng_next(void)
-{
-    uint64_t z = (rng_state += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return (uint32_t)((z ^ (z >> 31)) >> 32);
-}
-static double rng_unit(void) { return rng_next() / 4294967296.0; }
-
-static void *xmalloc(size_t count, size_t size)
-{
-    void *p = malloc((count ? count : 1) * size);
-    ck_assert_ptr_nonnull(p);
-    return p;
-}
+#include "test_util.h"
 
 /* The map's direction bin: round(angle * 16 / 2 pi) mod 16. */
 static int bin_of(float a)
@@ -267,17 +238,6 @@ static gm_points edge_points(const uint8_t *im, int w, int h)
     free(idx);
     gm_edges_free(&e);
     return pts;
-}
-
-static void make_sim(double deg, double scale, double tx, double ty, double m[6])
-{
-    double a = scale * cos(deg * GM_PI / 180), b = scale * sin(deg * GM_PI / 180);
-    m[0] = a;
-    m[1] = -b;
-    m[2] = tx;
-    m[3] = b;
-    m[4] = a;
-    m[5] = ty;
 }
 
 /* The points of a query image mapped by m0 (query -> reference) expressed
@@ -638,9 +598,5 @@ static Suite *verify_suite(void)
 
 int main(void)
 {
-    SRunner *sr = srunner_create(verify_suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return run_suite(verify_suite());
 }
