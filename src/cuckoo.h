@@ -39,6 +39,15 @@
 extern "C" {
 #endif
 
+/* The inline hash and probe helpers below are compiled for the device too
+ * when included from CUDA code, so the kernels of cuda/cuckoo.cu use exactly
+ * the functions of the CPU tables. */
+#if defined(__CUDACC__)
+#define GM_HD __host__ __device__
+#else
+#define GM_HD
+#endif
+
 #define GM_KEY_EMPTY 0xFFFFFFFFu    /* empty slot / not found */
 /* p = 2^32 - 5, the largest 32-bit prime, not the paper's 1900813: every g_t
  * and the seeded h depend on k only through k mod p, so with p = 1900813 keys
@@ -59,7 +68,7 @@ extern "C" {
  * c[t][1] is never 0.  Derived by XORing seed with fixed numbers (paper 4.1). */
 typedef struct { uint32_t c[3][2]; } gm_cuckoo_consts;
 
-static inline gm_cuckoo_consts gm_cuckoo_hash_consts(uint32_t seed)
+static inline GM_HD gm_cuckoo_consts gm_cuckoo_hash_consts(uint32_t seed)
 {
     static const uint32_t fx[6] = {0x2545F491u, 0x9E3779B9u, 0x85EBCA6Bu,
                                    0xC2B2AE35u, 0x27D4EB2Fu, 0x165667B1u};
@@ -73,22 +82,22 @@ static inline gm_cuckoo_consts gm_cuckoo_hash_consts(uint32_t seed)
 
 /* x mod GM_CUCKOO_PRIME for any 64-bit x, the same as x % GM_CUCKOO_PRIME but
  * with no 64-bit division: 2^32 = 5 (mod p), so fold the high word twice. */
-static inline uint32_t gm_cuckoo_mod_p(uint64_t x)
+static inline GM_HD uint32_t gm_cuckoo_mod_p(uint64_t x)
 {
     x = (x >> 32) * 5u + (x & 0xFFFFFFFFu);  /* < 6 * 2^32 */
     x = (x >> 32) * 5u + (x & 0xFFFFFFFFu);  /* < 2^32 + 30 */
     return (uint32_t)(x >= GM_CUCKOO_PRIME ? x - GM_CUCKOO_PRIME : x);
 }
 
-static inline uint32_t gm_cuckoo_g(const gm_cuckoo_consts *k, int t, uint32_t key)
+static inline GM_HD uint32_t gm_cuckoo_g(const gm_cuckoo_consts *k, int t, uint32_t key)
 {
     uint64_t x = (uint64_t)k->c[t][0] + (uint64_t)k->c[t][1] * (uint64_t)key;
     return gm_cuckoo_mod_p(x) % GM_CUCKOO_SLOTS;
 }
 
 /* 32-bit mix of (table seed, restart, bucket, attempt): the bucket seed. */
-static inline uint32_t gm_cuckoo_bucket_seed(uint64_t seed, uint32_t restart, uint32_t bucket,
-                                             uint32_t attempt)
+static inline GM_HD uint32_t gm_cuckoo_bucket_seed(uint64_t seed, uint32_t restart,
+                                                   uint32_t bucket, uint32_t attempt)
 {
     uint64_t z = seed ^ ((uint64_t)restart << 48) ^ ((uint64_t)attempt << 32) ^ bucket;
     z += 0x9E3779B97F4A7C15ull;
@@ -100,8 +109,8 @@ static inline uint32_t gm_cuckoo_bucket_seed(uint64_t seed, uint32_t restart, ui
 
 /* Phase 1 bucket function: restart 0 is k mod nb; later restarts use seeded
  * constants (c0, c1) = derived from gm_cuckoo_bucket_seed(seed, restart, 0xFFFFFFFF, 0). */
-static inline uint32_t gm_cuckoo_h(uint32_t c0, uint32_t c1, uint32_t restart, uint32_t nb,
-                                   uint32_t key)
+static inline GM_HD uint32_t gm_cuckoo_h(uint32_t c0, uint32_t c1, uint32_t restart,
+                                         uint32_t nb, uint32_t key)
 {
     if (restart == 0)
         return key % nb;
@@ -196,8 +205,9 @@ GM_API void gm_compact_free(gm_compact *t);
 /* ---- retrieval, inline: read the bucket seed, probe at most three slots ---- */
 
 /* Slot of key in a table of nb buckets, or -1.  Shared by the three tables. */
-static inline int64_t gm_cuckoo_slot(uint32_t nb, uint32_t restart, uint32_t h_c0, uint32_t h_c1,
-                                     const uint32_t *seeds, const uint32_t *keys, uint32_t key)
+static inline GM_HD int64_t gm_cuckoo_slot(uint32_t nb, uint32_t restart, uint32_t h_c0,
+                                           uint32_t h_c1, const uint32_t *seeds,
+                                           const uint32_t *keys, uint32_t key)
 {
     if (nb == 0 || key == GM_KEY_EMPTY)
         return -1;

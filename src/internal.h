@@ -112,6 +112,16 @@ gm_status gm_bases_select_cpu(const gm_points *pts, float lmin, float lmax, doub
                               uint64_t seed, gm_bases *b);
 
 #include <math.h>
+
+/* Functions that kernels share with the CPU code. */
+#ifndef GM_HD
+#ifdef __CUDACC__
+#define GM_HD __host__ __device__
+#else
+#define GM_HD
+#endif
+#endif
+
 /* The frame of one basis, precomputed: (u, v) = B * R^T (p - a) / |b - a|. */
 typedef struct {
     float ax, ay, ex, ey; /* e = B * (b - a) / |b - a|^2 */
@@ -130,7 +140,7 @@ static inline gm_frame gm_frame_of(gm_point a, gm_point b)
     return f;
 }
 
-static inline uint32_t gm_frame_key(const gm_frame *f, gm_point p)
+static inline GM_HD uint32_t gm_frame_key(const gm_frame *f, gm_point p)
 {
     float dx = p.x - f->ax, dy = p.y - f->ay;
     float u = dx * f->ex + dy * f->ey;
@@ -148,7 +158,7 @@ static inline uint32_t gm_frame_key(const gm_frame *f, gm_point p)
  * (every basis has them at its origin) and are left out, in pixels. */
 #define GM_ENDPOINT_EXCL 2.0f
 
-static inline int gm_near_endpoint(gm_point a, gm_point b, gm_point p)
+static inline GM_HD int gm_near_endpoint(gm_point a, gm_point b, gm_point p)
 {
     float dx = p.x - a.x, dy = p.y - a.y, ex = p.x - b.x, ey = p.y - b.y;
     const float r2 = GM_ENDPOINT_EXCL * GM_ENDPOINT_EXCL;
@@ -166,6 +176,13 @@ gm_status gm_basis_items_cpu(const gm_points *basis_pts, const uint32_t *basis_k
                              uint32_t **vals, uint32_t *n_items);
 
 /* ---- vote.c --------------------------------------------------------------- */
+/* A query basis as the GPU voting kernel takes it: its frame (made on the
+ * host by gm_frame_of, so CPU and GPU keys agree) and its endpoints. */
+typedef struct {
+    gm_frame f;
+    gm_point a, b;
+} gm_vote_basis;
+
 /* votes[q * n_ref + r] += 1 for every query basis q (dense index), every
  * cloud point, every reference basis r stored under the point's key. */
 void gm_vote_cpu(const gm_multi *table, uint32_t n_ref, const gm_points *qbasis_pts,

@@ -1,0 +1,31 @@
+/* vote_cuda.h: the voting stage on the GPU (cuda/vote.cu), C interface. */
+#ifndef GM_VOTE_CUDA_H
+#define GM_VOTE_CUDA_H
+
+#include "gm_cuda.h"
+#include "internal.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Votes of every query basis (d_qbases[q], frames from gm_frame_of on the
+ * host) with the points d_cloud against the reference's multi-value table,
+ * and per query basis the best reference basis by votes above chance
+ * (d_share: each reference basis's share of the table's items), written to
+ * d_best[q] -- exactly gm_vote_cpu followed by the per-row step of
+ * gm_reduce_topk_cpu.  d_votes (optional, NULL to skip) receives the whole
+ * n_q x n_ref matrix, saturated to 16 bits as on the CPU (for tests).
+ * d_scratch: n_q * n_ref counters, needed only when gm_vote_scratch_bytes()
+ * says so (a row too large for shared memory); else may be NULL.
+ * Asynchronous on stream. */
+gm_status gm_vote_reduce_cuda(const gm_cuckoo_dev *table, uint32_t n_ref, const float *d_share,
+                              const gm_vote_basis *d_qbases, uint32_t n_q, const gm_point *d_cloud,
+                              uint32_t n_cloud, uint32_t *d_scratch, uint16_t *d_votes,
+                              gm_candidate *d_best, cudaStream_t stream);
+size_t gm_vote_scratch_bytes(uint32_t n_ref, uint32_t n_q);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
