@@ -326,6 +326,9 @@ extern "C" void gm_edges_dev_free(gm_edges_dev *e)
     memset(e, 0, sizeof *e);
 }
 
+/* d_img is read by kernels on `stream`: the caller's upload of it must be
+ * ordered before them on that stream (or synchronized).  A cudaMemcpy on the
+ * legacy default stream is not ordered with a cudaStreamNonBlocking stream. */
 extern "C" gm_status gm_edges_cuda(const uint8_t *d_img, size_t pitch, int w, int h,
                                    int max_edges, gm_edges_dev *e, cudaStream_t stream)
 {
