@@ -220,7 +220,7 @@ static void parse_options(int argc, char **argv, cli_opts *o)
                 o->params.device = GM_DEVICE_AUTO;
             } else if (strcmp(optarg, "cuda") == 0) {
 #ifndef GMATCH_WITH_CUDA
-                fputs(PROG ": --device cuda: this build has no CUDA support\n", stderr);
+                fputs(PROG ": --device cuda: not available yet, this version matches on the CPU\n", stderr);
                 exit(EXIT_USAGE);
 #else
                 o->params.device = GM_DEVICE_CUDA;
@@ -312,7 +312,7 @@ static void report_device(const cli_opts *o)
     int threads = o->params.threads > 0 ? o->params.threads : omp_get_max_threads();
 #ifndef GMATCH_WITH_CUDA
     fprintf(stderr, PROG ": device: cpu, %d threads%s\n", threads,
-            o->requested == GM_DEVICE_AUTO ? " (auto: this build has no CUDA support)" : "");
+            o->requested == GM_DEVICE_AUTO ? " (auto: this version matches on the CPU only)" : "");
 #else
     static const char *names[] = {"auto", "cpu", "cuda"};
     fprintf(stderr, PROG ": device: %s requested, %d CPU threads\n", names[o->requested], threads);

@@ -142,7 +142,7 @@ done
 expect_rc 2 "bad --device" --device tpu ref.png query.png
 expect_rc 2 "--device cuda without CUDA support" --device cuda ref.png query.png
 check "--device cuda: one-line message" \
-    test "$(cat err)" = "gmatch: --device cuda: this build has no CUDA support"
+    test "$(cat err)" = "gmatch: --device cuda: not available yet, this version matches on the CPU"
 
 # ---- normal runs ---------------------------------------------------------------
 expect_rc 0 "one query" ref.png query.png
