@@ -13,7 +13,10 @@
  *                   interleaved (one 8-byte store, paper 4.1).
  *   k_p2_basic /
  *   k_p2_distinct   one block per bucket, everything in shared memory:
- *                   lockstep rounds, attempts, the write-out of T1|T2|T3.
+ *                   lockstep rounds, attempts, the write-out of T1|T2|T3
+ *                   (basic: (key, value) slots interleaved, one 8-byte store
+ *                   a slot, so that retrieval reads one 8-byte slot a probe;
+ *                   paper 4.1).
  *   compact only    CUB ExclusiveSum over the occupancy of all slots in
  *                   global slot order (in place in the index array), then
  *                   k_compact_unique: unique[index] = key.
@@ -479,7 +482,7 @@ static __global__ void __launch_bounds__(GM_P2_BASIC_THREADS)
     k_p2_basic(const uint2 *__restrict__ skv, const uint32_t *__restrict__ start, uint32_t nb,
                uint64_t seed, uint32_t restart, uint32_t first_attempt,
                gm_build_state *__restrict__ st, uint32_t *__restrict__ seeds,
-               uint32_t *__restrict__ keys_out, uint32_t *__restrict__ vals_out)
+               uint2 *__restrict__ slots_out)
 {
     constexpr int T = GM_P2_BASIC_THREADS, K = GM_P2_BASIC_KEYS;
     constexpr uint32_t SET = 1u << GM_DUP_SET_BITS;
@@ -534,8 +537,8 @@ static __global__ void __launch_bounds__(GM_P2_BASIC_THREADS)
     for (int j = (int)tid; j < GM_CUCKOO_BUCKET_SLOTS; j += T) {
         const size_t gs = gm_global_slot(nb, b, j);
         const uint32_t o = sh.own[j];
-        keys_out[gs] = o == GM_OWN_EMPTY ? GM_KEY_EMPTY : s_key[o];
-        vals_out[gs] = o == GM_OWN_EMPTY ? 0u : s_val[o];
+        slots_out[gs] = o == GM_OWN_EMPTY ? make_uint2(GM_KEY_EMPTY, 0u)
+                                          : make_uint2(s_key[o], s_val[o]);
     }
     if (tid == 0) {
         seeds[b] = bseed;
@@ -710,12 +713,40 @@ static __global__ void k_compact_unique(const uint32_t *__restrict__ keys,
 }
 
 /* ---- retrieval: one thread per query, gm_cuckoo_slot of cuckoo.h ------------
- * The queries, the results and the basic table's value read pass the L2 as
- * "evict first" (streaming loads and stores), so that the slot keys stay
- * there longer: 5M random queries, H100, 0.237 ms -> 0.210 ms.  (Keys
- * loaded with an "evict last" policy gained nothing more.)  The multi
- * table's counts and offsets load normally: a key is often asked many
- * times (one query per value), and streaming them cost 25% there. */
+ * The queries, the results and the compacting table's index read pass the
+ * L2 as "evict first" (streaming loads and stores), so that the slot keys
+ * stay there longer: 5M random queries, H100, 0.237 ms -> 0.210 ms (basic
+ * table, when its keys and values were separate arrays).  (Keys loaded with
+ * an "evict last" policy gained nothing more.)  The multi table's counts
+ * and offsets load normally: a key is often asked many times (one query per
+ * value), and streaming them cost 25% there.
+ * The basic table reads one interleaved (key, value) slot a probe: a hit
+ * costs one scattered 8-byte read instead of a key read and a value read. */
+static __global__ void __launch_bounds__(GM_FIND_THREADS)
+    k_find_basic(gm_cuckoo_view v, const uint32_t *__restrict__ q, uint32_t n,
+                 uint32_t *__restrict__ out)
+{
+    size_t i = (size_t)blockIdx.x * GM_FIND_THREADS + threadIdx.x;
+    if (i >= n)
+        return;
+    const uint32_t key = __ldcs(q + i);
+    uint32_t r = GM_KEY_EMPTY;
+    if (v.nb != 0 && key != GM_KEY_EMPTY) {
+        const uint32_t b = gm_cuckoo_h(v.h_c0, v.h_c1, v.restart, v.nb, key);
+        const gm_cuckoo_consts c = gm_cuckoo_hash_consts(v.seeds[b]);
+#pragma unroll
+        for (int t = 0; t < 3; t++) {
+            const size_t s = ((size_t)t * v.nb + b) * GM_CUCKOO_SLOTS + gm_cuckoo_g(&c, t, key);
+            const uint2 kv = v.slots[s];
+            if (kv.x == key) {
+                r = kv.y;
+                break;
+            }
+        }
+    }
+    __stcs(out + i, r);
+}
+
 static __global__ void __launch_bounds__(GM_FIND_THREADS)
     k_find_value(gm_cuckoo_view v, const uint32_t *__restrict__ q, uint32_t n,
                  uint32_t *__restrict__ out)
@@ -774,6 +805,7 @@ typedef struct {
     gm_cuckoo_debug dbg;
     /* outputs */
     uint32_t *seeds, *keys, *vals, *counts_out, *offsets, *values, *unique;
+    uint2 *kv; /* basic: the interleaved (key, value) slots; keys, vals unused */
     /* work: one allocation (one pool call instead of six), carved below */
     uint8_t *work;
     uint32_t *counts;  /* [(nb+1)*GM_P1_STRIDE] phase-1 counts (padded), last one 0 */
@@ -832,6 +864,7 @@ static void gm_build_free_all(gm_build *c)
 {
     gm_build_free_work(c);
     gm_dev_release((void **)&c->seeds, c->stream);
+    gm_dev_release((void **)&c->kv, c->stream);
     gm_dev_release((void **)&c->keys, c->stream);
     gm_dev_release((void **)&c->vals, c->stream);
     gm_dev_release((void **)&c->counts_out, c->stream);
@@ -855,8 +888,11 @@ static gm_status gm_build_run(gm_build *c)
     cudaStream_t stream = c->stream;
 
     GM_ALLOC(c->seeds, nb);
-    GM_ALLOC(c->keys, c->slots);
-    if (kind == GM_TAB_BASIC || kind == GM_TAB_COMPACT)
+    if (kind == GM_TAB_BASIC)
+        GM_ALLOC(c->kv, c->slots);
+    else
+        GM_ALLOC(c->keys, c->slots);
+    if (kind == GM_TAB_COMPACT)
         GM_ALLOC(c->vals, c->slots);
     if (kind == GM_TAB_MULTI) {
         GM_ALLOC(c->counts_out, c->slots);
@@ -930,7 +966,7 @@ static gm_status gm_build_run(gm_build *c)
             if (kind == GM_TAB_BASIC)
                 k_p2_basic<<<nb, GM_P2_BASIC_THREADS, 0, stream>>>(
                     c->skv, c->start, nb, c->seed, restart, first_attempt, c->state, c->seeds,
-                    c->keys, c->vals);
+                    c->kv);
             else if (kind == GM_TAB_MULTI)
                 k_p2_distinct<true><<<nb, GM_P2_DISTINCT_THREADS, 0, stream>>>(
                     c->skv, NULL, c->start, nb, c->seed, restart, first_attempt, c->state,
@@ -1052,6 +1088,7 @@ static gm_status gm_build_table(int kind, gm_cuckoo_dev *t, const uint32_t *d_ke
     t->h_c1 = c.h_c1;
     t->n = n;
     t->d_seeds = c.seeds;
+    t->d_slots = c.kv;
     t->d_keys = c.keys;
     t->d_vals = c.vals;
     t->d_counts = c.counts_out;
@@ -1113,6 +1150,7 @@ extern "C" gm_cuckoo_view gm_cuckoo_dev_view(const gm_cuckoo_dev *t)
     v.h_c0 = t->h_c0;
     v.h_c1 = t->h_c1;
     v.seeds = t->d_seeds;
+    v.slots = t->d_slots;
     v.keys = t->d_keys;
     v.vals = t->d_vals;
     v.counts = t->d_counts;
@@ -1143,7 +1181,14 @@ static gm_status gm_find_values(const gm_cuckoo_dev *t, const uint32_t *vals,
 extern "C" gm_status gm_cuckoo_find_cuda(const gm_cuckoo_dev *t, const uint32_t *d_keys,
                                          uint32_t n, uint32_t *d_out, cudaStream_t stream)
 {
-    return gm_find_values(t, t ? t->d_vals : NULL, d_keys, n, d_out, stream);
+    if (!t || !t->d_slots || !t->d_seeds || (n > 0 && (!d_keys || !d_out)))
+        return GM_ERR_INVALID;
+    if (n == 0)
+        return GM_OK;
+    gm_cuckoo_view v = gm_cuckoo_dev_view(t);
+    k_find_basic<<<gm_grid_find(n), GM_FIND_THREADS, 0, stream>>>(v, d_keys, n, d_out);
+    GM_CUDA_CHECK_LAUNCH();
+    return GM_OK;
 }
 
 extern "C" gm_status gm_compact_find_cuda(const gm_cuckoo_dev *t, const uint32_t *d_keys,
@@ -1195,12 +1240,32 @@ extern "C" gm_status gm_cuckoo_dev_to_host(const gm_cuckoo_dev *t, gm_cuckoo *h)
     if (!h)
         return GM_ERR_INVALID;
     memset(h, 0, sizeof *h);
-    if (!t || !t->d_keys || !t->d_vals)
+    if (!t || !t->d_slots || !t->d_seeds)
         return GM_ERR_INVALID;
     size_t slots = (size_t)t->nb * GM_CUCKOO_BUCKET_SLOTS;
-    gm_status st = gm_copy_common(t, &h->seeds, &h->keys);
+    gm_status st = gm_copy_out(&h->seeds, t->d_seeds, t->nb);
+    uint2 *kv = NULL;
+    if (st == GM_OK) {
+        /* de-interleave the (key, value) slots into keys[] and vals[] */
+        kv = (uint2 *)malloc((slots ? slots : 1) * sizeof *kv);
+        h->keys = (uint32_t *)malloc((slots ? slots : 1) * sizeof *h->keys);
+        h->vals = (uint32_t *)malloc((slots ? slots : 1) * sizeof *h->vals);
+        if (!kv || !h->keys || !h->vals)
+            st = GM_ERR_NOMEM;
+    }
+    if (st == GM_OK && slots) {
+        cudaError_t e = cudaMemcpy(kv, t->d_slots, slots * sizeof *kv, cudaMemcpyDeviceToHost);
+        if (e != cudaSuccess) {
+            gm_cuda_record_error(e, "cudaMemcpy(slots)", __func__, __FILE__, __LINE__);
+            st = e == cudaErrorMemoryAllocation ? GM_ERR_NOMEM : GM_ERR_DEVICE;
+        }
+    }
     if (st == GM_OK)
-        st = gm_copy_out(&h->vals, t->d_vals, slots);
+        for (size_t i = 0; i < slots; i++) {
+            h->keys[i] = kv[i].x;
+            h->vals[i] = kv[i].y;
+        }
+    free(kv);
     if (st != GM_OK) {
         free(h->seeds);
         free(h->keys);
@@ -1287,8 +1352,8 @@ extern "C" void gm_cuckoo_dev_free(gm_cuckoo_dev *t)
 {
     if (!t)
         return;
-    uint32_t *p[] = {t->d_seeds,   t->d_keys,   t->d_vals,  t->d_counts,
-                     t->d_offsets, t->d_values, t->d_unique};
+    void *p[] = {t->d_seeds,   t->d_slots,  t->d_keys,   t->d_vals,
+                 t->d_counts,  t->d_offsets, t->d_values, t->d_unique};
     for (size_t i = 0; i < sizeof p / sizeof p[0]; i++)
         if (p[i] && cudaFree(p[i]) != cudaSuccess)
             (void)cudaGetLastError();

@@ -46,8 +46,10 @@ const char *gm_cuda_last_error(void);
 typedef struct {
     uint32_t nb, restart, h_c0, h_c1, n;
     uint32_t *d_seeds;   /* [nb] */
-    uint32_t *d_keys;    /* [3*nb*192] */
-    uint32_t *d_vals;    /* basic: [3*nb*192] values; compact: [3*nb*192] dense indices */
+    uint2 *d_slots;      /* basic: [3*nb*192] (key, value) pairs interleaved, one 8-byte
+                          * slot a probe (the paper's layout, sec. 4.1), T1 | T2 | T3 */
+    uint32_t *d_keys;    /* multi, compact: [3*nb*192] (basic: NULL, keys in d_slots) */
+    uint32_t *d_vals;    /* compact: [3*nb*192] dense indices (basic: NULL) */
     uint32_t *d_counts;  /* multi: [3*nb*192] */
     uint32_t *d_offsets; /* multi: [3*nb*192] */
     uint32_t *d_values;  /* multi: [n] values grouped by key */
@@ -60,6 +62,7 @@ typedef struct {
 typedef struct {
     uint32_t nb, restart, h_c0, h_c1;
     const uint32_t *seeds, *keys, *vals, *counts, *offsets, *values;
+    const uint2 *slots; /* basic: (key, value) slots; keys and vals are NULL then */
 } gm_cuckoo_view;
 
 gm_status gm_cuckoo_build_cuda(gm_cuckoo_dev *t, const uint32_t *d_keys, const uint32_t *d_vals,
