@@ -1227,6 +1227,17 @@ static gm_status gm_copy_out(uint32_t **h, const uint32_t *d, size_t count)
 
 /* Copies the fields common to the three tables; the caller frees what was
  * allocated (free() of NULL is a no-op). */
+/* The fields every host table of cuckoo.h shares, from the device table. */
+template <class H> static void gm_take_header(H *h, const gm_cuckoo_dev *t)
+{
+    h->nb = t->nb;
+    h->restart = t->restart;
+    h->h_c0 = t->h_c0;
+    h->h_c1 = t->h_c1;
+    h->n = t->n;
+    h->stats = t->stats;
+}
+
 static gm_status gm_copy_common(const gm_cuckoo_dev *t, uint32_t **seeds, uint32_t **keys)
 {
     gm_status st = gm_copy_out(seeds, t->d_seeds, t->nb);
@@ -1273,12 +1284,7 @@ extern "C" gm_status gm_cuckoo_dev_to_host(const gm_cuckoo_dev *t, gm_cuckoo *h)
         memset(h, 0, sizeof *h);
         return st;
     }
-    h->nb = t->nb;
-    h->restart = t->restart;
-    h->h_c0 = t->h_c0;
-    h->h_c1 = t->h_c1;
-    h->n = t->n;
-    h->stats = t->stats;
+    gm_take_header(h, t);
     return GM_OK;
 }
 
@@ -1306,12 +1312,7 @@ extern "C" gm_status gm_multi_dev_to_host(const gm_cuckoo_dev *t, gm_multi *h)
         memset(h, 0, sizeof *h);
         return st;
     }
-    h->nb = t->nb;
-    h->restart = t->restart;
-    h->h_c0 = t->h_c0;
-    h->h_c1 = t->h_c1;
-    h->n = t->n;
-    h->stats = t->stats;
+    gm_take_header(h, t);
     return GM_OK;
 }
 
@@ -1336,13 +1337,8 @@ extern "C" gm_status gm_compact_dev_to_host(const gm_cuckoo_dev *t, gm_compact *
         memset(h, 0, sizeof *h);
         return st;
     }
-    h->nb = t->nb;
-    h->restart = t->restart;
-    h->h_c0 = t->h_c0;
-    h->h_c1 = t->h_c1;
     h->u = t->u;
-    h->n = t->n;
-    h->stats = t->stats;
+    gm_take_header(h, t);
     return GM_OK;
 }
 

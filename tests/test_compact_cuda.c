@@ -23,21 +23,6 @@
 #include "gm_cuda.h"
 #include "test_util.h"
 
-#define CK_CUDA(call)                                                                  \
-    do {                                                                               \
-        cudaError_t e_ = (call);                                                       \
-        if (e_ != cudaSuccess)                                                         \
-            ck_abort_msg("%s:%d: %s: %s", __FILE__, __LINE__, #call, cudaGetErrorString(e_)); \
-    } while (0)
-
-#define EXPECT_OK(call)                                                                \
-    do {                                                                               \
-        gm_status s_ = (call);                                                         \
-        if (s_ != GM_OK)                                                               \
-            ck_abort_msg("%s:%d: %s = %d (%s)", __FILE__, __LINE__, #call, (int)s_,    \
-                         gm_cuda_last_error());                                        \
-    } while (0)
-
 #define GUARD 0xEEEEEEEEu /* cudaMemset(0xEE) of a uint32 array */
 
 static gm_compact_flags_dev g_cmp;
@@ -475,12 +460,4 @@ static Suite *compact_cuda_suite(void)
     return s;
 }
 
-int main(void)
-{
-    char why[256] = "";
-    if (gm_cuda_device_count(why, sizeof why) == 0) {
-        printf("no CUDA device: skipped (%s)\n", why);
-        return 77;
-    }
-    return run_suite(compact_cuda_suite());
-}
+int main(void) { return run_cuda_suite(compact_cuda_suite); }

@@ -17,38 +17,21 @@
 #include "gm_cuda.h"
 #include "test_util.h"
 
-#define CUDA_OK(call)                                                                    \
-    do {                                                                                 \
-        cudaError_t e_ = (call);                                                         \
-        if (e_ != cudaSuccess)                                                           \
-            ck_abort_msg("%s:%d: %s: %s", __FILE__, __LINE__, #call, cudaGetErrorString(e_)); \
-    } while (0)
-
-/* A gm_status call that must succeed; the message names the failing CUDA
- * call when there was one. */
-#define GM_MUST(call)                                                                    \
-    do {                                                                                 \
-        gm_status s_ = (call);                                                           \
-        if (s_ != GM_OK)                                                                 \
-            ck_abort_msg("%s:%d: %s: %s [%s]", __FILE__, __LINE__, #call,                \
-                         gm_status_str(s_), gm_cuda_last_error());                        \
-    } while (0)
-
 static uint32_t *dev_copy(const uint32_t *h, size_t n)
 {
     void *d = NULL;
-    CUDA_OK(cudaMalloc(&d, (n ? n : 1) * sizeof(uint32_t)));
+    CK_CUDA(cudaMalloc(&d, (n ? n : 1) * sizeof(uint32_t)));
     if (n)
-        CUDA_OK(cudaMemcpy(d, h, n * sizeof(uint32_t), cudaMemcpyHostToDevice));
+        CK_CUDA(cudaMemcpy(d, h, n * sizeof(uint32_t), cudaMemcpyHostToDevice));
     return (uint32_t *)d;
 }
 
 static uint32_t *dev_alloc(size_t n)
 {
     void *d = NULL;
-    CUDA_OK(cudaMalloc(&d, (n ? n : 1) * sizeof(uint32_t)));
+    CK_CUDA(cudaMalloc(&d, (n ? n : 1) * sizeof(uint32_t)));
     /* poison: an output the kernel forgot to write shows */
-    CUDA_OK(cudaMemset(d, 0xA5, (n ? n : 1) * sizeof(uint32_t)));
+    CK_CUDA(cudaMemset(d, 0xA5, (n ? n : 1) * sizeof(uint32_t)));
     return (uint32_t *)d;
 }
 
@@ -56,7 +39,7 @@ static uint32_t *host_copy(const uint32_t *d, size_t n)
 {
     uint32_t *h = xmalloc(n, sizeof *h);
     if (n)
-        CUDA_OK(cudaMemcpy(h, d, n * sizeof *h, cudaMemcpyDeviceToHost));
+        CK_CUDA(cudaMemcpy(h, d, n * sizeof *h, cudaMemcpyDeviceToHost));
     return h;
 }
 
@@ -145,8 +128,8 @@ static void compare_basic(const uint32_t *keys, const uint32_t *vals, uint32_t n
     gm_cuckoo_dev dev;
     EXPECT_EQ(gm_cuckoo_build_cpu(&cpu, keys, vals, n, seed, dbg), GM_OK);
     uint32_t *dk = dev_copy(keys, n), *dv = dev_copy(vals, n);
-    GM_MUST(gm_cuckoo_build_cuda(&dev, dk, dv, n, seed, dbg, 0));
-    GM_MUST(gm_cuckoo_dev_to_host(&dev, &gpu));
+    EXPECT_OK(gm_cuckoo_build_cuda(&dev, dk, dv, n, seed, dbg, 0));
+    EXPECT_OK(gm_cuckoo_dev_to_host(&dev, &gpu));
     check_view_same(CUCKOO_VIEW(&cpu), CUCKOO_VIEW(&gpu));
     EXPECT_EQ(gpu.n, n);
     EXPECT_EQ(gpu.stats.unique_keys, n);
@@ -157,7 +140,7 @@ static void compare_basic(const uint32_t *keys, const uint32_t *vals, uint32_t n
     uint32_t *want = xmalloc(nq, sizeof *want);
     gm_cuckoo_find_all_cpu(&cpu, q, nq, want);
     uint32_t *dq = dev_copy(q, nq), *dout = dev_alloc(nq);
-    GM_MUST(gm_cuckoo_find_cuda(&dev, dq, nq, dout, 0));
+    EXPECT_OK(gm_cuckoo_find_cuda(&dev, dq, nq, dout, 0));
     uint32_t *got = host_copy(dout, nq);
     EXPECT_EQ(memcmp(want, got, (size_t)nq * sizeof *got), 0);
     for (uint32_t i = 0; i < n; i++)
@@ -168,10 +151,10 @@ static void compare_basic(const uint32_t *keys, const uint32_t *vals, uint32_t n
     free(q);
     free(want);
     free(got);
-    CUDA_OK(cudaFree(dq));
-    CUDA_OK(cudaFree(dout));
-    CUDA_OK(cudaFree(dk));
-    CUDA_OK(cudaFree(dv));
+    CK_CUDA(cudaFree(dq));
+    CK_CUDA(cudaFree(dout));
+    CK_CUDA(cudaFree(dk));
+    CK_CUDA(cudaFree(dv));
     gm_cuckoo_dev_free(&dev);
     EXPECT(dev.d_keys == NULL);
     gm_cuckoo_free(&cpu);
@@ -198,8 +181,8 @@ static void basic_fails(const uint32_t *keys, const uint32_t *vals, uint32_t n, 
     gm_cuckoo_dev dev;
     EXPECT_EQ(gm_cuckoo_build_cuda(&dev, dk, dv, n, seed, dbg, 0), want);
     EXPECT(dev.d_keys == NULL && dev.d_seeds == NULL && dev.d_vals == NULL);
-    CUDA_OK(cudaFree(dk));
-    CUDA_OK(cudaFree(dv));
+    CK_CUDA(cudaFree(dk));
+    CK_CUDA(cudaFree(dv));
 }
 
 START_TEST(test_basic_sizes)
@@ -250,11 +233,11 @@ START_TEST(test_basic_natural_restart)
             keys[i] = i < heavy ? i * 10u : (i - heavy) * 10u + 1u + (i % 9u);
         gm_cuckoo_dev dev;
         uint32_t *dk = dev_copy(keys, n), *dv = dev_copy(vals, n);
-        GM_MUST(gm_cuckoo_build_cuda(&dev, dk, dv, n, 21, NULL, 0));
+        EXPECT_OK(gm_cuckoo_build_cuda(&dev, dk, dv, n, 21, NULL, 0));
         EXPECT(dev.stats.restarts >= 1);
         gm_cuckoo_dev_free(&dev);
-        CUDA_OK(cudaFree(dk));
-        CUDA_OK(cudaFree(dv));
+        CK_CUDA(cudaFree(dk));
+        CK_CUDA(cudaFree(dv));
         compare_basic(keys, vals, n, 21, NULL, 777, 0);
         free(keys);
         free(vals);
@@ -303,14 +286,14 @@ START_TEST(test_invalid)
     EXPECT_EQ(gm_cuckoo_build_cuda(NULL, dk, dv, 2, 1, NULL, 0), GM_ERR_INVALID);
     EXPECT_EQ(gm_multi_build_cuda(&dev, dk, NULL, 2, 0, 1, NULL, 0), GM_ERR_INVALID);
     EXPECT_EQ(gm_compact_build_cuda(&dev, NULL, 2, 0, 1, NULL, 0), GM_ERR_INVALID);
-    GM_MUST(gm_cuckoo_build_cuda(&dev, dk, dv, 2, 1, NULL, 0));
+    EXPECT_OK(gm_cuckoo_build_cuda(&dev, dk, dv, 2, 1, NULL, 0));
     /* a basic table has no counts: multi retrieval refuses it */
     EXPECT_EQ(gm_multi_find_cuda(&dev, dk, 2, dv, NULL, 0), GM_ERR_INVALID);
     EXPECT_EQ(gm_cuckoo_find_cuda(&dev, NULL, 2, dv, 0), GM_ERR_INVALID);
-    GM_MUST(gm_cuckoo_find_cuda(&dev, NULL, 0, NULL, 0));
+    EXPECT_OK(gm_cuckoo_find_cuda(&dev, NULL, 0, NULL, 0));
     gm_cuckoo_dev_free(&dev);
-    CUDA_OK(cudaFree(dk));
-    CUDA_OK(cudaFree(dv));
+    CK_CUDA(cudaFree(dk));
+    CK_CUDA(cudaFree(dv));
 }
 END_TEST
 
@@ -324,8 +307,8 @@ static void compare_multi(const uint32_t *keys, const uint32_t *vals, uint32_t n
     gm_cuckoo_dev dev;
     EXPECT_EQ(gm_multi_build_cpu(&cpu, keys, vals, n, unique_bound, seed, dbg), GM_OK);
     uint32_t *dk = dev_copy(keys, n), *dv = dev_copy(vals, n);
-    GM_MUST(gm_multi_build_cuda(&dev, dk, dv, n, unique_bound, seed, dbg, 0));
-    GM_MUST(gm_multi_dev_to_host(&dev, &gpu));
+    EXPECT_OK(gm_multi_build_cuda(&dev, dk, dv, n, unique_bound, seed, dbg, 0));
+    EXPECT_OK(gm_multi_dev_to_host(&dev, &gpu));
     check_view_same(CUCKOO_VIEW(&cpu), CUCKOO_VIEW(&gpu));
     EXPECT_EQ(gpu.n, n);
     size_t slots = num_slots(cpu.nb);
@@ -350,7 +333,7 @@ static void compare_multi(const uint32_t *keys, const uint32_t *vals, uint32_t n
     uint32_t nq;
     uint32_t *q = make_queries(keys, n, 1000, salt, absent_from, &nq);
     uint32_t *dq = dev_copy(q, nq), *dcount = dev_alloc(nq), *dfirst = dev_alloc(nq);
-    GM_MUST(gm_multi_find_cuda(&dev, dq, nq, dcount, dfirst, 0));
+    EXPECT_OK(gm_multi_find_cuda(&dev, dq, nq, dcount, dfirst, 0));
     uint32_t *count = host_copy(dcount, nq), *first = host_copy(dfirst, nq);
     for (uint32_t i = 0; i < nq; i++) {
         const uint32_t *f;
@@ -363,7 +346,7 @@ static void compare_multi(const uint32_t *keys, const uint32_t *vals, uint32_t n
         EXPECT(i >= n ? c == 0 : c > 0);
     }
     /* d_first may be NULL */
-    GM_MUST(gm_multi_find_cuda(&dev, dq, nq, dcount, NULL, 0));
+    EXPECT_OK(gm_multi_find_cuda(&dev, dq, nq, dcount, NULL, 0));
     uint32_t *count2 = host_copy(dcount, nq);
     EXPECT_EQ(memcmp(count, count2, (size_t)nq * sizeof *count), 0);
 
@@ -371,11 +354,11 @@ static void compare_multi(const uint32_t *keys, const uint32_t *vals, uint32_t n
     free(count);
     free(count2);
     free(first);
-    CUDA_OK(cudaFree(dq));
-    CUDA_OK(cudaFree(dcount));
-    CUDA_OK(cudaFree(dfirst));
-    CUDA_OK(cudaFree(dk));
-    CUDA_OK(cudaFree(dv));
+    CK_CUDA(cudaFree(dq));
+    CK_CUDA(cudaFree(dcount));
+    CK_CUDA(cudaFree(dfirst));
+    CK_CUDA(cudaFree(dk));
+    CK_CUDA(cudaFree(dv));
     gm_cuckoo_dev_free(&dev);
     gm_multi_free(&cpu);
     gm_multi_free(&gpu);
@@ -437,8 +420,8 @@ START_TEST(test_multi_forced)
         EXPECT_EQ(gm_multi_build_cuda(&dev, dk, dv, n, 0, 8, &fails[f], 0), GM_ERR_HASH);
         EXPECT(dev.d_keys == NULL && dev.d_values == NULL);
     }
-    CUDA_OK(cudaFree(dk));
-    CUDA_OK(cudaFree(dv));
+    CK_CUDA(cudaFree(dk));
+    CK_CUDA(cudaFree(dv));
     free(keys);
     free(vals);
 }
@@ -480,8 +463,8 @@ static void compare_compact(const uint32_t *keys, uint32_t n, uint32_t unique_bo
     gm_cuckoo_dev dev;
     EXPECT_EQ(gm_compact_build_cpu(&cpu, keys, n, unique_bound, seed, dbg), GM_OK);
     uint32_t *dk = dev_copy(keys, n);
-    GM_MUST(gm_compact_build_cuda(&dev, dk, n, unique_bound, seed, dbg, 0));
-    GM_MUST(gm_compact_dev_to_host(&dev, &gpu));
+    EXPECT_OK(gm_compact_build_cuda(&dev, dk, n, unique_bound, seed, dbg, 0));
+    EXPECT_OK(gm_compact_dev_to_host(&dev, &gpu));
     check_view_same(CUCKOO_VIEW(&cpu), CUCKOO_VIEW(&gpu));
     EXPECT_EQ(gpu.n, n);
     EXPECT_EQ(gpu.u, cpu.u);
@@ -492,7 +475,7 @@ static void compare_compact(const uint32_t *keys, uint32_t n, uint32_t unique_bo
     uint32_t nq;
     uint32_t *q = make_queries(keys, n, 1000, salt, absent_from, &nq);
     uint32_t *dq = dev_copy(q, nq), *dout = dev_alloc(nq);
-    GM_MUST(gm_compact_find_cuda(&dev, dq, nq, dout, 0));
+    EXPECT_OK(gm_compact_find_cuda(&dev, dq, nq, dout, 0));
     uint32_t *got = host_copy(dout, nq);
     for (uint32_t i = 0; i < nq; i++) {
         uint32_t want = gm_compact_find(&cpu, q[i]);
@@ -501,9 +484,9 @@ static void compare_compact(const uint32_t *keys, uint32_t n, uint32_t unique_bo
     }
     free(q);
     free(got);
-    CUDA_OK(cudaFree(dq));
-    CUDA_OK(cudaFree(dout));
-    CUDA_OK(cudaFree(dk));
+    CK_CUDA(cudaFree(dq));
+    CK_CUDA(cudaFree(dout));
+    CK_CUDA(cudaFree(dk));
     gm_cuckoo_dev_free(&dev);
     gm_compact_free(&cpu);
     gm_compact_free(&gpu);
@@ -551,7 +534,7 @@ START_TEST(test_compact_forced_and_restart)
     gm_cuckoo_dev dev;
     EXPECT_EQ(gm_compact_build_cuda(&dev, dk, n, 0, 44, &fail, 0), GM_ERR_HASH);
     EXPECT(dev.d_keys == NULL && dev.d_unique == NULL);
-    CUDA_OK(cudaFree(dk));
+    CK_CUDA(cudaFree(dk));
     free(keys);
 }
 END_TEST
@@ -566,26 +549,26 @@ START_TEST(test_no_leak)
     uint32_t *keys = multi_items(n, 100, 5, &d), *vals = random_values(n);
     uint32_t *uk = unique_keys(n, 5);
     uint32_t *dk = dev_copy(keys, n), *dv = dev_copy(vals, n), *du = dev_copy(uk, n);
-    CUDA_OK(cudaDeviceSynchronize());
+    CK_CUDA(cudaDeviceSynchronize());
     size_t free0 = 0, free1 = 0, total = 0;
-    CUDA_OK(cudaMemGetInfo(&free0, &total));
+    CK_CUDA(cudaMemGetInfo(&free0, &total));
     for (int r = 0; r < 5; r++) {
         gm_cuckoo_dev t;
-        GM_MUST(gm_cuckoo_build_cuda(&t, du, dv, n, 1 + (uint64_t)r, NULL, 0));
+        EXPECT_OK(gm_cuckoo_build_cuda(&t, du, dv, n, 1 + (uint64_t)r, NULL, 0));
         gm_cuckoo_dev_free(&t);
-        GM_MUST(gm_multi_build_cuda(&t, dk, dv, n, 0, 1, NULL, 0));
+        EXPECT_OK(gm_multi_build_cuda(&t, dk, dv, n, 0, 1, NULL, 0));
         gm_cuckoo_dev_free(&t);
-        GM_MUST(gm_compact_build_cuda(&t, dk, n, d, 1, NULL, 0));
+        EXPECT_OK(gm_compact_build_cuda(&t, dk, n, d, 1, NULL, 0));
         gm_cuckoo_dev_free(&t);
         EXPECT_EQ(gm_cuckoo_build_cuda(&t, dk, dv, n, 1, NULL, 0), GM_ERR_INVALID);
     }
-    CUDA_OK(cudaDeviceSynchronize());
-    CUDA_OK(cudaMemGetInfo(&free1, &total));
+    CK_CUDA(cudaDeviceSynchronize());
+    CK_CUDA(cudaMemGetInfo(&free1, &total));
     /* the pool may keep up to a few MiB of granularity */
     EXPECT(free1 + ((size_t)64 << 20) >= free0);
-    CUDA_OK(cudaFree(dk));
-    CUDA_OK(cudaFree(dv));
-    CUDA_OK(cudaFree(du));
+    CK_CUDA(cudaFree(dk));
+    CK_CUDA(cudaFree(dv));
+    CK_CUDA(cudaFree(du));
     free(keys);
     free(vals);
     free(uk);
@@ -614,17 +597,11 @@ static Suite *cuckoo_cuda_suite(void)
     return s;
 }
 
-int main(void)
+static Suite *cuckoo_cuda_suite_small(void)
 {
-    char why[256] = "";
-    if (gm_cuda_device_count(why, sizeof why) == 0) {
-        printf("no CUDA device: skipped (%s)\n", why);
-        return 77;
-    }
-    char desc[256];
-    gm_cuda_device_describe(0, desc, sizeof desc);
-    printf("device: %s\n", desc);
     const char *small = getenv("GM_TEST_SMALL");
     g_small = small && strcmp(small, "0") != 0;
-    return run_suite(cuckoo_cuda_suite());
+    return cuckoo_cuda_suite();
 }
+
+int main(void) { return run_cuda_suite(cuckoo_cuda_suite_small); }

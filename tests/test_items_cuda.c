@@ -12,6 +12,7 @@
 #include "gm_cuda.h"
 #include "internal.h"
 #include "items_cuda.h"
+#include "test_util.h"
 
 static uint64_t rng = 0x17E35;
 static double unit(void)
@@ -56,15 +57,6 @@ static gm_points cloud_points(uint32_t n, uint32_t n_clustered, float w, float h
         p.p[j] = t;
     }
     return p;
-}
-
-static void *to_dev(const void *h, size_t bytes)
-{
-    void *d = NULL;
-    ck_assert_int_eq(cudaMalloc(&d, bytes ? bytes : 1), cudaSuccess);
-    if (bytes)
-        ck_assert_int_eq(cudaMemcpy(d, h, bytes, cudaMemcpyHostToDevice), cudaSuccess);
-    return d;
 }
 
 /* max_bases: use at most this many of the selected bases (0: all) and require
@@ -170,22 +162,15 @@ START_TEST(test_items_matches_cpu)
 }
 END_TEST
 
-int main(void)
+static Suite *items_cuda_suite(void)
 {
-    char why[256];
-    if (gm_cuda_device_count(why, sizeof why) == 0) {
-        printf("no CUDA device (%s): skipped\n", why);
-        return 77;
-    }
     Suite *s = suite_create("items_cuda");
     TCase *tc = tcase_create("cuda_vs_cpu");
     tcase_set_timeout(tc, 300);
     tcase_add_test(tc, test_items_empty);
     tcase_add_test(tc, test_items_matches_cpu);
     suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return s;
 }
+
+int main(void) { return run_cuda_suite(items_cuda_suite); }

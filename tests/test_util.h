@@ -295,4 +295,51 @@ static inline void check_view_same(cuckoo_view a, cuckoo_view b)
 }
 
 #endif /* GM_CUCKOO_CORE_H */
+/* ---- CUDA-vs-CPU tests (test_*_cuda.c; include gm_cuda.h first) ------------- */
+#ifdef GM_CUDA_H
+
+/* A CUDA runtime call that must succeed. */
+#define CK_CUDA(call)                                                                  \
+    do {                                                                               \
+        cudaError_t e_ = (call);                                                       \
+        if (e_ != cudaSuccess)                                                         \
+            ck_abort_msg("%s:%d: %s: %s", __FILE__, __LINE__, #call, cudaGetErrorString(e_)); \
+    } while (0)
+
+/* A gm_status call that must succeed; the message names the failing CUDA
+ * call when there was one. */
+#define EXPECT_OK(call)                                                                \
+    do {                                                                               \
+        gm_status s_ = (call);                                                         \
+        if (s_ != GM_OK)                                                               \
+            ck_abort_msg("%s:%d: %s = %d (%s) [%s]", __FILE__, __LINE__, #call, (int)s_, \
+                         gm_status_str(s_), gm_cuda_last_error());                     \
+    } while (0)
+
+/* A device copy of bytes of host memory (at least one byte allocated). */
+static inline void *to_dev(const void *h, size_t bytes)
+{
+    void *d = NULL;
+    CK_CUDA(cudaMalloc(&d, bytes ? bytes : 1));
+    if (bytes)
+        CK_CUDA(cudaMemcpy(d, h, bytes, cudaMemcpyHostToDevice));
+    return d;
+}
+
+/* main() of a CUDA test binary: 77 (ctest: skipped) without a device, else
+ * the device's name and run_suite. */
+static inline int run_cuda_suite(Suite *(*make)(void))
+{
+    char why[256] = "";
+    if (gm_cuda_device_count(why, sizeof why) == 0) {
+        printf("no CUDA device: skipped (%s)\n", why);
+        return 77;
+    }
+    char desc[256];
+    gm_cuda_device_describe(0, desc, sizeof desc);
+    printf("device: %s\n", desc);
+    return run_suite(make());
+}
+
+#endif /* GM_CUDA_H */
 #endif /* GM_TEST_UTIL_H */

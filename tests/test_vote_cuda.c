@@ -13,6 +13,7 @@
 #include "gm_cuda.h"
 #include "internal.h"
 #include "vote_cuda.h"
+#include "test_util.h"
 
 static uint64_t rng = 0x5EED;
 static double unit(void)
@@ -47,15 +48,6 @@ static gm_points transform_points(const gm_points *src, double ang, double s, do
         p.p[src->n + i] = (gm_point){(float)(unit() * 300), (float)(unit() * 300),
                                      (float)((unit() * 2 - 1) * GM_PI), 1.0f};
     return p;
-}
-
-static void *to_dev(const void *h, size_t bytes)
-{
-    void *d = NULL;
-    ck_assert_int_eq(cudaMalloc(&d, bytes ? bytes : 1), cudaSuccess);
-    if (bytes)
-        ck_assert_int_eq(cudaMemcpy(d, h, bytes, cudaMemcpyHostToDevice), cudaSuccess);
-    return d;
 }
 
 static void run_case(uint32_t n_corners, uint32_t n_cloud, double ang, double s)
@@ -156,21 +148,14 @@ START_TEST(test_vote_matches_cpu)
 }
 END_TEST
 
-int main(void)
+static Suite *vote_cuda_suite(void)
 {
-    char why[256];
-    if (gm_cuda_device_count(why, sizeof why) == 0) {
-        printf("no CUDA device (%s): skipped\n", why);
-        return 77;
-    }
     Suite *s = suite_create("vote_cuda");
     TCase *tc = tcase_create("cuda_vs_cpu");
     tcase_set_timeout(tc, 300);
     tcase_add_test(tc, test_vote_matches_cpu);
     suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return s;
 }
+
+int main(void) { return run_cuda_suite(vote_cuda_suite); }
