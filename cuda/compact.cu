@@ -209,7 +209,7 @@ static __global__ void __launch_bounds__(PT_THREADS)
             continue;
         }
         int gxv = gx[i], gyv = gy[i];
-        int d = gm_dev_edge_dir(gxv, gyv);
+        int d = gm_edge_dir(gxv, gyv);
         uint32_t xi = i % uw, yi = i / uw;
         float m0 = gm_dev_sqrt_mag(mag2[i]);
         float t = 0.0f;

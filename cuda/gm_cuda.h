@@ -114,7 +114,7 @@ extern "C" {
 #endif
 #include "internal.h" /* gm_edges, gm_point */
 
-#define GM_EDGES_HIST_BINS 1024 /* adaptive_threshold()'s bins of 32 magnitude units */
+#define GM_EDGES_HIST_BINS GM_EDGE_HIST_BINS /* adaptive_threshold()'s bins (internal.h) */
 
 typedef struct {
     int w, h;             /* of the last gm_edges_cuda call */

@@ -138,14 +138,14 @@ static __global__ void __launch_bounds__(NMS_BX *NMS_BY)
         const size_t i = (size_t)y * (size_t)w + (size_t)x;
         const int32_t m = mag2[i];
         int e = 0;
-        if (y >= GM_DEV_EDGE_MARGIN && y < h - GM_DEV_EDGE_MARGIN && x >= GM_DEV_EDGE_MARGIN &&
-            x < w - GM_DEV_EDGE_MARGIN && m >= floor2) {
-            size_t o = (size_t)gm_dev_dir_offset(gm_dev_edge_dir(gx[i], gy[i]), w);
+        if (y >= GM_EDGE_MARGIN && y < h - GM_EDGE_MARGIN && x >= GM_EDGE_MARGIN &&
+            x < w - GM_EDGE_MARGIN && m >= floor2) {
+            size_t o = (size_t)gm_dev_dir_offset(gm_edge_dir(gx[i], gy[i]), w);
             /* strictly above one neighbour, at least the other: plateaus keep one pixel */
             e = m > mag2[i - o] && m >= mag2[i + o];
         }
         edge[i] = (uint8_t)e;
-        int bin = __float2int_rz(gm_dev_sqrt_mag(m)) >> GM_DEV_HIST_SHIFT;
+        int bin = __float2int_rz(gm_dev_sqrt_mag(m)) >> GM_EDGE_HIST_SHIFT;
         if (bin >= NBIN)
             bin = NBIN - 1;
         atomicAdd(&s_all[bin], 1u);
@@ -195,12 +195,12 @@ static __global__ void __launch_bounds__(THR_THREADS)
         atomicMax(&s_cut, b);
     __syncthreads();
     if (threadIdx.x == 0) {
-        unsigned long long p99 = s_p99 >= 0 ? (unsigned long long)s_p99 << GM_DEV_HIST_SHIFT : 0;
-        double t = __dmul_rn(GM_DEV_REL_MAG, (double)p99);
-        if (t < GM_DEV_MIN_MAG)
-            t = GM_DEV_MIN_MAG;
+        unsigned long long p99 = s_p99 >= 0 ? (unsigned long long)s_p99 << GM_EDGE_HIST_SHIFT : 0;
+        double t = __dmul_rn(GM_REL_MAG, (double)p99);
+        if (t < GM_MIN_MAG)
+            t = GM_MIN_MAG;
         if (s_cut >= 0) {
-            double tb = (double)((s_cut + 1) << GM_DEV_HIST_SHIFT);
+            double tb = (double)((s_cut + 1) << GM_EDGE_HIST_SHIFT);
             if (tb > t)
                 t = tb;
         }
@@ -253,7 +253,7 @@ static gm_status launch_edges(const uint8_t *d_img, size_t pitch, int w, int h, 
     dim3 nb(NMS_BX, NMS_BY),
         ng((unsigned)((w + NMS_BX - 1) / NMS_BX), (unsigned)((h + NMS_ROWS - 1) / NMS_ROWS));
     k_nms_hist<<<ng, nb, 0, stream>>>(e->d_gx, e->d_gy, e->d_mag2, w, h,
-                                      GM_DEV_MIN_MAG * GM_DEV_MIN_MAG, e->d_edge, e->d_hist);
+                                      GM_MIN_MAG * GM_MIN_MAG, e->d_edge, e->d_hist);
     GM_CUDA_CHECK_LAUNCH();
 
     /* (size_t)max_edges of the CPU: a negative limit is a huge one */

@@ -20,6 +20,15 @@
 /* The same for loops over points. */
 #define GM_PAR_POINTS 20000
 
+/* Functions that kernels share with the CPU code. */
+#ifndef GM_HD
+#ifdef __CUDACC__
+#define GM_HD __host__ __device__
+#else
+#define GM_HD
+#endif
+#endif
+
 /* Overflow-checked size arithmetic (stb's stbi__mul2sizes_valid). */
 static inline int gm_mul_ok(size_t a, size_t b, size_t *out)
 {
@@ -58,9 +67,33 @@ typedef struct {
  * edge pixels the adaptive threshold keeps (the strongest ones). */
 gm_status gm_edges_cpu(gm_view img, int max_edges, gm_edges *e);
 void gm_edges_free(gm_edges *e);
+/* The rules of the edge stage, shared with its CUDA twin (cuda/sobel.cu).
+ * Edge pixels within GM_EDGE_MARGIN pixels of the border are dropped: the
+ * replicated border makes their gradients unreliable.  GM_MIN_MAG: the
+ * smallest edge magnitude, in units of the 16x-scaled Sobel (a clean step of
+ * about 3 grey levels; below it is sensor noise and JPEG ringing, whatever
+ * the image).  GM_REL_MAG: an edge must also reach this fraction of the 99th
+ * percentile magnitude, so low-contrast images keep their edges and
+ * high-contrast ones drop texture noise.  The threshold histogram has
+ * GM_EDGE_HIST_BINS bins of 1 << GM_EDGE_HIST_SHIFT magnitude units. */
+#define GM_EDGE_MARGIN 2
+#define GM_MIN_MAG 96
+#define GM_REL_MAG 0.06
+#define GM_EDGE_HIST_BINS 1024
+#define GM_EDGE_HIST_SHIFT 5
+
 /* Quantized gradient direction used by the thinning: 0 horizontal, 1 vertical,
- * 2 diagonal down-right, 3 diagonal down-left. */
-int gm_edge_dir(int gx, int gy);
+ * 2 diagonal down-right, 3 diagonal down-left.  tan(22.5 deg) ~ 0.4142 as
+ * 414/1000 keeps it integer (|g| <= 16320, so g * 1000 fits an int). */
+static inline GM_HD int gm_edge_dir(int gx, int gy)
+{
+    int ax = gx < 0 ? -gx : gx, ay = gy < 0 ? -gy : gy;
+    if (ay * 1000 <= ax * 414)
+        return 0;
+    if (ax * 1000 <= ay * 414)
+        return 1;
+    return ((gx > 0) == (gy > 0)) ? 2 : 3;
+}
 
 /* ---- compact.c: prefix-sum compaction of flagged pixels ------------------- */
 /* Writes the indices i with flags[i] != 0, in increasing order, into out
@@ -113,14 +146,6 @@ gm_status gm_bases_select_cpu(const gm_points *pts, float lmin, float lmax, doub
 
 #include <math.h>
 
-/* Functions that kernels share with the CPU code. */
-#ifndef GM_HD
-#ifdef __CUDACC__
-#define GM_HD __host__ __device__
-#else
-#define GM_HD
-#endif
-#endif
 
 /* The frame of one basis, precomputed: (u, v) = B * R^T (p - a) / |b - a|. */
 typedef struct {

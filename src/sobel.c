@@ -12,18 +12,6 @@
 
 static inline int clampi(int v, int lo, int hi) { return v < lo ? lo : v > hi ? hi : v; }
 
-/* Edge pixels within this many pixels of the border are dropped: the
- * replicated border makes their gradients unreliable. */
-#define GM_EDGE_MARGIN 2
-
-/* Smallest gradient magnitude an edge may have, in units of the 16x-scaled
- * Sobel: a clean step of about 3 grey levels.  Below it everything is sensor
- * noise and JPEG ringing, whatever the image. */
-#define GM_MIN_MAG 96
-/* An edge must also reach this fraction of the 99th percentile magnitude, so
- * low-contrast images keep their edges and high-contrast ones drop texture noise. */
-#define GM_REL_MAG 0.06
-
 static void smooth(gm_view img, uint16_t *tmp, uint16_t *s)
 {
     int w = img.width, h = img.height;
@@ -72,20 +60,6 @@ static void sobel(const uint16_t *s, int w, int h, int16_t *gx, int16_t *gy, int
     }
 }
 
-/* Neighbour offset (in pixels) along the quantized gradient direction:
- * 0 horizontal, 1 vertical, 2 diagonal down-right, 3 diagonal down-left.
- * tan(22.5 deg) ~ 0.4142 as 414/1000 keeps it integer. */
-static inline int grad_dir(int gx, int gy)
-{
-    int ax = gx < 0 ? -gx : gx, ay = gy < 0 ? -gy : gy;
-    if (ay * 1000 <= ax * 414)
-        return 0;
-    if (ax * 1000 <= ay * 414)
-        return 1;
-    return ((gx > 0) == (gy > 0)) ? 2 : 3;
-}
-
-int gm_edge_dir(int gx, int gy) { return grad_dir(gx, gy); }
 
 static void nms(const int16_t *gx, const int16_t *gy, const int32_t *mag2, int w, int h,
                 int32_t floor2, uint8_t *edge)
@@ -105,7 +79,7 @@ static void nms(const int16_t *gx, const int16_t *gy, const int32_t *mag2, int w
                 er[x] = 0;
                 continue;
             }
-            ptrdiff_t o = off[grad_dir(gx[i], gy[i])];
+            ptrdiff_t o = off[gm_edge_dir(gx[i], gy[i])];
             /* strictly above one neighbour, at least the other: plateaus keep one pixel */
             er[x] = (uint8_t)(m > mag2[i - o] && m >= mag2[i + o]);
         }
@@ -118,7 +92,7 @@ static void nms(const int16_t *gx, const int16_t *gy, const int32_t *mag2, int w
 static int32_t adaptive_threshold(const int32_t *mag2, const uint8_t *edge, size_t n,
                                   int max_edges)
 {
-    enum { NBIN = 1024, SHIFT = 5 }; /* bins of 32 magnitude units */
+    enum { NBIN = GM_EDGE_HIST_BINS, SHIFT = GM_EDGE_HIST_SHIFT };
     uint32_t all[NBIN] = {0}, thin[NBIN] = {0};
     for (size_t i = 0; i < n; i++) {
         int m = (int)sqrtf((float)mag2[i]);
