@@ -1355,3 +1355,15 @@ extern "C" void gm_cuckoo_dev_free(gm_cuckoo_dev *t)
             (void)cudaGetLastError();
     memset(t, 0, sizeof *t);
 }
+
+extern "C" void gm_cuckoo_dev_free_async(gm_cuckoo_dev *t, cudaStream_t stream)
+{
+    if (!t)
+        return;
+    void *p[] = {t->d_seeds,   t->d_slots,  t->d_keys,   t->d_vals,
+                 t->d_counts,  t->d_offsets, t->d_values, t->d_unique};
+    for (size_t i = 0; i < sizeof p / sizeof p[0]; i++)
+        if (p[i] && cudaFreeAsync(p[i], stream) != cudaSuccess)
+            (void)cudaGetLastError();
+    memset(t, 0, sizeof *t);
+}

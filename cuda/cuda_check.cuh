@@ -3,7 +3,11 @@
 #ifndef GM_CUDA_CHECK_CUH
 #define GM_CUDA_CHECK_CUH
 
+#ifdef __CUDACC__
 #include <cuda_runtime.h>
+#else /* C host code (cuda/pipeline.c) */
+#include <cuda_runtime_api.h>
+#endif
 #include <stdio.h>
 
 #include "gmatch.h"
@@ -12,6 +16,9 @@
  * message (gm_cuda_last_error), clears the sticky error and returns
  * GM_ERR_DEVICE (GM_ERR_NOMEM for an allocation failure) from the enclosing
  * function, which must return gm_status. */
+#ifdef __cplusplus
+extern "C"
+#endif
 void gm_cuda_record_error(cudaError_t e, const char *call, const char *func, const char *file,
                           int line);
 

@@ -7,7 +7,7 @@
 
 static __thread char g_last_error[512];
 
-void gm_cuda_record_error(cudaError_t e, const char *call, const char *func, const char *file,
+extern "C" void gm_cuda_record_error(cudaError_t e, const char *call, const char *func, const char *file,
                           int line)
 {
     snprintf(g_last_error, sizeof g_last_error, "CUDA error %d (%s) in %s at %s:%d: %s", (int)e,

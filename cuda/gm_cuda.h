@@ -92,6 +92,9 @@ gm_status gm_compact_dev_to_host(const gm_cuckoo_dev *t, gm_compact *h);
 /* Frees the table's device arrays with cudaFree (which synchronizes the
  * device) and zeroes *t; safe on a zeroed or failed table. */
 void gm_cuckoo_dev_free(gm_cuckoo_dev *t);
+/* The same, stream-ordered (cudaFreeAsync back to the pool, no device
+ * synchronization): for tables built per query. */
+void gm_cuckoo_dev_free_async(gm_cuckoo_dev *t, cudaStream_t stream);
 
 #ifdef __cplusplus
 }

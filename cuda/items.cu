@@ -174,3 +174,35 @@ extern "C" gm_status gm_basis_items_cuda(const gm_vote_basis *d_bases, uint32_t 
     *n_items = total;
     return GM_OK;
 }
+
+static __global__ void k_share_count(const uint32_t *vals, uint32_t n, uint32_t nb, uint32_t *count)
+{
+    for (uint32_t i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x)
+        if (vals[i] < nb)
+            atomicAdd(&count[vals[i]], 1u);
+}
+
+static __global__ void k_share_div(const uint32_t *count, uint32_t nb, uint32_t n, float *share)
+{
+    uint32_t b = blockIdx.x * blockDim.x + threadIdx.x;
+    if (b < nb)
+        share[b] = (float)count[b] / (float)(n ? n : 1);
+}
+
+extern "C" gm_status gm_basis_share_cuda(const uint32_t *d_vals, uint32_t n_items, uint32_t nb,
+                                         uint32_t *d_count, float *d_share, cudaStream_t stream)
+{
+    if (nb == 0)
+        return GM_OK;
+    if (!d_count || !d_share || (n_items && !d_vals))
+        return GM_ERR_INVALID;
+    GM_CUDA_CHECK(cudaMemsetAsync(d_count, 0, (size_t)nb * sizeof *d_count, stream));
+    if (n_items) {
+        uint32_t blocks = (n_items + 255) / 256;
+        k_share_count<<<blocks < 1024 ? blocks : 1024, 256, 0, stream>>>(d_vals, n_items, nb, d_count);
+        GM_CUDA_CHECK_LAUNCH();
+    }
+    k_share_div<<<(nb + 255) / 256, 256, 0, stream>>>(d_count, nb, n_items, d_share);
+    GM_CUDA_CHECK_LAUNCH();
+    return GM_OK;
+}

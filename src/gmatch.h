@@ -135,6 +135,13 @@ GM_API gm_status gm_ref_prepare(const gm_params *p, gm_view img, gm_ref **out);
 GM_API void gm_ref_free(gm_ref *r);
 /* The last error message of this reference (never NULL). */
 GM_API const char *gm_ref_error(const gm_ref *r);
+/* What matches against this reference, in words: "cpu, N threads" or
+ * "cuda: <GPU>, ..."; under GM_DEVICE_AUTO without a usable GPU it says why. */
+GM_API const char *gm_ref_device(const gm_ref *r);
+/* Why the calling thread's last gm_ref_prepare could not use the GPU ("" when
+ * it did or was not asked to); with GM_DEVICE_CUDA that call returned
+ * GM_ERR_DEVICE. */
+GM_API const char *gm_last_device_error(void);
 
 typedef enum { GM_MATCH_NONE = 0, GM_MATCH_FOUND = 1 } gm_match_status;
 

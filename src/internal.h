@@ -230,6 +230,9 @@ typedef struct {
  * 0 when out of memory. */
 uint32_t gm_reduce_topk_cpu(const uint16_t *votes, const float *share, uint32_t n_ref,
                             uint32_t n_q, uint32_t k, gm_candidate *out);
+/* Its second step: the k best of the per-row bests (best[] is sorted in
+ * place), as the GPU path takes them from the device's per-row reduction. */
+uint32_t gm_reduce_select_cpu(gm_candidate *best, uint32_t n_q, uint32_t k, gm_candidate *out);
 
 /* ---- transform.c ----------------------------------------------------------- */
 /* Similarity [a -b tx; b a ty] carrying q0 -> r0 and q1 -> r1. */

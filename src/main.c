@@ -51,7 +51,6 @@ typedef struct {
     gm_params params;
     gm_output_format format;
     const char *output;       /* NULL: stdout */
-    gm_device requested;      /* the device asked for (params.device may be changed), for -v */
     int threads_given;
     int verbosity;
 } cli_opts;
@@ -220,7 +219,8 @@ static void parse_options(int argc, char **argv, cli_opts *o)
                 o->params.device = GM_DEVICE_AUTO;
             } else if (strcmp(optarg, "cuda") == 0) {
 #ifndef GMATCH_WITH_CUDA
-                fputs(PROG ": --device cuda: not available yet, this version matches on the CPU\n", stderr);
+                fputs(PROG ": --device cuda: this gmatch was built without CUDA (no nvcc at build time)\n",
+                      stderr);
                 exit(EXIT_USAGE);
 #else
                 o->params.device = GM_DEVICE_CUDA;
@@ -291,6 +291,11 @@ static gm_ref *prepare_reference(const cli_opts *o, const char *path, char *err,
     gm_ref *r = NULL;
     st = gm_ref_prepare(&o->params, gm_image_view(&img), &r);
     double t2 = now_ms();
+    if (st == GM_ERR_DEVICE) {
+        snprintf(err, errlen, "no usable CUDA device: %s", gm_last_device_error());
+        gm_image_free(&img);
+        return NULL;
+    }
     if (st != GM_OK) {
         snprintf(err, errlen, "%s", r ? gm_ref_error(r) : gm_status_str(st));
         if (r)
@@ -299,24 +304,12 @@ static gm_ref *prepare_reference(const cli_opts *o, const char *path, char *err,
         return NULL;
     }
     if (o->verbosity >= VERBOSITY_VERBOSE)
+        fprintf(stderr, PROG ": device: %s\n", gm_ref_device(r));
+    if (o->verbosity >= VERBOSITY_VERBOSE)
         diag_file(path, "reference %dx%d: decode %.2f ms, prepare %.2f ms (library %.2f ms)",
                   img.width, img.height, t1 - t0, t2 - t1, gm_ref_time_ms(r));
     gm_image_free(&img);
     return r;
-}
-
-/* The device that runs, for -v.  Without a CUDA backend both cpu and auto
- * run on the CPU. */
-static void report_device(const cli_opts *o)
-{
-    int threads = o->params.threads > 0 ? o->params.threads : omp_get_max_threads();
-#ifndef GMATCH_WITH_CUDA
-    fprintf(stderr, PROG ": device: cpu, %d threads%s\n", threads,
-            o->requested == GM_DEVICE_AUTO ? " (auto: this version matches on the CPU only)" : "");
-#else
-    static const char *names[] = {"auto", "cpu", "cuda"};
-    fprintf(stderr, PROG ": device: %s requested, %d CPU threads\n", names[o->requested], threads);
-#endif
 }
 
 static void report_timing(const char *query, double decode_ms, const gm_result *res)
@@ -346,12 +339,6 @@ int main(int argc, char **argv)
     o.format = GM_OUTPUT_TEXT;
     o.verbosity = VERBOSITY_NORMAL;
     parse_options(argc, argv, &o);
-    o.requested = o.params.device;
-#ifndef GMATCH_WITH_CUDA
-    /* auto falls back to the CPU: say so to the library too, so that it never
-     * tries a backend this build does not have. */
-    o.params.device = GM_DEVICE_CPU;
-#endif
     if (o.threads_given)
         omp_set_num_threads(o.params.threads > 0 ? o.params.threads : omp_get_num_procs());
 
@@ -374,8 +361,6 @@ int main(int argc, char **argv)
         diag_file(out_name, "write error: %s", strerror(errno));
         write_failed = 1;
     }
-    if (o.verbosity >= VERBOSITY_VERBOSE)
-        report_device(&o);
 
     /* The first query's time includes loading and preparing the reference,
      * as the peer (bench/opencv_match.py) measures it. */

@@ -22,6 +22,9 @@
 #include <string.h>
 
 #include "internal.h"
+#ifdef GMATCH_WITH_CUDA
+#include "pipeline.h"
+#endif
 
 #define GM_LEVELS 2        /* pyramid levels: working size, half of it */
 #define GM_MIN_LEVEL_SIDE 48 /* a level smaller than this a side is skipped */
@@ -35,6 +38,9 @@ typedef struct {
     gm_compact bases;  /* two-way index: basis key <-> dense index */
     gm_multi table;    /* (u, v, dir) -> dense basis indices */
     float *share;      /* [bases] each basis's fraction of the table's items */
+#ifdef GMATCH_WITH_CUDA
+    gm_gpu_level *gpu; /* the index and the table on the device (GPU path: bases.unique only on the host) */
+#endif
 } ref_level;
 
 struct gm_ref {
@@ -43,7 +49,21 @@ struct gm_ref {
     gm_edge_map map;   /* level 0 edge directions, for verification */
     double prep_ms;
     char err[256];
+    char device[320]; /* what runs the matching, for -v */
+#ifdef GMATCH_WITH_CUDA
+    gm_gpu *gpu;       /* NULL: the CPU path */
+#endif
 };
+
+/* The GPU context of a reference, or NULL for the CPU path. */
+#ifdef GMATCH_WITH_CUDA
+#define GPU_OF(r) ((r)->gpu)
+#else
+#define GPU_OF(r) NULL
+#endif
+
+static _Thread_local char g_device_error[320];
+const char *gm_last_device_error(void) { return g_device_error; }
 
 /* Verification radius in working pixels: JPEG, noise and one cell of
  * quantization move edges by about a pixel. */
@@ -52,6 +72,9 @@ struct gm_ref {
 #ifndef GM_VERIFY_POINTS
 #define GM_VERIFY_POINTS 2000
 #endif
+/* IRLS iterations of a candidate's refinement, and of the final model's. */
+#define GM_REFINE_ITERS 6
+#define GM_MODEL_ITERS 10
 /* Candidates refined per pairing (the best by verification). */
 #define GM_REFINE_CANDS 3
 /* A pairing whose refined best reaches this confidence ends the search. */
@@ -104,8 +127,9 @@ static void side_free(side *s)
 }
 
 /* extra: 1 for pyramid level 0, 2 for level 1 (half the working size). */
-static gm_status side_build(const gm_params *p, gm_view img, int extra, uint32_t cloud_target,
-                            uint32_t corner_target, side *s, char *err, size_t errlen)
+static gm_status side_build(void *gpu, const gm_params *p, gm_view img, int extra,
+                            uint32_t cloud_target, uint32_t corner_target, side *s, char *err,
+                            size_t errlen)
 {
     memset(s, 0, sizeof *s);
     if (!img.data || img.width <= 0 || img.height <= 0) {
@@ -131,7 +155,20 @@ static gm_status side_build(const gm_params *p, gm_view img, int extra, uint32_t
     s->h = s->view.height;
     size_t area = (size_t)s->w * s->h;
     int max_edges = (int)(area / 8 > 200000 ? 200000 : area / 8);
-    gm_status st = gm_edges_cpu(s->view, max_edges, &s->edges);
+    gm_status st;
+#ifdef GMATCH_WITH_CUDA
+    if (gpu) {
+        /* edges, points and corners on the device; the spread on the host */
+        if ((st = gm_gpu_side(gpu, s->view, max_edges, corner_target, &s->all, &s->corners)) != GM_OK)
+            goto fail;
+        if ((st = gm_points_spread_cpu(&s->all, s->w, s->h, cloud_target, &s->cloud)) != GM_OK)
+            goto fail;
+        return GM_OK;
+    }
+#else
+    (void)gpu;
+#endif
+    st = gm_edges_cpu(s->view, max_edges, &s->edges);
     if (st != GM_OK)
         goto fail;
     s->idx = malloc((area ? area : 1) * sizeof *s->idx);
@@ -160,11 +197,14 @@ static void level_free(ref_level *l)
     gm_compact_free(&l->bases);
     gm_multi_free(&l->table);
     free(l->share);
+#ifdef GMATCH_WITH_CUDA
+    gm_gpu_level_free(l->gpu);
+#endif
     memset(l, 0, sizeof *l);
 }
 
 /* Bases and tables of one reference level from its side. */
-static gm_status level_build(const gm_params *p, side *s, ref_level *l)
+static gm_status level_build(void *gpu, const gm_params *p, side *s, ref_level *l)
 {
     l->f = s->f;
     l->w = s->w;
@@ -178,16 +218,26 @@ static gm_status level_build(const gm_params *p, side *s, ref_level *l)
     if ((st = gm_bases_select_cpu(&s->corners, l->lmin, l->lmax, p->ref_basis_prob,
                                   p->seed ^ (uint64_t)l->f << 56, &b)) != GM_OK)
         goto done;
+    /* at most (2 GM_UV_HALF)^2 x 16 distinct keys exist: size the table by that bound */
+    const uint32_t key_bound = 2 * GM_UV_HALF * 2 * GM_UV_HALF * GM_ANGLE_BINS;
+#ifdef GMATCH_WITH_CUDA
+    if (gpu) {
+        st = gm_gpu_level_build(gpu, &s->corners, &b, &s->cloud, key_bound, p->seed ^ 0xB0,
+                                p->seed ^ 0x7AB1E, &l->gpu, &l->bases.unique, &l->bases.u);
+        if (st != GM_OK)
+            goto done;
+        goto keep;
+    }
+#else
+    (void)gpu;
+#endif
     /* the two-way basis index (paper 4.3): dense index <-> (i, j) */
     if ((st = gm_compact_build_cpu(&l->bases, b.key, b.n, 0, p->seed ^ 0xB0, NULL)) != GM_OK)
         goto done;
     if ((st = gm_basis_items_cpu(&s->corners, l->bases.unique, l->bases.u, &s->cloud, &keys, &vals,
                                  &n_items)) != GM_OK)
         goto done;
-    /* at most (2 GM_UV_HALF)^2 x 16 distinct keys exist: size the table by that bound */
-    st = gm_multi_build_cpu(&l->table, keys, vals, n_items,
-                            2 * GM_UV_HALF * 2 * GM_UV_HALF * GM_ANGLE_BINS, p->seed ^ 0x7AB1E,
-                            NULL);
+    st = gm_multi_build_cpu(&l->table, keys, vals, n_items, key_bound, p->seed ^ 0x7AB1E, NULL);
     if (st != GM_OK)
         goto done;
     if (!(l->share = calloc(l->bases.u ? l->bases.u : 1, sizeof *l->share))) {
@@ -198,6 +248,7 @@ static gm_status level_build(const gm_params *p, side *s, ref_level *l)
         l->share[vals[i]] += 1.0f;
     for (uint32_t i = 0; i < l->bases.u; i++)
         l->share[i] /= (float)(n_items ? n_items : 1);
+keep:
     l->corners = s->corners;
     s->corners.p = NULL;
     l->ok = 1;
@@ -208,25 +259,20 @@ done:
     return st;
 }
 
-gm_status gm_ref_prepare(const gm_params *p, gm_view img, gm_ref **out)
+/* The reference's levels and edge map, on the device of r (set before). */
+static gm_status ref_build(gm_ref *r, gm_view img)
 {
-    *out = NULL;
-    double t0 = now_ms();
-    gm_ref *r = calloc(1, sizeof *r);
-    if (!r)
-        return GM_ERR_NOMEM;
-    r->p = *p;
-    if (p->threads > 0)
-        omp_set_num_threads(p->threads);
+    const gm_params *p = &r->p;
+    void *gpu = GPU_OF(r);
     gm_status st = GM_OK;
     for (int lv = 0; lv < GM_LEVELS && st == GM_OK; lv++) {
         side s;
         char err[128];
-        st = side_build(p, img, 1 << lv, (uint32_t)p->ref_points, (uint32_t)p->basis_points, &s,
-                        err, sizeof err);
+        st = side_build(gpu, p, img, 1 << lv, (uint32_t)p->ref_points, (uint32_t)p->basis_points,
+                        &s, err, sizeof err);
         if (st != GM_OK) {
-            if (lv > 0) /* a reference too small for the coarse level still works */
-                st = GM_OK;
+            if (lv > 0 && st != GM_ERR_DEVICE && st != GM_ERR_NOMEM)
+                st = GM_OK; /* a reference too small for the coarse level still works */
             break;
         }
         if (lv > 0 && (s.w < GM_MIN_LEVEL_SIDE || s.h < GM_MIN_LEVEL_SIDE)) {
@@ -235,10 +281,79 @@ gm_status gm_ref_prepare(const gm_params *p, gm_view img, gm_ref **out)
         }
         if (lv == 0)
             st = gm_edge_map_build_cpu(&s.all, s.w, s.h, GM_VERIFY_RADIUS, &r->map);
+#ifdef GMATCH_WITH_CUDA
+        if (lv == 0 && st == GM_OK && gpu)
+            st = gm_gpu_map(gpu, &r->map);
+#endif
         if (st == GM_OK)
-            st = level_build(p, &s, &r->lv[lv]);
+            st = level_build(gpu, p, &s, &r->lv[lv]);
         side_free(&s);
     }
+    return st;
+}
+
+/* Frees what ref_build made (the device context stays). */
+static void ref_clear(gm_ref *r)
+{
+    gm_edge_map_free(&r->map);
+    for (int lv = 0; lv < GM_LEVELS; lv++)
+        level_free(&r->lv[lv]);
+}
+
+gm_status gm_ref_prepare(const gm_params *p, gm_view img, gm_ref **out)
+{
+    *out = NULL;
+    g_device_error[0] = '\0';
+    double t0 = now_ms();
+    gm_ref *r = calloc(1, sizeof *r);
+    if (!r)
+        return GM_ERR_NOMEM;
+    r->p = *p;
+    if (p->threads > 0)
+        omp_set_num_threads(p->threads);
+    int threads = p->threads > 0 ? p->threads : omp_get_max_threads();
+    snprintf(r->device, sizeof r->device, "cpu, %d threads", threads);
+    gm_status st = GM_OK;
+#ifdef GMATCH_WITH_CUDA
+    if (p->device != GM_DEVICE_CPU) {
+        char why[256] = "";
+        st = gm_gpu_open(&r->gpu, why, sizeof why);
+        if (st == GM_OK) {
+            snprintf(r->device, sizeof r->device, "cuda: %s", gm_gpu_name(r->gpu));
+            st = ref_build(r, img);
+            if (st != GM_OK && (st == GM_ERR_DEVICE || st == GM_ERR_NOMEM)) {
+                snprintf(why, sizeof why, "%s: %s", gm_status_str(st), gm_cuda_last_error());
+                ref_clear(r);
+                gm_gpu_close(r->gpu);
+                r->gpu = NULL;
+            } else if (st != GM_OK) {
+                gm_ref_free(r);
+                return st;
+            }
+        }
+        if (!r->gpu) {
+            snprintf(g_device_error, sizeof g_device_error, "%s", why);
+            if (p->device == GM_DEVICE_CUDA) {
+                gm_ref_free(r);
+                return GM_ERR_DEVICE;
+            }
+            snprintf(r->device, sizeof r->device, "cpu, %d threads (auto: no usable GPU: %s)",
+                     threads, why);
+            st = GM_OK;
+        }
+    }
+    if (!r->gpu)
+#else
+    if (p->device == GM_DEVICE_CUDA) {
+        snprintf(g_device_error, sizeof g_device_error, "this build has no CUDA backend");
+        free(r);
+        return GM_ERR_DEVICE;
+    }
+    if (p->device == GM_DEVICE_AUTO)
+        snprintf(r->device, sizeof r->device, "cpu, %d threads (auto: built without CUDA)",
+                 threads);
+#endif
+        st = ref_build(r, img);
     if (st != GM_OK) {
         gm_ref_free(r);
         return st;
@@ -252,12 +367,14 @@ void gm_ref_free(gm_ref *r)
 {
     if (!r)
         return;
-    gm_edge_map_free(&r->map);
-    for (int lv = 0; lv < GM_LEVELS; lv++)
-        level_free(&r->lv[lv]);
+    ref_clear(r);
+#ifdef GMATCH_WITH_CUDA
+    gm_gpu_close(r->gpu);
+#endif
     free(r);
 }
 
+const char *gm_ref_device(const gm_ref *r) { return r ? r->device : ""; }
 const char *gm_ref_error(const gm_ref *r) { return r ? r->err : "no reference"; }
 double gm_ref_time_ms(const gm_ref *r) { return r ? r->prep_ms : 0.0; }
 
@@ -397,6 +514,14 @@ static gm_status run_pairing(const gm_ref *r, const ref_level *rl, const side *q
             if (gm_mix64(p->seed ^ 0x51EC7ull ^ ((uint64_t)all_b.key[i] << 20)) <= thr)
                 sel[nsel++] = all_b.key[i];
     }
+    void *gpu = GPU_OF(r);
+    gm_candidate *best = NULL; /* GPU path: the per-row winners */
+#ifdef GMATCH_WITH_CUDA
+    if (gpu) {
+        if ((st = gm_gpu_index(gpu, sel, nsel, p->seed ^ 0x0B, &qidx.unique, &qidx.u)) != GM_OK)
+            goto done;
+    } else
+#endif
     if ((st = gm_compact_build_cpu(&qidx, sel, nsel, 0, p->seed ^ 0x0B, NULL)) != GM_OK)
         goto done;
     uint32_t n_q = qidx.u, n_ref = rl->bases.u;
@@ -404,12 +529,19 @@ static gm_status run_pairing(const gm_ref *r, const ref_level *rl, const side *q
     out->time.bases += t1 - t0;
     if (n_q == 0 || n_ref == 0 || qs->all.n < 8)
         goto done; /* nothing to vote with */
-    size_t nv;
-    if (!gm_mul_ok((size_t)n_q, (size_t)n_ref, &nv) || !(votes = malloc(nv * sizeof *votes))) {
-        st = GM_ERR_NOMEM;
+#ifdef GMATCH_WITH_CUDA
+    if (gpu && (st = gm_gpu_vote(gpu, rl->gpu, &qs->corners, qidx.unique, n_q, &qs->cloud,
+                                 &best)) != GM_OK)
         goto done;
+#endif
+    if (!gpu) {
+        size_t nv;
+        if (!gm_mul_ok((size_t)n_q, (size_t)n_ref, &nv) || !(votes = malloc(nv * sizeof *votes))) {
+            st = GM_ERR_NOMEM;
+            goto done;
+        }
+        gm_vote_cpu(&rl->table, n_ref, &qs->corners, qidx.unique, n_q, &qs->cloud, votes);
     }
-    gm_vote_cpu(&rl->table, n_ref, &qs->corners, qidx.unique, n_q, &qs->cloud, votes);
     t0 = now_ms();
     out->time.vote += t0 - t1;
     uint32_t k = (uint32_t)(p->top_k > 0 ? p->top_k : 1);
@@ -420,7 +552,8 @@ static gm_status run_pairing(const gm_ref *r, const ref_level *rl, const side *q
         st = GM_ERR_NOMEM;
         goto done;
     }
-    uint32_t nc = gm_reduce_topk_cpu(votes, rl->share, n_ref, n_q, k, cands);
+    uint32_t nc = gpu ? gm_reduce_select_cpu(best, n_q, k, cands)
+                      : gm_reduce_topk_cpu(votes, rl->share, n_ref, n_q, k, cands);
     t1 = now_ms();
     out->time.reduce += t1 - t0;
 
@@ -437,9 +570,17 @@ static gm_status run_pairing(const gm_ref *r, const ref_level *rl, const side *q
         work_to_source(mw, qs->f, rl->f, msrc);
         source_to_work(msrc, q0->f, r->lv[0].f, ms[c]);
     }
+#ifdef GMATCH_WITH_CUDA
+    if (gpu) {
+        if ((st = gm_gpu_verify(gpu, &ms[0][0], nc, sc)) != GM_OK)
+            goto done;
+    } else
+#endif
+    {
 #pragma omp parallel for schedule(dynamic, 1) if (nc > 1)
-    for (int64_t c = 0; c < (int64_t)nc; c++)
-        sc[c] = gm_verify_cpu(&r->map, vq0, ms[c]);
+        for (int64_t c = 0; c < (int64_t)nc; c++)
+            sc[c] = gm_verify_cpu(&r->map, vq0, ms[c]);
+    }
     /* the best few that do not repeat an already refined transform... */
     int pick[GM_REFINE_CANDS], npick = 0;
     while (npick < GM_REFINE_CANDS) {
@@ -462,11 +603,25 @@ static gm_status run_pairing(const gm_ref *r, const ref_level *rl, const side *q
     /* ...refined side by side, then scored in order (thread-independent) */
     double mr[GM_REFINE_CANDS][6];
     gm_verify_score vr[GM_REFINE_CANDS];
+#ifdef GMATCH_WITH_CUDA
+    if (gpu) {
+        double hr[GM_REFINE_CANDS][9];
+        for (int i = 0; i < npick; i++)
+            gm_h_from_m(ms[pick[i]], hr[i]);
+        if ((st = gm_gpu_refine(gpu, GM_MODEL_SIMILARITY, &hr[0][0], GM_REFINE_ITERS,
+                                (uint32_t)npick, vr)) != GM_OK)
+            goto done;
+        for (int i = 0; i < npick; i++)
+            memcpy(mr[i], hr[i], sizeof mr[i]);
+    } else
+#endif
+    {
 #pragma omp parallel for schedule(static, 1) if (npick > 1)
-    for (int i = 0; i < npick; i++) {
-        memcpy(mr[i], ms[pick[i]], sizeof mr[i]);
-        gm_refine_cpu(&r->map, vq0, mr[i], 6);
-        vr[i] = gm_verify_strict_cpu(&r->map, vq0, mr[i]);
+        for (int i = 0; i < npick; i++) {
+            memcpy(mr[i], ms[pick[i]], sizeof mr[i]);
+            gm_refine_cpu(&r->map, vq0, mr[i], GM_REFINE_ITERS);
+            vr[i] = gm_verify_strict_cpu(&r->map, vq0, mr[i]);
+        }
     }
     for (int i = 0; i < npick; i++) {
         if (ss->n_refined < 3 * GM_REFINE_CANDS) {
@@ -482,6 +637,7 @@ static gm_status run_pairing(const gm_ref *r, const ref_level *rl, const side *q
     }
     out->time.verify += now_ms() - t1;
 done:
+    free(best);
     free(all_b.key);
     free(sel);
     gm_compact_free(&qidx);
@@ -499,18 +655,29 @@ gm_status gm_match(const gm_ref *r, gm_view query, gm_result *out)
     memset(q, 0, sizeof q);
     char err[128];
     uint32_t corner_target = (uint32_t)p->basis_points / 2;
-    gm_status st = side_build(p, query, 1, (uint32_t)p->query_points, corner_target, &q[0], err,
-                              sizeof err);
+    gm_point *vbuf = NULL;
+    search_state *ss = NULL;
+    void *gpu = GPU_OF(r);
+#ifdef GMATCH_WITH_CUDA
+    if (gpu)
+        gm_gpu_lock(gpu);
+#endif
+    gm_status st = side_build(gpu, p, query, 1, (uint32_t)p->query_points, corner_target, &q[0],
+                              err, sizeof err);
     if (st != GM_OK)
-        return st;
+        goto done;
     out->time.edges = now_ms() - t0;
-    gm_point *vbuf = malloc(GM_VERIFY_POINTS * sizeof *vbuf);
-    search_state *ss = calloc(1, sizeof *ss);
+    vbuf = malloc(GM_VERIFY_POINTS * sizeof *vbuf);
+    ss = calloc(1, sizeof *ss);
     if (!vbuf || !ss) {
         st = GM_ERR_NOMEM;
         goto done;
     }
     gm_points vq0 = stride_sample(&q[0].all, GM_VERIFY_POINTS, vbuf);
+#ifdef GMATCH_WITH_CUDA
+    if (gpu && (st = gm_gpu_verify_points(gpu, &vq0)) != GM_OK)
+        goto done;
+#endif
     if (r->map.pts.n == 0 || q[0].all.n < 8)
         goto done; /* nothing to match: a successful "no match" */
     /* pairings (reference level, query level), most likely first */
@@ -522,9 +689,11 @@ gm_status gm_match(const gm_ref *r, gm_view query, gm_result *out)
         int ql = pair_q[pi];
         if (ql > 0 && !q[ql].w) {
             double te = now_ms();
-            st = side_build(p, query, 1 << ql, (uint32_t)p->query_points, corner_target, &q[ql],
-                            err, sizeof err);
+            st = side_build(gpu, p, query, 1 << ql, (uint32_t)p->query_points, corner_target,
+                            &q[ql], err, sizeof err);
             out->time.edges += now_ms() - te;
+            if (st == GM_ERR_DEVICE || st == GM_ERR_NOMEM)
+                goto done;
             if (st != GM_OK || q[ql].w < GM_MIN_LEVEL_SIDE || q[ql].h < GM_MIN_LEVEL_SIDE) {
                 st = GM_OK; /* too small for this level */
                 continue;
@@ -548,8 +717,17 @@ gm_status gm_match(const gm_ref *r, gm_view query, gm_result *out)
             double hm[9];
             memcpy(hm, hw, sizeof hm);
             double tr = now_ms();
-            gm_refine_model_cpu(&r->map, &vq0, p->model, hm, 10);
-            gm_verify_score v = gm_verify_strict_h_cpu(&r->map, &vq0, hm);
+            gm_verify_score v;
+#ifdef GMATCH_WITH_CUDA
+            if (gpu) {
+                if ((st = gm_gpu_refine(gpu, p->model, hm, GM_MODEL_ITERS, 1, &v)) != GM_OK)
+                    goto done;
+            } else
+#endif
+            {
+                gm_refine_model_cpu(&r->map, &vq0, p->model, hm, GM_MODEL_ITERS);
+                v = gm_verify_strict_h_cpu(&r->map, &vq0, hm);
+            }
             if (v.confidence >= score.confidence) {
                 memcpy(hw, hm, sizeof hm);
                 score = v;
@@ -582,6 +760,10 @@ gm_status gm_match(const gm_ref *r, gm_view query, gm_result *out)
             out->status = GM_MATCH_FOUND;
     }
 done:
+#ifdef GMATCH_WITH_CUDA
+    if (gpu)
+        gm_gpu_unlock(gpu);
+#endif
     free(vbuf);
     free(ss);
     for (int l = 0; l < GM_LEVELS; l++)

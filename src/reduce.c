@@ -45,10 +45,16 @@ uint32_t gm_reduce_topk_cpu(const uint16_t *votes, const float *share, uint32_t 
         }
         best[q] = (gm_candidate){bi, (uint32_t)q, row[bi], bs};
     }
+    uint32_t m = gm_reduce_select_cpu(best, n_q, k, out);
+    free(best);
+    return m;
+}
+
+uint32_t gm_reduce_select_cpu(gm_candidate *best, uint32_t n_q, uint32_t k, gm_candidate *out)
+{
     qsort(best, n_q, sizeof *best, cand_cmp);
     uint32_t m = n_q < k ? n_q : k;
     for (uint32_t i = 0; i < m; i++)
         out[i] = best[i];
-    free(best);
     return m;
 }

@@ -140,9 +140,21 @@ for m in 0 -5 x; do
     expect_rc 2 "bad --max-pixels '$m'" --max-pixels "$m" ref.png query.png
 done
 expect_rc 2 "bad --device" --device tpu ref.png query.png
-expect_rc 2 "--device cuda without CUDA support" --device cuda ref.png query.png
-check "--device cuda: one-line message" \
-    test "$(cat err)" = "gmatch: --device cuda: not available yet, this version matches on the CPU"
+# --device cuda: a match on a GPU; without one, a one-line reason and exit 1
+# (the reference cannot be prepared); in a build without CUDA, a usage error
+run --device cuda ref.png query.png
+case $rc in
+0) check "--device cuda on a GPU: a result row" test "$(nrows)" -eq 1
+   check "--device cuda on a GPU: same as --device cpu" \
+       test "$("$gm" --device cpu ref.png query.png)" = "$(cat out)" ;;
+1) check "--device cuda without a GPU: one line naming the reference" \
+       grep -q '^gmatch: ref.png: no usable CUDA device: ' err
+   check "--device cuda without a GPU: one line" test "$(wc -l < err)" -eq 1
+   check "--device cuda without a GPU: an error row" test "$(col query.png 3)" = error ;;
+2) check "--device cuda in a build without CUDA: one line" \
+       test "$(cat err)" = "gmatch: --device cuda: this gmatch was built without CUDA (no nvcc at build time)" ;;
+*) check "--device cuda: exit 0, 1 or 2 (got $rc)" false ;;
+esac
 
 # ---- normal runs ---------------------------------------------------------------
 expect_rc 0 "one query" ref.png query.png
@@ -160,7 +172,7 @@ check "options after operands: JSON output" grep -q '^{' out
 expect_rc 0 "-- ends the options" -- ref.png query.png
 
 expect_rc 0 "-v" -v ref.png query.png
-check "-v names the device" grep -q 'device: cpu' err
+check "-v names the device" grep -Eq 'device: (cpu|cuda)' err
 check "-v prints the reference preparation" grep -q 'prepare' err
 check "-v prints stage timings" grep -q 'vote' err
 expect_rc 1 "-q with a missing query" -q ref.png query.png missing.png

@@ -25,6 +25,8 @@ if [ "$mode" = pack ]; then
   rm -rf "$dev" && mkdir -p "$dev/bin"
   progs=$(ls "$build"/test_*_cuda "$build"/bench_* "$build"/gmatch 2>/dev/null)
   cp $progs "$dev/bin/"
+  # the public bench (stills, video, real, run.sh, score.py, the OpenCV peer)
+  cp -r ../shared/bench "$dev/bench"
   ../shared/device/pack-libs.sh "$dev/libs.tar.xz" "$dev"/bin/*
   du -sh "$dev"
   exit 0
@@ -58,11 +60,55 @@ if command -v compute-sanitizer >/dev/null; then
 else
   summary+=("compute-sanitizer not found")
 fi
-for b in "$dev"/bin/bench_*; do
-  [ -n "${GM_GPU_NOBENCH:-}" ] && break
-  [ -x "$b" ] || continue
-  "$b" "$out/$(basename "$b").csv" 2>&1 | tee "$out/$(basename "$b").log" | tail -40
-done
+if [ -z "${GM_GPU_NOBENCH:-}" ]; then
+  if [ -x "$dev/bin/bench_hash" ]; then
+    "$dev/bin/bench_hash" "$out/bench_hash.csv" 2>&1 | tee "$out/bench_hash.log" | tail -40
+  fi
+  if [ -x "$dev/bin/bench_match" ] && [ -d "$dev/bench/stills" ]; then
+    echo "== end to end per stage (bench_match, public stills)"
+    "$dev/bin/bench_match" -r 5 "$dev/bench/stills/manifest.jsonl" 2>&1 | tee "$out/bench_match.log"
+  fi
+  if [ -x "$dev/bin/gmatch" ] && [ -x "$dev/bench/run.sh" ]; then
+    for d in cuda cpu; do
+      echo "== scores, gmatch --device $d"
+      "$dev/bench/run.sh" "$dev/bench" "$out/scores-$d.jsonl" "$dev/bin/gmatch" --format json \
+        --device "$d" 2>"$out/scores-$d.err" | tee "$out/scores-$d.txt"
+    done
+    python3 - "$out/scores-cpu.jsonl" "$out/scores-cuda.jsonl" <<'PY'
+import json, sys
+def load(p):
+    d = {}
+    for l in open(p):
+        try:
+            r = json.loads(l)
+        except ValueError:
+            continue
+        d[(r.get("query"), r.get("frame"))] = r
+    return d
+a, b = load(sys.argv[1]), load(sys.argv[2])
+same = sum(1 for k in a if k in b and a[k].get("status") == b[k].get("status") and a[k].get("votes") == b[k].get("votes"))
+print("cpu vs cuda: %d of %d results with the same status and votes" % (same, len(a)))
+PY
+    echo "== OpenCV SIFT+RANSAC on this machine"
+    "$dev/bench/run.sh" "$dev/bench" "$out/scores-sift.jsonl" python3 "$dev/bench/opencv_match.py" sift \
+      2>"$out/scores-sift.err" | tee "$out/scores-sift.txt"
+    python3 - "$out"/scores-*.jsonl <<'PY'
+import json, sys
+for p in sys.argv[1:]:
+    t = []
+    for l in open(p):
+        try:
+            r = json.loads(l)
+        except ValueError:
+            continue
+        if isinstance(r.get("time_ms"), (int, float)) and r.get("frame", 0) == 0:
+            t.append(r["time_ms"])
+    t.sort()
+    if t:
+        print("%s: time_ms per still median %.2f, p90 %.2f (%d)" % (p.split("/")[-1], t[len(t) // 2], t[int(0.9 * len(t))], len(t)))
+PY
+  fi
+fi
 echo "== summary"
 printf '%s\n' "${summary[@]}"
 exit $fail

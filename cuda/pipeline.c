@@ -1,0 +1,461 @@
+/* pipeline.c: the GPU stages of one matcher context (see pipeline.h).
+ *
+ * Host code in C: it queues the stage kernels of the cuda/ stage files on the context's
+ * stream and moves what the host's share of the flow needs (edge points,
+ * corners, dense basis keys, the per-row vote winners, verification scores)
+ * through pinned staging buffers.  The host's share is small and sequential:
+ * the basis selection (a few hundred corners), the frames of the bases
+ * (atan2f must be glibc's for keys to match the CPU's), the pick of the top
+ * candidates, the distinctiveness test. */
+#include <math.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cuda_check.cuh"
+#include "items_cuda.h"
+#include "pipeline.h"
+#include "vote_cuda.h"
+
+/* A device array that grows to the largest size asked for. */
+typedef struct {
+    void *d;
+    size_t bytes;
+} dbuf;
+
+/* The same in pinned host memory. */
+typedef struct {
+    void *h;
+    size_t bytes;
+} hbuf;
+
+struct gm_gpu {
+    cudaStream_t stream;
+    pthread_mutex_t lock;
+    char name[256];
+    /* the side stages */
+    size_t cap;              /* pixels of the edge buffers */
+    gm_edges_dev edges;
+    gm_compact_flags_dev flags;
+    dbuf img, idx, all, cloud, keys, bases, best, scratch;
+    hbuf h_img, h_all, h_keys, h_best;
+    /* verification (host until cuda/verify.cu lands) */
+    const gm_edge_map *map;
+    gm_points vq;
+};
+
+struct gm_gpu_level {
+    gm_cuckoo_dev table;     /* (u, v, dir) -> dense basis indices */
+    float *d_share;          /* [n_ref] */
+    uint32_t n_ref, n_items;
+};
+
+static gm_status dbuf_need(dbuf *b, size_t bytes)
+{
+    if (bytes <= b->bytes)
+        return GM_OK;
+    if (b->d)
+        GM_CUDA_CHECK(cudaFree(b->d));
+    b->d = NULL;
+    b->bytes = 0;
+    bytes += bytes / 4; /* room to grow */
+    GM_CUDA_CHECK(cudaMalloc(&b->d, bytes));
+    b->bytes = bytes;
+    return GM_OK;
+}
+
+static gm_status hbuf_need(hbuf *b, size_t bytes)
+{
+    if (bytes <= b->bytes)
+        return GM_OK;
+    if (b->h)
+        GM_CUDA_CHECK(cudaFreeHost(b->h));
+    b->h = NULL;
+    b->bytes = 0;
+    bytes += bytes / 4;
+    GM_CUDA_CHECK(cudaMallocHost(&b->h, bytes));
+    b->bytes = bytes;
+    return GM_OK;
+}
+
+static void dbuf_free(dbuf *b)
+{
+    if (b->d && cudaFree(b->d) != cudaSuccess)
+        (void)cudaGetLastError();
+    memset(b, 0, sizeof *b);
+}
+
+static void hbuf_free(hbuf *b)
+{
+    if (b->h && cudaFreeHost(b->h) != cudaSuccess)
+        (void)cudaGetLastError();
+    memset(b, 0, sizeof *b);
+}
+
+static gm_status open_device(gm_gpu *g, char *why, size_t whylen)
+{
+    if (gm_cuda_device_count(why, whylen) == 0)
+        return GM_ERR_DEVICE;
+    GM_CUDA_CHECK(cudaSetDevice(0));
+    size_t free_b = 0, total_b = 0;
+    GM_CUDA_CHECK(cudaMemGetInfo(&free_b, &total_b));
+    if (free_b < ((size_t)GM_GPU_MIN_FREE_MIB << 20)) {
+        snprintf(why, whylen, "only %zu MiB of device memory free (%d MiB needed)", free_b >> 20,
+                 GM_GPU_MIN_FREE_MIB);
+        return GM_ERR_DEVICE;
+    }
+    /* the tables allocate stream-ordered: keep freed memory in the pool */
+    cudaMemPool_t pool;
+    GM_CUDA_CHECK(cudaDeviceGetDefaultMemPool(&pool, 0));
+    uint64_t keep = UINT64_MAX;
+    GM_CUDA_CHECK(cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &keep));
+    GM_CUDA_CHECK(cudaStreamCreateWithFlags(&g->stream, cudaStreamNonBlocking));
+    gm_cuda_device_describe(0, g->name, sizeof g->name);
+    return GM_OK;
+}
+
+gm_status gm_gpu_open(gm_gpu **out, char *why, size_t whylen)
+{
+    *out = NULL;
+    if (why && whylen)
+        why[0] = '\0';
+    char tmp[256] = "";
+    if (!why) {
+        why = tmp;
+        whylen = sizeof tmp;
+    }
+    gm_gpu *g = calloc(1, sizeof *g);
+    if (!g)
+        return GM_ERR_NOMEM;
+    gm_status st = open_device(g, why, whylen);
+    if (st != GM_OK) {
+        if (!why[0])
+            snprintf(why, whylen, "%s", gm_cuda_last_error());
+        gm_gpu_close(g);
+        return st == GM_ERR_NOMEM ? GM_ERR_NOMEM : GM_ERR_DEVICE;
+    }
+    pthread_mutex_init(&g->lock, NULL);
+    *out = g;
+    return GM_OK;
+}
+
+void gm_gpu_close(gm_gpu *g)
+{
+    if (!g)
+        return;
+    if (g->stream) {
+        (void)cudaStreamSynchronize(g->stream);
+        gm_edges_dev_free(&g->edges);
+        gm_compact_flags_dev_free(&g->flags);
+        dbuf *d[] = {&g->img, &g->idx, &g->all, &g->cloud, &g->keys, &g->bases, &g->best,
+                     &g->scratch};
+        for (size_t i = 0; i < sizeof d / sizeof d[0]; i++)
+            dbuf_free(d[i]);
+        hbuf *h[] = {&g->h_img, &g->h_all, &g->h_keys, &g->h_best};
+        for (size_t i = 0; i < sizeof h / sizeof h[0]; i++)
+            hbuf_free(h[i]);
+        (void)cudaStreamDestroy(g->stream);
+        pthread_mutex_destroy(&g->lock);
+    }
+    (void)cudaGetLastError();
+    free(g);
+}
+
+const char *gm_gpu_name(const gm_gpu *g) { return g ? g->name : ""; }
+void gm_gpu_lock(gm_gpu *g) { pthread_mutex_lock(&g->lock); }
+void gm_gpu_unlock(gm_gpu *g) { pthread_mutex_unlock(&g->lock); }
+
+/* Edge buffers for at least w x h pixels. */
+static gm_status need_edges(gm_gpu *g, int w, int h)
+{
+    size_t n = (size_t)w * h;
+    if (n <= g->cap)
+        return GM_OK;
+    gm_edges_dev_free(&g->edges);
+    gm_compact_flags_dev_free(&g->flags);
+    g->cap = 0;
+    /* a square of the larger side: any later shape of that area fits */
+    int side = w > h ? w : h;
+    gm_status st = gm_edges_dev_alloc(&g->edges, side, side);
+    if (st == GM_OK)
+        st = gm_compact_flags_dev_alloc(&g->flags, (uint32_t)((size_t)side * side));
+    if (st == GM_OK)
+        g->cap = (size_t)side * side;
+    return st;
+}
+
+/* Host copy of the first n entries of a device array, through staging. */
+static gm_status download(gm_gpu *g, void *h_dst, const void *d_src, size_t bytes)
+{
+    if (bytes == 0)
+        return GM_OK;
+    gm_status st = hbuf_need(&g->h_all, bytes);
+    if (st != GM_OK)
+        return st;
+    GM_CUDA_CHECK(cudaMemcpyAsync(g->h_all.h, d_src, bytes, cudaMemcpyDeviceToHost, g->stream));
+    GM_CUDA_CHECK(cudaStreamSynchronize(g->stream));
+    memcpy(h_dst, g->h_all.h, bytes);
+    return GM_OK;
+}
+
+/* Device copy of host memory into a growing buffer, through staging (the
+ * staging buffer is reused only after the stream has passed the copy). */
+static gm_status upload(gm_gpu *g, dbuf *dst, hbuf *stage, const void *h_src, size_t bytes)
+{
+    gm_status st = dbuf_need(dst, bytes ? bytes : 1);
+    if (st == GM_OK)
+        st = hbuf_need(stage, bytes ? bytes : 1);
+    if (st != GM_OK || bytes == 0)
+        return st;
+    GM_CUDA_CHECK(cudaStreamSynchronize(g->stream)); /* the stage is free */
+    memcpy(stage->h, h_src, bytes);
+    GM_CUDA_CHECK(cudaMemcpyAsync(dst->d, stage->h, bytes, cudaMemcpyHostToDevice, g->stream));
+    return GM_OK;
+}
+
+gm_status gm_gpu_side(gm_gpu *g, gm_view img, int max_edges, uint32_t corner_target,
+                      gm_points *all, gm_points *corners)
+{
+    memset(all, 0, sizeof *all);
+    memset(corners, 0, sizeof *corners);
+    const int w = img.width, h = img.height;
+    const size_t n = (size_t)w * h;
+    gm_status st = need_edges(g, w, h);
+    if (st == GM_OK)
+        st = dbuf_need(&g->idx, (size_t)(max_edges > 0 ? max_edges : 1) * sizeof(uint32_t));
+    if (st == GM_OK)
+        st = dbuf_need(&g->all, (size_t)(max_edges > 0 ? max_edges : 1) * sizeof(gm_point));
+    if (st == GM_OK)
+        st = dbuf_need(&g->img, n);
+    if (st == GM_OK)
+        st = hbuf_need(&g->h_img, n);
+    if (st != GM_OK)
+        return st;
+    /* the image, packed, through pinned memory */
+    GM_CUDA_CHECK(cudaStreamSynchronize(g->stream));
+    for (int y = 0; y < h; y++)
+        memcpy((uint8_t *)g->h_img.h + (size_t)y * w, img.data + (size_t)y * img.stride, (size_t)w);
+    GM_CUDA_CHECK(cudaMemcpyAsync(g->img.d, g->h_img.h, n, cudaMemcpyHostToDevice, g->stream));
+    uint32_t cap = (uint32_t)(max_edges > 0 ? max_edges : 0);
+    if ((st = gm_edges_cuda(g->img.d, (size_t)w, w, h, max_edges, &g->edges, g->stream)) != GM_OK ||
+        (st = gm_compact_flags_cuda(&g->flags, g->edges.d_edge, (uint32_t)n, g->idx.d, cap,
+                                    g->stream)) != GM_OK ||
+        (st = gm_edge_points_cuda(&g->edges, g->idx.d, g->flags.d_count, cap, g->all.d,
+                                  g->stream)) != GM_OK)
+        return st;
+    /* corners (host until cuda/corners.cu lands): from the device's edges */
+    gm_edges he;
+    if ((st = gm_edges_dev_to_host(&g->edges, g->stream, &he)) != GM_OK)
+        return st;
+    st = gm_corners_cpu(&he, corner_target, corners);
+    gm_edges_free(&he);
+    if (st != GM_OK)
+        return st;
+    uint32_t n_all = *g->flags.h_count < cap ? *g->flags.h_count : cap;
+    all->p = malloc((n_all ? n_all : 1) * sizeof *all->p);
+    if (!all->p) {
+        st = GM_ERR_NOMEM;
+        goto fail;
+    }
+    if ((st = download(g, all->p, g->all.d, (size_t)n_all * sizeof(gm_point))) != GM_OK)
+        goto fail;
+    all->n = n_all;
+    return GM_OK;
+fail:
+    free(all->p);
+    free(corners->p);
+    memset(all, 0, sizeof *all);
+    memset(corners, 0, sizeof *corners);
+    return st;
+}
+
+/* The frames of bases given by their (i << 16 | j) keys over pts. */
+static gm_status frames_of(const gm_points *pts, const uint32_t *keys, uint32_t n,
+                           gm_vote_basis **out)
+{
+    gm_vote_basis *b = malloc((n ? n : 1) * sizeof *b);
+    if (!b)
+        return GM_ERR_NOMEM;
+    for (uint32_t d = 0; d < n; d++) {
+        uint32_t i = keys[d] >> 16, j = keys[d] & 0xFFFF;
+        if (i >= pts->n || j >= pts->n) {
+            free(b);
+            return GM_ERR_INVALID;
+        }
+        b[d].a = pts->p[i];
+        b[d].b = pts->p[j];
+        b[d].f = gm_frame_of(b[d].a, b[d].b);
+    }
+    *out = b;
+    return GM_OK;
+}
+
+/* Keys into a compacting table on the device; its dense-index -> key array
+ * back on the host. */
+static gm_status index_keys(gm_gpu *g, const uint32_t *keys, uint32_t n, uint64_t seed,
+                            uint32_t **unique, uint32_t *nu)
+{
+    *unique = NULL;
+    *nu = 0;
+    gm_cuckoo_dev t;
+    memset(&t, 0, sizeof t);
+    gm_status st = upload(g, &g->keys, &g->h_keys, keys, (size_t)n * sizeof *keys);
+    if (st == GM_OK)
+        st = gm_compact_build_cuda(&t, g->keys.d, n, 0, seed, NULL, g->stream);
+    if (st == GM_OK && !(*unique = malloc((t.u ? t.u : 1) * sizeof **unique)))
+        st = GM_ERR_NOMEM;
+    if (st == GM_OK)
+        st = download(g, *unique, t.d_unique, (size_t)t.u * sizeof **unique);
+    if (st == GM_OK)
+        *nu = t.u;
+    else {
+        free(*unique);
+        *unique = NULL;
+    }
+    gm_cuckoo_dev_free_async(&t, g->stream);
+    return st;
+}
+
+gm_status gm_gpu_level_build(gm_gpu *g, const gm_points *corners, const gm_bases *b,
+                             const gm_points *cloud, uint32_t unique_bound, uint64_t seed_index,
+                             uint64_t seed_table, gm_gpu_level **out, uint32_t **unique,
+                             uint32_t *nu)
+{
+    *out = NULL;
+    gm_gpu_level *l = calloc(1, sizeof *l);
+    gm_vote_basis *frames = NULL;
+    uint32_t *d_keys = NULL, *d_vals = NULL, *d_count = NULL;
+    if (!l)
+        return GM_ERR_NOMEM;
+    gm_status st = index_keys(g, b->key, b->n, seed_index, unique, nu);
+    if (st == GM_OK)
+        st = frames_of(corners, *unique, *nu, &frames);
+    if (st == GM_OK)
+        st = upload(g, &g->bases, &g->h_keys, frames, (size_t)*nu * sizeof *frames);
+    if (st == GM_OK)
+        st = upload(g, &g->cloud, &g->h_best, cloud->p, (size_t)cloud->n * sizeof *cloud->p);
+    if (st == GM_OK)
+        st = gm_basis_items_cuda(g->bases.d, *nu, g->cloud.d, cloud->n, &d_keys, &d_vals,
+                                 &l->n_items, g->stream);
+    l->n_ref = *nu;
+    if (st == GM_OK && l->n_items > 0)
+        st = gm_multi_build_cuda(&l->table, d_keys, d_vals, l->n_items, unique_bound, seed_table,
+                                 NULL, g->stream);
+    if (st == GM_OK && l->n_ref > 0) {
+        cudaError_t e = cudaMalloc((void **)&l->d_share, (size_t)l->n_ref * sizeof(float));
+        if (e == cudaSuccess)
+            e = cudaMallocAsync((void **)&d_count, (size_t)l->n_ref * sizeof *d_count, g->stream);
+        if (e != cudaSuccess) {
+            gm_cuda_record_error(e, "cudaMalloc(share)", __func__, __FILE__, __LINE__);
+            st = e == cudaErrorMemoryAllocation ? GM_ERR_NOMEM : GM_ERR_DEVICE;
+        } else {
+            st = gm_basis_share_cuda(d_vals, l->n_items, l->n_ref, d_count, l->d_share, g->stream);
+        }
+    }
+    if (d_count)
+        (void)cudaFreeAsync(d_count, g->stream);
+    if (d_keys)
+        (void)cudaFreeAsync(d_keys, g->stream);
+    if (d_vals)
+        (void)cudaFreeAsync(d_vals, g->stream);
+    if (st == GM_OK && cudaStreamSynchronize(g->stream) != cudaSuccess) {
+        gm_cuda_record_error(cudaGetLastError(), "cudaStreamSynchronize", __func__, __FILE__,
+                             __LINE__);
+        st = GM_ERR_DEVICE;
+    }
+    free(frames);
+    if (st != GM_OK) {
+        gm_gpu_level_free(l);
+        free(*unique);
+        *unique = NULL;
+        *nu = 0;
+        return st;
+    }
+    *out = l;
+    return GM_OK;
+}
+
+void gm_gpu_level_free(gm_gpu_level *l)
+{
+    if (!l)
+        return;
+    gm_cuckoo_dev_free(&l->table);
+    if (l->d_share && cudaFree(l->d_share) != cudaSuccess)
+        (void)cudaGetLastError();
+    free(l);
+}
+
+gm_status gm_gpu_index(gm_gpu *g, const uint32_t *sel, uint32_t nsel, uint64_t seed,
+                       uint32_t **unique, uint32_t *n_q)
+{
+    return index_keys(g, sel, nsel, seed, unique, n_q);
+}
+
+gm_status gm_gpu_vote(gm_gpu *g, const gm_gpu_level *l, const gm_points *qcorners,
+                      const uint32_t *unique, uint32_t nq, const gm_points *qcloud,
+                      gm_candidate **best)
+{
+    gm_vote_basis *frames = NULL;
+    gm_status st = GM_OK;
+    if (!(*best = malloc((nq ? nq : 1) * sizeof **best)))
+        return GM_ERR_NOMEM;
+    if (nq == 0)
+        return GM_OK;
+    if (l->n_items == 0 || l->n_ref == 0) {
+        /* an empty table: every row is empty, as gm_reduce_topk_cpu says */
+        for (uint32_t q = 0; q < nq; q++)
+            (*best)[q] = (gm_candidate){0, q, 0, -INFINITY};
+        return GM_OK;
+    }
+    if ((st = frames_of(qcorners, unique, nq, &frames)) != GM_OK ||
+        (st = upload(g, &g->bases, &g->h_keys, frames, (size_t)nq * sizeof *frames)) != GM_OK ||
+        (st = upload(g, &g->cloud, &g->h_best, qcloud->p, (size_t)qcloud->n * sizeof *qcloud->p)) !=
+            GM_OK ||
+        (st = dbuf_need(&g->best, (size_t)nq * sizeof(gm_candidate))) != GM_OK ||
+        (st = dbuf_need(&g->scratch, gm_vote_scratch_bytes(l->n_ref, nq) + 1)) != GM_OK)
+        goto fail;
+    size_t scratch = gm_vote_scratch_bytes(l->n_ref, nq);
+    if ((st = gm_vote_reduce_cuda(&l->table, l->n_ref, l->d_share, g->bases.d, nq, g->cloud.d,
+                                  qcloud->n, scratch ? g->scratch.d : NULL, NULL, g->best.d,
+                                  g->stream)) != GM_OK ||
+        (st = download(g, *best, g->best.d, (size_t)nq * sizeof(gm_candidate))) != GM_OK)
+        goto fail;
+    free(frames);
+    return GM_OK;
+fail:
+    free(frames);
+    free(*best);
+    *best = NULL;
+    return st;
+}
+
+gm_status gm_gpu_map(gm_gpu *g, const gm_edge_map *map)
+{
+    g->map = map;
+    return GM_OK;
+}
+
+gm_status gm_gpu_verify_points(gm_gpu *g, const gm_points *q)
+{
+    g->vq = *q;
+    return GM_OK;
+}
+
+gm_status gm_gpu_verify(gm_gpu *g, const double *m, uint32_t nc, gm_verify_score *scores)
+{
+    for (uint32_t c = 0; c < nc; c++)
+        scores[c] = gm_verify_cpu(g->map, &g->vq, m + 6 * c);
+    return GM_OK;
+}
+
+gm_status gm_gpu_refine(gm_gpu *g, gm_model model, double *h, int iters, uint32_t nc,
+                        gm_verify_score *scores)
+{
+    for (uint32_t c = 0; c < nc; c++) {
+        if (iters > 0)
+            gm_refine_model_cpu(g->map, &g->vq, model, h + 9 * c, iters);
+        scores[c] = gm_verify_strict_h_cpu(g->map, &g->vq, h + 9 * c);
+    }
+    return GM_OK;
+}

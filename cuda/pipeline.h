@@ -1,0 +1,83 @@
+/* pipeline.h: the GPU side of matcher.c (cuda/pipeline.c), C interface.
+ *
+ * One context per prepared reference: a CUDA stream, the reference's device
+ * tables and edge map, and device buffers sized for the largest frame seen,
+ * reused query after query (they grow, never shrink; no allocation per query
+ * once the sizes are reached).  matcher.c keeps the flow (levels, pairings,
+ * candidate picking, distinctiveness) in one place for both devices and
+ * calls these for the stages; every stage gives the CPU stage's results
+ * (integer stages exactly: see the tests/test_*_cuda.c suites).
+ *
+ * A context is used by one thread at a time: gm_match takes its lock. */
+#ifndef GM_PIPELINE_H
+#define GM_PIPELINE_H
+
+#include "gm_cuda.h"
+#include "internal.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct gm_gpu gm_gpu;
+typedef struct gm_gpu_level gm_gpu_level;
+
+/* A context on device 0.  Without a usable device (no driver, an old one, no
+ * device, less than GM_GPU_MIN_FREE_MIB of free memory) returns
+ * GM_ERR_DEVICE with the reason in why; the caller falls back to the CPU or
+ * reports it. */
+#define GM_GPU_MIN_FREE_MIB 256
+gm_status gm_gpu_open(gm_gpu **out, char *why, size_t whylen);
+void gm_gpu_close(gm_gpu *g);
+/* "<name>, compute capability X.Y, N SMs, M MiB" */
+const char *gm_gpu_name(const gm_gpu *g);
+void gm_gpu_lock(gm_gpu *g);
+void gm_gpu_unlock(gm_gpu *g);
+
+/* Edges, compaction, sub-pixel edge points and corners of a working image
+ * (host memory): *all and *corners are malloc'd host copies (the caller
+ * frees ->p), equal to gm_edges_cpu + gm_compact_flags_cpu +
+ * gm_edge_points_cpu and gm_corners_cpu. */
+gm_status gm_gpu_side(gm_gpu *g, gm_view img, int max_edges, uint32_t corner_target,
+                      gm_points *all, gm_points *corners);
+
+/* One reference level's tables on the device: the two-way basis index
+ * (compacting table of the basis keys b), the (key, basis) items of every
+ * basis against cloud, the multi-value table sized by unique_bound, each
+ * basis's share of the items.  *unique (malloc'd, *nu entries) is the index's
+ * dense-index -> basis-key array, as gm_compact's unique. */
+gm_status gm_gpu_level_build(gm_gpu *g, const gm_points *corners, const gm_bases *b,
+                             const gm_points *cloud, uint32_t unique_bound, uint64_t seed_index,
+                             uint64_t seed_table, gm_gpu_level **out, uint32_t **unique,
+                             uint32_t *nu);
+void gm_gpu_level_free(gm_gpu_level *l);
+
+/* The query's basis keys sel[nsel] into a compacting table on the device
+ * (seed); *unique (malloc'd, *n_q entries) is its dense-index -> key array,
+ * as gm_compact_build_cpu's. */
+gm_status gm_gpu_index(gm_gpu *g, const uint32_t *sel, uint32_t nsel, uint64_t seed,
+                       uint32_t **unique, uint32_t *n_q);
+/* One pairing's votes: the frames of the query bases unique[n_q] (keys over
+ * qcorners), the votes of qcloud against level l and the best reference
+ * basis of every query basis (gm_reduce_topk_cpu's first step), copied to
+ * *best (malloc'd, n_q entries). */
+gm_status gm_gpu_vote(gm_gpu *g, const gm_gpu_level *l, const gm_points *qcorners,
+                      const uint32_t *unique, uint32_t n_q, const gm_points *qcloud,
+                      gm_candidate **best);
+
+/* The reference's level-0 edge map, uploaded once (the host map stays the
+ * caller's and must outlive the context's use of it). */
+gm_status gm_gpu_map(gm_gpu *g, const gm_edge_map *map);
+/* The query points that every candidate is verified on. */
+gm_status gm_gpu_verify_points(gm_gpu *g, const gm_points *q);
+/* gm_verify_cpu of nc similarity candidates m[6 * c]. */
+gm_status gm_gpu_verify(gm_gpu *g, const double *m, uint32_t nc, gm_verify_score *scores);
+/* gm_refine_model_cpu(iters) then gm_verify_strict_h_cpu of nc candidates
+ * h[9 * c] (in/out). */
+gm_status gm_gpu_refine(gm_gpu *g, gm_model model, double *h, int iters, uint32_t nc,
+                        gm_verify_score *scores);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

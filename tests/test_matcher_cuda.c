@@ -1,0 +1,173 @@
+/* test_matcher_cuda.c: the whole pipeline on the GPU (--device cuda) against
+ * the CPU path, on the bundled data (data/ref.jpg + data/query.jpg and every
+ * pair of data/bench), same seed: same status, same votes of the winning
+ * basis pair (the integer stages are exact), transforms within 0.01 px at the
+ * query's corners, confidences within 0.01 (the refinement sums in another
+ * order).  Also: one reference reused for many queries, and queries of
+ * growing and shrinking sizes through the same device buffers.  Exit 77
+ * (skipped) without a CUDA device. */
+#include <check.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gm_cuda.h"
+#include "gmatch.h"
+#include "internal.h"
+#include "test_util.h"
+
+static const char *const k_pairs[][2] = {
+    {"data/ref.jpg", "data/query.jpg"},
+    {"data/bench/ref_cell.jpg", "data/bench/q_cell_00_easy.jpg"},
+    {"data/bench/ref_cell.jpg", "data/bench/q_cell_01_medium.jpg"},
+    {"data/bench/ref_cell.jpg", "data/bench/q_cell_02_medium.jpg"},
+    {"data/bench/ref_cell.jpg", "data/bench/q_cell_neg.jpg"},
+    {"data/bench/ref_gravel.jpg", "data/bench/q_gravel_00_easy.jpg"},
+    {"data/bench/ref_gravel.jpg", "data/bench/q_gravel_01_medium.jpg"},
+    {"data/bench/ref_gravel.jpg", "data/bench/q_gravel_02_medium.jpg"},
+    {"data/bench/ref_gravel.jpg", "data/bench/q_gravel_neg.jpg"},
+    {"data/bench/ref_hubble_deep_field.jpg", "data/bench/q_hubble_deep_field_00_easy.jpg"},
+    {"data/bench/ref_hubble_deep_field.jpg", "data/bench/q_hubble_deep_field_01_medium.jpg"},
+    {"data/bench/ref_hubble_deep_field.jpg", "data/bench/q_hubble_deep_field_02_medium.jpg"},
+    {"data/bench/ref_hubble_deep_field.jpg", "data/bench/q_hubble_deep_field_neg.jpg"},
+    {"data/bench/ref_retina.jpg", "data/bench/q_retina_00_easy.jpg"},
+    {"data/bench/ref_retina.jpg", "data/bench/q_retina_01_medium.jpg"},
+    {"data/bench/ref_retina.jpg", "data/bench/q_retina_02_medium.jpg"},
+    {"data/bench/ref_retina.jpg", "data/bench/q_retina_neg.jpg"},
+    {"data/bench/ref_text.jpg", "data/bench/q_text_00_easy.jpg"},
+    {"data/bench/ref_text.jpg", "data/bench/q_text_01_medium.jpg"},
+    {"data/bench/ref_text.jpg", "data/bench/q_text_02_medium.jpg"},
+    {"data/bench/ref_text.jpg", "data/bench/q_text_neg.jpg"},
+};
+#define N_PAIRS (sizeof k_pairs / sizeof k_pairs[0])
+
+static gm_image load(const char *path)
+{
+    gm_image img;
+    char err[256] = "";
+    if (gm_image_load(path, gm_params_default().max_pixels, &img, err, sizeof err) != GM_OK)
+        ck_abort_msg("%s: %s (run from the source directory)", path, err);
+    return img;
+}
+
+/* The largest distance between the images of a w x h query's corners. */
+static double corner_gap(const double *a, const double *b, int w, int h)
+{
+    const double cx[4] = {0, w - 1.0, w - 1.0, 0}, cy[4] = {0, 0, h - 1.0, h - 1.0};
+    double worst = 0;
+    for (int i = 0; i < 4; i++) {
+        double ax, ay, bx, by;
+        gm_h_apply(a, cx[i], cy[i], &ax, &ay);
+        gm_h_apply(b, cx[i], cy[i], &bx, &by);
+        worst = fmax(worst, hypot(ax - bx, ay - by));
+    }
+    return worst;
+}
+
+static void compare_pair(const char *ref_path, const char *q_path, gm_model model, int *found)
+{
+    gm_image ri = load(ref_path), qi = load(q_path);
+    gm_params pc = gm_params_default(), pg;
+    pc.model = model;
+    pc.device = GM_DEVICE_CPU;
+    pg = pc;
+    pg.device = GM_DEVICE_CUDA;
+    gm_ref *rc = NULL, *rg = NULL;
+    EXPECT_OK(gm_ref_prepare(&pc, gm_image_view(&ri), &rc));
+    gm_status st = gm_ref_prepare(&pg, gm_image_view(&ri), &rg);
+    if (st != GM_OK)
+        ck_abort_msg("%s: gm_ref_prepare(cuda) = %s: %s", ref_path, gm_status_str(st),
+                     gm_last_device_error());
+    EXPECT(strncmp(gm_ref_device(rg), "cuda", 4) == 0);
+    gm_result a, b;
+    EXPECT_OK(gm_match(rc, gm_image_view(&qi), &a));
+    EXPECT_OK(gm_match(rg, gm_image_view(&qi), &b));
+    if (a.status != b.status || a.votes != b.votes)
+        ck_abort_msg("%s: cpu status %d votes %d, cuda status %d votes %d", q_path, a.status,
+                     a.votes, b.status, b.votes);
+    if (a.status == GM_MATCH_FOUND) {
+        double gap = corner_gap(a.h, b.h, qi.width, qi.height);
+        if (!(gap <= 0.01) || fabs(a.confidence - b.confidence) > 0.01)
+            ck_abort_msg("%s (model %d): corners %.4g px apart, confidence %.4f vs %.4f", q_path,
+                         (int)model, gap, a.confidence, b.confidence);
+        ++*found;
+    }
+    gm_ref_free(rc);
+    gm_ref_free(rg);
+    gm_image_free(&ri);
+    gm_image_free(&qi);
+}
+
+START_TEST(test_pairs_similarity)
+{
+    int found = 0;
+    size_t n = getenv("GM_TEST_SMALL") ? 3 : N_PAIRS;
+    for (size_t i = 0; i < n; i++)
+        compare_pair(k_pairs[i][0], k_pairs[i][1], GM_MODEL_SIMILARITY, &found);
+    EXPECT(found >= (int)(n * 3 / 5)); /* the data has matches to compare, not only "none" */
+}
+END_TEST
+
+START_TEST(test_pairs_models)
+{
+    int found = 0;
+    compare_pair(k_pairs[0][0], k_pairs[0][1], GM_MODEL_HOMOGRAPHY, &found);
+    compare_pair(k_pairs[2][0], k_pairs[2][1], GM_MODEL_AFFINE, &found);
+    EXPECT(found >= 1);
+}
+END_TEST
+
+/* One reference, many queries of different sizes through the same buffers:
+ * each equals a fresh CPU match. */
+START_TEST(test_reuse)
+{
+    gm_image ri = load("data/bench/ref_retina.jpg");
+    gm_params pc = gm_params_default(), pg = pc;
+    pc.device = GM_DEVICE_CPU;
+    pg.device = GM_DEVICE_CUDA;
+    gm_ref *rc = NULL, *rg = NULL;
+    EXPECT_OK(gm_ref_prepare(&pc, gm_image_view(&ri), &rc));
+    EXPECT_OK(gm_ref_prepare(&pg, gm_image_view(&ri), &rg));
+    const char *qs[] = {"data/bench/q_retina_00_easy.jpg", "data/bench/ref_retina.jpg",
+                        "data/bench/q_retina_neg.jpg", "data/bench/q_retina_02_medium.jpg",
+                        "data/query.jpg", "data/bench/q_retina_00_easy.jpg"};
+    for (size_t i = 0; i < sizeof qs / sizeof qs[0]; i++) {
+        gm_image qi = load(qs[i]);
+        gm_result a, b;
+        EXPECT_OK(gm_match(rc, gm_image_view(&qi), &a));
+        EXPECT_OK(gm_match(rg, gm_image_view(&qi), &b));
+        EXPECT_EQ(a.status, b.status);
+        EXPECT_EQ(a.votes, b.votes);
+        if (a.status == GM_MATCH_FOUND)
+            EXPECT(corner_gap(a.h, b.h, qi.width, qi.height) <= 0.01);
+        gm_image_free(&qi);
+    }
+    /* a tiny query: no match and no error on either path */
+    uint8_t tiny[16 * 16];
+    memset(tiny, 128, sizeof tiny);
+    gm_view tv = {tiny, 16, 16, 16};
+    gm_result a, b;
+    EXPECT_OK(gm_match(rc, tv, &a));
+    EXPECT_OK(gm_match(rg, tv, &b));
+    EXPECT_EQ(a.status, GM_MATCH_NONE);
+    EXPECT_EQ(b.status, GM_MATCH_NONE);
+    gm_ref_free(rc);
+    gm_ref_free(rg);
+    gm_image_free(&ri);
+}
+END_TEST
+
+static Suite *make_suite(void)
+{
+    Suite *s = suite_create("matcher_cuda");
+    TCase *tc = tcase_create("pipeline");
+    tcase_set_timeout(tc, 600);
+    tcase_add_test(tc, test_pairs_similarity);
+    tcase_add_test(tc, test_pairs_models);
+    tcase_add_test(tc, test_reuse);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int main(void) { return run_cuda_suite(make_suite); }
