@@ -14,7 +14,10 @@
 #include <string.h>
 
 #include "cuda_check.cuh"
+#include <omp.h>
+
 #include "items_cuda.h"
+#include "reduce_cuda.h"
 #include "pipeline.h"
 #include "vote_cuda.h"
 
@@ -393,40 +396,53 @@ gm_status gm_gpu_index(gm_gpu *g, const uint32_t *sel, uint32_t nsel, uint64_t s
 }
 
 gm_status gm_gpu_vote(gm_gpu *g, const gm_gpu_level *l, const gm_points *qcorners,
-                      const uint32_t *unique, uint32_t nq, const gm_points *qcloud,
-                      gm_candidate **best)
+                      const uint32_t *unique, uint32_t nq, const gm_points *qcloud, uint32_t k,
+                      gm_candidate *cands, uint32_t *nc, double *vote_ms, double *reduce_ms)
 {
-    gm_vote_basis *frames = NULL;
-    gm_status st = GM_OK;
-    if (!(*best = malloc((nq ? nq : 1) * sizeof **best)))
-        return GM_ERR_NOMEM;
-    if (nq == 0)
+    *nc = 0;
+    *vote_ms = *reduce_ms = 0;
+    if (nq == 0 || k == 0)
         return GM_OK;
+    const uint32_t m = nq < k ? nq : k;
     if (l->n_items == 0 || l->n_ref == 0) {
-        /* an empty table: every row is empty, as gm_reduce_topk_cpu says */
-        for (uint32_t q = 0; q < nq; q++)
-            (*best)[q] = (gm_candidate){0, q, 0, -INFINITY};
+        /* an empty table: every row is empty, and gm_reduce_topk_cpu keeps
+         * the first query bases */
+        for (uint32_t q = 0; q < m; q++)
+            cands[q] = (gm_candidate){0, q, 0, -INFINITY};
+        *nc = m;
         return GM_OK;
     }
+    double t0 = omp_get_wtime();
+    gm_vote_basis *frames = NULL;
+    gm_status st;
+    size_t scratch = gm_vote_scratch_bytes(l->n_ref, nq), tmp = gm_topk_tmp_count(nq, k);
     if ((st = frames_of(qcorners, unique, nq, &frames)) != GM_OK ||
         (st = upload(g, &g->bases, &g->h_keys, frames, (size_t)nq * sizeof *frames)) != GM_OK ||
         (st = upload(g, &g->cloud, &g->h_best, qcloud->p, (size_t)qcloud->n * sizeof *qcloud->p)) !=
             GM_OK ||
-        (st = dbuf_need(&g->best, (size_t)nq * sizeof(gm_candidate))) != GM_OK ||
-        (st = dbuf_need(&g->scratch, gm_vote_scratch_bytes(l->n_ref, nq) + 1)) != GM_OK)
-        goto fail;
-    size_t scratch = gm_vote_scratch_bytes(l->n_ref, nq);
+        (st = dbuf_need(&g->best, ((size_t)nq + k + tmp) * sizeof(gm_candidate))) != GM_OK ||
+        (st = dbuf_need(&g->scratch, scratch + 1)) != GM_OK)
+        goto done;
+    gm_candidate *d_rows = g->best.d, *d_top = d_rows + nq, *d_tmp = d_top + k;
     if ((st = gm_vote_reduce_cuda(&l->table, l->n_ref, l->d_share, g->bases.d, nq, g->cloud.d,
-                                  qcloud->n, scratch ? g->scratch.d : NULL, NULL, g->best.d,
-                                  g->stream)) != GM_OK ||
-        (st = download(g, *best, g->best.d, (size_t)nq * sizeof(gm_candidate))) != GM_OK)
-        goto fail;
+                                  qcloud->n, scratch ? g->scratch.d : NULL, NULL, d_rows,
+                                  g->stream)) != GM_OK)
+        goto done;
+    if (cudaStreamSynchronize(g->stream) != cudaSuccess) { /* for the stage times only */
+        gm_cuda_record_error(cudaGetLastError(), "cudaStreamSynchronize", __func__, __FILE__,
+                             __LINE__);
+        st = GM_ERR_DEVICE;
+        goto done;
+    }
+    double t1 = omp_get_wtime();
+    *vote_ms = (t1 - t0) * 1e3;
+    if ((st = gm_topk_cuda(d_rows, nq, k, tmp ? d_tmp : NULL, d_top, g->stream)) != GM_OK ||
+        (st = download(g, cands, d_top, (size_t)m * sizeof *cands)) != GM_OK)
+        goto done;
+    *nc = m;
+    *reduce_ms = (omp_get_wtime() - t1) * 1e3;
+done:
     free(frames);
-    return GM_OK;
-fail:
-    free(frames);
-    free(*best);
-    *best = NULL;
     return st;
 }
 

@@ -57,13 +57,14 @@ void gm_gpu_level_free(gm_gpu_level *l);
  * as gm_compact_build_cpu's. */
 gm_status gm_gpu_index(gm_gpu *g, const uint32_t *sel, uint32_t nsel, uint64_t seed,
                        uint32_t **unique, uint32_t *n_q);
-/* One pairing's votes: the frames of the query bases unique[n_q] (keys over
- * qcorners), the votes of qcloud against level l and the best reference
- * basis of every query basis (gm_reduce_topk_cpu's first step), copied to
- * *best (malloc'd, n_q entries). */
+/* One pairing's votes and candidates: the frames of the query bases
+ * unique[n_q] (keys over qcorners), the votes of qcloud against level l, the
+ * best reference basis of every query basis, and the k best of those
+ * (gm_reduce_topk_cpu: same candidates, same order) copied to cands[*nc],
+ * *nc = min(k, n_q).  *vote_ms and *reduce_ms get the two stages' times. */
 gm_status gm_gpu_vote(gm_gpu *g, const gm_gpu_level *l, const gm_points *qcorners,
-                      const uint32_t *unique, uint32_t n_q, const gm_points *qcloud,
-                      gm_candidate **best);
+                      const uint32_t *unique, uint32_t n_q, const gm_points *qcloud, uint32_t k,
+                      gm_candidate *cands, uint32_t *nc, double *vote_ms, double *reduce_ms);
 
 /* The reference's level-0 edge map, uploaded once (the host map stays the
  * caller's and must outlive the context's use of it). */

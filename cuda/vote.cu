@@ -116,14 +116,33 @@ static __global__ void k_vote_shared(gm_cuckoo_view t, uint32_t n_ref, const flo
     vote_row(s_counts, t, n_ref, share, qb, cloud, n_cloud, blockIdx.x, d_votes, d_best);
 }
 
+/* Rows q0 + blockIdx.x of one tile of query bases; block b counts in
+ * scratch row b. */
+
 static __global__ void k_vote_global(gm_cuckoo_view t, uint32_t n_ref, const float *share,
                                      const gm_vote_basis *qb, const gm_point *cloud,
-                                     uint32_t n_cloud, uint32_t *scratch, uint16_t *d_votes,
-                                     gm_candidate *d_best)
+                                     uint32_t n_cloud, uint32_t q0, uint32_t *scratch,
+                                     uint16_t *d_votes, gm_candidate *d_best)
 {
-    /* the grid is small enough that every block owns its scratch row */
     vote_row(scratch + (size_t)blockIdx.x * n_ref, t, n_ref, share, qb, cloud, n_cloud,
-             blockIdx.x, d_votes, d_best);
+             q0 + blockIdx.x, d_votes, d_best);
+}
+
+/* Query bases per tile when rows count in global scratch: the scratch stays
+ * within GM_VOTE_SCRATCH_BUDGET bytes (at least one row). */
+static uint32_t g_debug_tile_rows; /* gm_vote_debug_tiles */
+
+extern "C" void gm_vote_debug_tiles(uint32_t rows) { g_debug_tile_rows = rows; }
+
+static uint32_t tile_rows(uint32_t n_ref, uint32_t n_q)
+{
+    if (g_debug_tile_rows)
+        return g_debug_tile_rows < n_q ? g_debug_tile_rows : n_q;
+    size_t row = (size_t)n_ref * sizeof(uint32_t);
+    size_t rows = GM_VOTE_SCRATCH_BUDGET / (row ? row : 1);
+    if (rows < 1)
+        rows = 1;
+    return rows < n_q ? (uint32_t)rows : n_q;
 }
 
 extern "C" gm_status gm_vote_reduce_cuda(const gm_cuckoo_dev *table, uint32_t n_ref,
@@ -141,7 +160,7 @@ extern "C" gm_status gm_vote_reduce_cuda(const gm_cuckoo_dev *table, uint32_t n_
     GM_CUDA_CHECK(cudaGetDevice(&dev));
     GM_CUDA_CHECK(cudaDeviceGetAttribute(&max_smem, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev));
     size_t smem = (size_t)n_ref * sizeof(uint32_t);
-    if (smem <= (size_t)max_smem - 1024) {
+    if (smem <= (size_t)max_smem - 1024 && !g_debug_tile_rows) {
         if (smem > 48 * 1024)
             GM_CUDA_CHECK(cudaFuncSetAttribute(k_vote_shared,
                                                cudaFuncAttributeMaxDynamicSharedMemorySize,
@@ -152,10 +171,16 @@ extern "C" gm_status gm_vote_reduce_cuda(const gm_cuckoo_dev *table, uint32_t n_
         return GM_OK;
     }
     if (!d_scratch)
-        return GM_ERR_INVALID; /* caller must provide n_q * n_ref counters */
-    k_vote_global<<<n_q, GM_VOTE_THREADS, 0, stream>>>(v, n_ref, d_share, d_qbases, d_cloud,
-                                                       n_cloud, d_scratch, d_votes, d_best);
-    GM_CUDA_CHECK_LAUNCH();
+        return GM_ERR_INVALID; /* caller must provide gm_vote_scratch_bytes() */
+    /* tiles of query bases, each row reduced to its best as it is voted, so
+     * the running best of every row survives the reuse of the scratch */
+    const uint32_t rows = tile_rows(n_ref, n_q);
+    for (uint32_t q0 = 0; q0 < n_q; q0 += rows) {
+        uint32_t nt = n_q - q0 < rows ? n_q - q0 : rows;
+        k_vote_global<<<nt, GM_VOTE_THREADS, 0, stream>>>(v, n_ref, d_share, d_qbases, d_cloud,
+                                                          n_cloud, q0, d_scratch, d_votes, d_best);
+        GM_CUDA_CHECK_LAUNCH();
+    }
     return GM_OK;
 }
 
@@ -169,5 +194,6 @@ extern "C" size_t gm_vote_scratch_bytes(uint32_t n_ref, uint32_t n_q)
         max_smem = 48 * 1024;
     }
     size_t smem = (size_t)n_ref * sizeof(uint32_t);
-    return smem <= (size_t)max_smem - 1024 ? 0 : (size_t)n_ref * n_q * sizeof(uint32_t);
+    return smem <= (size_t)max_smem - 1024 && !g_debug_tile_rows ? 0
+                                            : (size_t)n_ref * tile_rows(n_ref, n_q) * sizeof(uint32_t);
 }

@@ -515,7 +515,6 @@ static gm_status run_pairing(const gm_ref *r, const ref_level *rl, const side *q
                 sel[nsel++] = all_b.key[i];
     }
     void *gpu = GPU_OF(r);
-    gm_candidate *best = NULL; /* GPU path: the per-row winners */
 #ifdef GMATCH_WITH_CUDA
     if (gpu) {
         if ((st = gm_gpu_index(gpu, sel, nsel, p->seed ^ 0x0B, &qidx.unique, &qidx.u)) != GM_OK)
@@ -529,21 +528,6 @@ static gm_status run_pairing(const gm_ref *r, const ref_level *rl, const side *q
     out->time.bases += t1 - t0;
     if (n_q == 0 || n_ref == 0 || qs->all.n < 8)
         goto done; /* nothing to vote with */
-#ifdef GMATCH_WITH_CUDA
-    if (gpu && (st = gm_gpu_vote(gpu, rl->gpu, &qs->corners, qidx.unique, n_q, &qs->cloud,
-                                 &best)) != GM_OK)
-        goto done;
-#endif
-    if (!gpu) {
-        size_t nv;
-        if (!gm_mul_ok((size_t)n_q, (size_t)n_ref, &nv) || !(votes = malloc(nv * sizeof *votes))) {
-            st = GM_ERR_NOMEM;
-            goto done;
-        }
-        gm_vote_cpu(&rl->table, n_ref, &qs->corners, qidx.unique, n_q, &qs->cloud, votes);
-    }
-    t0 = now_ms();
-    out->time.vote += t0 - t1;
     uint32_t k = (uint32_t)(p->top_k > 0 ? p->top_k : 1);
     if (k > 256)
         k = 256;
@@ -552,10 +536,32 @@ static gm_status run_pairing(const gm_ref *r, const ref_level *rl, const side *q
         st = GM_ERR_NOMEM;
         goto done;
     }
-    uint32_t nc = gpu ? gm_reduce_select_cpu(best, n_q, k, cands)
-                      : gm_reduce_topk_cpu(votes, rl->share, n_ref, n_q, k, cands);
-    t1 = now_ms();
-    out->time.reduce += t1 - t0;
+    uint32_t nc = 0;
+#ifdef GMATCH_WITH_CUDA
+    if (gpu) {
+        /* votes, per-row bests and the top k on the device; k come back */
+        double tv = 0, tr = 0;
+        if ((st = gm_gpu_vote(gpu, rl->gpu, &qs->corners, qidx.unique, n_q, &qs->cloud, k, cands,
+                              &nc, &tv, &tr)) != GM_OK)
+            goto done;
+        out->time.vote += tv;
+        out->time.reduce += tr;
+        t1 = now_ms();
+    } else
+#endif
+    {
+        size_t nv;
+        if (!gm_mul_ok((size_t)n_q, (size_t)n_ref, &nv) || !(votes = malloc(nv * sizeof *votes))) {
+            st = GM_ERR_NOMEM;
+            goto done;
+        }
+        gm_vote_cpu(&rl->table, n_ref, &qs->corners, qidx.unique, n_q, &qs->cloud, votes);
+        t0 = now_ms();
+        out->time.vote += t0 - t1;
+        nc = gm_reduce_topk_cpu(votes, rl->share, n_ref, n_q, k, cands);
+        t1 = now_ms();
+        out->time.reduce += t1 - t0;
+    }
 
     /* verification at level 0: one region over the candidates (each
      * candidate's loop is serial), not one region per candidate */
@@ -637,7 +643,6 @@ static gm_status run_pairing(const gm_ref *r, const ref_level *rl, const side *q
     }
     out->time.verify += now_ms() - t1;
 done:
-    free(best);
     free(all_b.key);
     free(sel);
     gm_compact_free(&qidx);

@@ -148,12 +148,25 @@ START_TEST(test_vote_matches_cpu)
 }
 END_TEST
 
+/* Rows counted in global scratch, query bases in tiles (as for references
+ * with too many bases for shared memory): the same votes and bests. */
+START_TEST(test_vote_tiles)
+{
+    gm_vote_debug_tiles(7);
+    run_case(80, 600, -2.0, 0.8);
+    gm_vote_debug_tiles(1);
+    run_case(40, 300, 0.3, 1.0);
+    gm_vote_debug_tiles(0);
+}
+END_TEST
+
 static Suite *vote_cuda_suite(void)
 {
     Suite *s = suite_create("vote_cuda");
     TCase *tc = tcase_create("cuda_vs_cpu");
     tcase_set_timeout(tc, 300);
     tcase_add_test(tc, test_vote_matches_cpu);
+    tcase_add_test(tc, test_vote_tiles);
     suite_add_tcase(s, tc);
     return s;
 }
