@@ -75,4 +75,20 @@ static inline gm_points edge_points(const uint8_t *im, int w, int h)
     return pts;
 }
 
+/* The points of a query image mapped by m0 (query -> reference) expressed
+ * in query coordinates: q = m0^-1 p, angles turned back. */
+static inline gm_points pull_back(const gm_points *p, const double m[6])
+{
+    gm_points q = {xmalloc(p->n, sizeof(gm_point)), p->n};
+    double det = m[0] * m[4] - m[1] * m[3], rot = atan2(m[3], m[0]);
+    for (uint32_t k = 0; k < p->n; k++) {
+        double x = p->p[k].x - m[2], y = p->p[k].y - m[5];
+        double a = p->p[k].angle - rot;
+        a = a > GM_PI ? a - 2 * GM_PI : a <= -GM_PI ? a + 2 * GM_PI : a;
+        q.p[k] = (gm_point){(float)((m[4] * x - m[1] * y) / det), (float)((-m[3] * x + m[0] * y) / det),
+                            (float)a, p->p[k].w};
+    }
+    return q;
+}
+
 #endif
