@@ -18,6 +18,7 @@
 
 #include "items_cuda.h"
 #include "reduce_cuda.h"
+#include "verify_cuda.h"
 #include "pipeline.h"
 #include "vote_cuda.h"
 
@@ -43,9 +44,9 @@ struct gm_gpu {
     gm_compact_flags_dev flags;
     dbuf img, idx, all, cloud, keys, bases, best, scratch;
     hbuf h_img, h_all, h_keys, h_best;
-    /* verification (host until cuda/verify.cu lands) */
-    const gm_edge_map *map;
-    gm_points vq;
+    /* verification: the reference's edge map, the query's points */
+    gm_edge_map_dev map;
+    gm_verify_dev verify;
 };
 
 struct gm_gpu_level {
@@ -149,6 +150,8 @@ void gm_gpu_close(gm_gpu *g)
         return;
     if (g->stream) {
         (void)cudaStreamSynchronize(g->stream);
+        gm_edge_map_dev_free(&g->map);
+        gm_verify_dev_free(&g->verify);
         gm_edges_dev_free(&g->edges);
         gm_compact_flags_dev_free(&g->flags);
         dbuf *d[] = {&g->img, &g->idx, &g->all, &g->cloud, &g->keys, &g->bases, &g->best,
@@ -448,30 +451,35 @@ done:
 
 gm_status gm_gpu_map(gm_gpu *g, const gm_edge_map *map)
 {
-    g->map = map;
-    return GM_OK;
+    gm_edge_map_dev_free(&g->map);
+    return gm_edge_map_upload(map, &g->map, g->stream);
 }
+
+/* Candidates per verification call: a pairing's top k (at most 256). */
+#define GM_GPU_MAX_CANDS 256
 
 gm_status gm_gpu_verify_points(gm_gpu *g, const gm_points *q)
 {
-    g->vq = *q;
-    return GM_OK;
+    if (g->verify.max_cands == 0 || q->n > g->verify.cap) {
+        gm_verify_dev_free(&g->verify);
+        gm_status st = gm_verify_dev_alloc(&g->verify, q->n > 2048 ? q->n : 2048, GM_GPU_MAX_CANDS);
+        if (st != GM_OK)
+            return st;
+    }
+    return gm_verify_points_upload(&g->verify, q, g->stream);
 }
 
 gm_status gm_gpu_verify(gm_gpu *g, const double *m, uint32_t nc, gm_verify_score *scores)
 {
-    for (uint32_t c = 0; c < nc; c++)
-        scores[c] = gm_verify_cpu(g->map, &g->vq, m + 6 * c);
-    return GM_OK;
+    if (nc == 0)
+        return GM_OK;
+    return gm_verify_batch_cuda(&g->map, &g->verify, m, nc, scores, g->stream);
 }
 
 gm_status gm_gpu_refine(gm_gpu *g, gm_model model, double *h, int iters, uint32_t nc,
                         gm_verify_score *scores)
 {
-    for (uint32_t c = 0; c < nc; c++) {
-        if (iters > 0)
-            gm_refine_model_cpu(g->map, &g->vq, model, h + 9 * c, iters);
-        scores[c] = gm_verify_strict_h_cpu(g->map, &g->vq, h + 9 * c);
-    }
-    return GM_OK;
+    if (nc == 0)
+        return GM_OK;
+    return gm_refine_verify_cuda(&g->map, &g->verify, model, h, iters, nc, scores, g->stream);
 }

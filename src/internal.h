@@ -246,10 +246,8 @@ int gm_similarity_fit_lines(const double *qx, const double *qy, const double *rx
 void gm_transform_apply(const double m[6], double x, double y, double *ox, double *oy);
 /* 3x3 transforms (row-major, h[8] = 1 for a homography). */
 void gm_h_from_m(const double m[6], double h[9]);
-void gm_h_apply(const double h[9], double x, double y, double *ox, double *oy);
-/* The direction (ca, sa) of an edge normal at (x, y) carried by h: the
- * inverse transpose of h's local Jacobian, normalized. */
-void gm_h_normal(const double h[9], double x, double y, float ca, float sa, float *oc, float *os);
+/* gm_h_apply, gm_h_normal and the fits' arithmetic: shared with the GPU. */
+#include "fit_core.h"
 /* Weighted point-to-line fit of the model (with a light point-to-point term),
  * h0 the current estimate (the homography is one Gauss-Newton step from it,
  * the other models are solved exactly).  0 on success, -1 when degenerate. */

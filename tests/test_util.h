@@ -92,6 +92,28 @@ static inline void make_sim(double deg, double scale, double tx, double ty, doub
     m[5] = ty;
 }
 
+/* ---- test data ------------------------------------------------------------- */
+#ifdef GMATCH_H
+#include <stdio.h>
+
+/* data/... from the source tree (ctest runs in it) or from a build dir in
+ * it; the test fails when it cannot be loaded.  Free with gm_image_free. */
+static inline gm_image load_data(const char *rel)
+{
+    static const char *prefix[] = {"", "../", "../../"};
+    char path[512], err[256] = "";
+    gm_image img;
+    memset(&img, 0, sizeof img);
+    for (size_t p = 0; p < sizeof prefix / sizeof *prefix; p++) {
+        snprintf(path, sizeof path, "%s%s", prefix[p], rel);
+        if (gm_image_load(path, 0, &img, err, sizeof err) == GM_OK)
+            return img;
+    }
+    ck_abort_msg("cannot load %s (%s): run from the source directory", rel, err);
+    return img;
+}
+#endif
+
 /* ---- running a suite ------------------------------------------------------- */
 
 /* main() of a test binary: run every test of s, exit status 0 when all pass. */

@@ -40,7 +40,8 @@ export CK_FORK=no CK_DEFAULT_TIMEOUT=600
 nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm --format=csv | tee "$out/device.txt"
 fail=0
 summary=()
-for t in $(ls "$dev"/bin/test_*_cuda | grep -E -- "$pick"); do
+for t in "$dev"/bin/test_*_cuda; do
+  basename "$t" | grep -qE -- "$pick" || continue
   name=$(basename "$t")
   "$t" > "$out/$name.log" 2>&1; rc=$?
   summary+=("$(printf '%-22s %s' "$name" "$( [ $rc = 0 ] && echo pass || { [ $rc = 77 ] && echo SKIPPED || echo "FAIL ($rc)"; })")")
@@ -49,7 +50,8 @@ for t in $(ls "$dev"/bin/test_*_cuda | grep -E -- "$pick"); do
 done
 if command -v compute-sanitizer >/dev/null; then
   for tool in memcheck racecheck; do
-    for t in $(ls "$dev"/bin/test_*_cuda | grep -E -- "$pick"); do
+    for t in "$dev"/bin/test_*_cuda; do
+  basename "$t" | grep -qE -- "$pick" || continue
       name=$(basename "$t")
       GM_TEST_SMALL=1 compute-sanitizer --tool "$tool" --error-exitcode 99 "$t" > "$out/$name.$tool.log" 2>&1; rc=$?
       summary+=("$(printf '%-22s %-10s %s' "$name" "$tool" "$( [ $rc = 0 ] && echo clean || echo "ERRORS ($rc)")")")
