@@ -219,19 +219,6 @@ static img_t smooth_image(int w, int h, int cell, int noise)
     return im;
 }
 
-static int load_data(const char *rel, gm_image *img)
-{
-    static const char *prefix[] = {"", "../", "../../"};
-    char path[512], err[256] = "";
-    for (size_t p = 0; p < sizeof prefix / sizeof *prefix; p++) {
-        snprintf(path, sizeof path, "%s%s", prefix[p], rel);
-        if (gm_image_load(path, 0, img, err, sizeof err) == GM_OK)
-            return 1;
-    }
-    ck_abort_msg("cannot load %s (%s): run from the source directory", rel, err);
-    return 0;
-}
-
 /* Points compared: positions within 1e-5, w equal, angle within 1e-6;
  * returns how many points differ in any bit of x or y (expected 0). */
 static uint32_t expect_same_points(const gm_point *c, const gm_point *g, uint32_t n,
@@ -343,7 +330,7 @@ START_TEST(test_points_real)
                                   "data/bench/q_cell_00_easy.jpg"};
     for (size_t f = 0; f < sizeof files / sizeof *files; f++) {
         gm_image img;
-        load_data(files[f], &img);
+        img = load_data(files[f]);
         EXPECT(check_chain(img.data, img.width, img.height, img.stride, 1 << 20, 0, files[f]) > 50);
         gm_image_free(&img);
     }

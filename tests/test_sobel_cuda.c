@@ -69,21 +69,6 @@ static img_t smooth_image(int w, int h, int cell, int noise)
     return im;
 }
 
-/* data/... from the source tree (ctest runs in it) or from a build dir in it. */
-static gm_image load_data(const char *rel)
-{
-    static const char *prefix[] = {"", "../", "../../"};
-    char path[512], err[256] = "";
-    gm_image img;
-    for (size_t p = 0; p < sizeof prefix / sizeof *prefix; p++) {
-        snprintf(path, sizeof path, "%s%s", prefix[p], rel);
-        if (gm_image_load(path, 0, &img, err, sizeof err) == GM_OK)
-            return img;
-    }
-    ck_abort_msg("cannot load %s (%s): run from the source directory", rel, err);
-    return img;
-}
-
 /* ---- the comparison ---------------------------------------------------------------- */
 
 static gm_edges_dev g_dev; /* reused across frames, grown when a frame is larger */

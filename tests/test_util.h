@@ -9,6 +9,7 @@
 #include <check.h>
 #include <math.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -324,6 +325,22 @@ static inline void *to_dev(const void *h, size_t bytes)
     if (bytes)
         CK_CUDA(cudaMemcpy(d, h, bytes, cudaMemcpyHostToDevice));
     return d;
+}
+
+/* data/... from the source tree (ctest runs in it) or from a build dir in it;
+ * free with gm_image_free. */
+static inline gm_image load_data(const char *rel)
+{
+    static const char *prefix[] = {"", "../", "../../"};
+    char path[512], err[256] = "";
+    gm_image img;
+    for (size_t p = 0; p < sizeof prefix / sizeof *prefix; p++) {
+        snprintf(path, sizeof path, "%s%s", prefix[p], rel);
+        if (gm_image_load(path, 0, &img, err, sizeof err) == GM_OK)
+            return img;
+    }
+    ck_abort_msg("cannot load %s (%s): run from the source directory", rel, err);
+    return img;
 }
 
 /* main() of a CUDA test binary: 77 (ctest: skipped) without a device, else
