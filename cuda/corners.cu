@@ -18,7 +18,11 @@
  *                   on the count (one candidate per 2 x 2 block): stable, so
  *                   equal responses keep raster order, (y, x) ascending,
  *                   as the CPU's qsort comparator orders them.
- *   k_suppress      one warp: the greedy suppression, exactly (below).
+ *   k_prep          per sorted candidate, in parallel: pixel, grid cell,
+ *                   sub-pixel position, response and gradient, one record.
+ *   k_suppress      one warp: the greedy suppression, exactly (below); the
+ *                   grid in shared memory when it fits in 48 KiB (a frame of
+ *                   about 1.6 Mpixels), else in global memory.
  *   one copy        count and kept corners (x, y, w, gx, gy) to pinned memory;
  *                   the angle is taken on the host with the C library's atan2f.
  *
@@ -32,7 +36,14 @@
  * sub-pixel position goes into its cell of the grid, and every later lane
  * whose 5 x 5 holds that cell sets or clears that cell's bit by its distance
  * to the new corner, exactly as the CPU's grid slot is overwritten.  A batch
- * costs one grid test per lane and one step per kept corner. */
+ * costs one grid test per lane and one step per kept corner.
+ *
+ * H100 (SXM), 1024 x 768, 1966 shapes on noise (test_corners_cuda,
+ * GM_CORNERS_TIME=1), the whole synchronizing call by wall clock: target 50
+ * 133 us, 400 219 us, all (976 kept) 555 us; gm_corners_cpu 5.4-8.9 ms.  The
+ * walk is the bulk (one memory latency a batch of 32).  Measured and left out:
+ * the walk reading idx, resp, gx, gy itself and the grid in global memory
+ * (154 / 408 / 1034 us). */
 #include <cub/device/device_radix_sort.cuh>
 #include <cub/device/device_select.cuh>
 #include <thrust/iterator/counting_iterator.h>
@@ -146,44 +157,82 @@ static __global__ void __launch_bounds__(CN_THREADS)
 /* ---- suppression ---------------------------------------------------------------------- */
 
 #define FULL_MASK 0xffffffffu
+#define SMEM_GRID_BYTES (48 * 1024) /* grids up to this size live in shared memory */
 
-/* One warp, the whole walk (see the top of the file).  grid: 2 floats a cell,
- * NaN when empty (never within the radius). */
-static __global__ void __launch_bounds__(32)
-    k_suppress(const uint32_t *__restrict__ idx, const uint32_t *__restrict__ d_nsel,
-               uint32_t sort_n, const float *__restrict__ resp, const int16_t *__restrict__ gx,
-               const int16_t *__restrict__ gy, int w, int gw, int gh, float2 *grid,
-               uint32_t target, stage_head *head, stage_rec *out)
+/* A sorted candidate with all the walk needs, made in parallel beforehand so
+ * that the one-warp walk reads one coalesced record a lane and a batch. */
+typedef struct __align__(16) {
+    float px, py, w;    /* sub-pixel position, response */
+    int16_t gx, gy;     /* gradient at the pixel, for the angle */
+    int x, y, cx, cy;   /* pixel, grid cell */
+} cand_rec;
+static_assert(sizeof(cand_rec) == 32, "8 bytes a pixel at most: the records reuse d_sum");
+
+static __global__ void __launch_bounds__(CN_THREADS)
+    k_prep(const uint32_t *__restrict__ idx, const uint32_t *__restrict__ d_nsel, uint32_t sort_n,
+           const float *__restrict__ resp, const int16_t *__restrict__ gx,
+           const int16_t *__restrict__ gy, int w, cand_rec *__restrict__ rec)
 {
+    uint32_t nc = *d_nsel;
+    if (nc > sort_n)
+        nc = sort_n; /* not expected: sort_n bounds the count */
+    for (uint32_t k = blockIdx.x * blockDim.x + threadIdx.x; k < nc; k += gridDim.x * blockDim.x) {
+        const uint32_t i = idx[k];
+        cand_rec r;
+        r.x = (int)(i % (uint32_t)w);
+        r.y = (int)(i / (uint32_t)w);
+        gm_corner_subpixel(resp, i, w, r.x, r.y, &r.px, &r.py);
+        r.w = resp[i];
+        r.gx = gx[i];
+        r.gy = gy[i];
+        r.cx = gm_corner_cell(r.x);
+        r.cy = gm_corner_cell(r.y);
+        rec[k] = r;
+    }
+}
+
+/* One warp, the whole walk (see the top of the file).  The grid: 2 floats a
+ * cell, NaN when empty (never within the radius); in shared memory when it
+ * fits (smem_grid), else g_grid.  The next batch's records are loaded while
+ * the current one is walked. */
+static __global__ void __launch_bounds__(32)
+    k_suppress(const cand_rec *__restrict__ rec, const uint32_t *__restrict__ d_nsel,
+               uint32_t sort_n, int gw, int gh, float2 *g_grid, int smem_grid, uint32_t target,
+               stage_head *head, stage_rec *out)
+{
+    extern __shared__ float2 s_grid[];
+    float2 *grid = smem_grid ? s_grid : g_grid;
     const int lane = (int)threadIdx.x;
     const float nan = __int_as_float(0x7fffffff);
     for (int g = lane; g < gw * gh; g += 32)
         grid[g] = make_float2(nan, nan);
-    __syncwarp();
+    __syncthreads(); /* the block is this one warp: every barrier below is uniform */
     uint32_t nc = *d_nsel;
     if (nc > sort_n)
-        nc = sort_n; /* not expected: sort_n bounds the count */
+        nc = sort_n;
     uint32_t kept = 0;
+    cand_rec next;
+    memset(&next, 0, sizeof next);
+    bool next_valid = (uint32_t)lane < nc;
+    if (next_valid)
+        next = rec[lane];
     for (uint32_t base = 0; base < nc && kept < target; base += 32) {
-        const uint32_t k = base + (uint32_t)lane;
-        const bool valid = k < nc;
-        uint32_t i = 0, mask = 0;
-        int x = 0, y = 0, cx = 0, cy = 0;
-        if (valid) {
-            i = idx[k];
-            x = (int)(i % (uint32_t)w);
-            y = (int)(i / (uint32_t)w);
-            cx = gm_corner_cell(x);
-            cy = gm_corner_cell(y);
+        const cand_rec cur = next;
+        const bool valid = next_valid;
+        next_valid = base + 32 + (uint32_t)lane < nc;
+        if (next_valid)
+            next = rec[base + 32 + (uint32_t)lane];
+        uint32_t mask = 0;
+        if (valid)
             for (int q = 0; q < 25; q++) {
-                int gx2 = cx + q % 5 - 2, gy2 = cy + q / 5 - 2;
+                int gx2 = cur.cx + q % 5 - 2, gy2 = cur.cy + q / 5 - 2;
                 if (gx2 < 0 || gy2 < 0 || gx2 >= gw || gy2 >= gh)
                     continue;
                 float2 p = grid[gy2 * gw + gx2];
-                if (gm_corner_near(p.x, p.y, x, y))
+                if (gm_corner_near(p.x, p.y, cur.x, cur.y))
                     mask |= 1u << q;
             }
-        }
+        __syncthreads(); /* the grid reads before this batch's writes */
         uint32_t undecided = __ballot_sync(FULL_MASK, valid);
         /* each step decides at least one lane: at most 32 steps */
         while (undecided && kept < target) {
@@ -192,24 +241,22 @@ static __global__ void __launch_bounds__(32)
                 break; /* every undecided lane is suppressed */
             const int f = __ffs((int)open) - 1;
             undecided &= ~((2u << f) - 1u); /* f kept, the lanes below it suppressed */
-            float px = 0, py = 0;
             if (lane == f) {
-                gm_corner_subpixel(resp, i, w, x, y, &px, &py);
-                grid[cy * gw + cx] = make_float2(px, py);
-                stage_rec r = {px, py, resp[i], gx[i], gy[i]};
+                grid[cur.cy * gw + cur.cx] = make_float2(cur.px, cur.py);
+                stage_rec r = {cur.px, cur.py, cur.w, cur.gx, cur.gy};
                 out[kept] = r;
             }
-            __syncwarp();
-            px = __shfl_sync(FULL_MASK, px, f);
-            py = __shfl_sync(FULL_MASK, py, f);
-            const int dx = __shfl_sync(FULL_MASK, cx, f) - cx, dy = __shfl_sync(FULL_MASK, cy, f) - cy;
+            __syncthreads(); /* a later kept corner may overwrite the cell */
+            const float px = __shfl_sync(FULL_MASK, cur.px, f), py = __shfl_sync(FULL_MASK, cur.py, f);
+            const int dx = __shfl_sync(FULL_MASK, cur.cx, f) - cur.cx;
+            const int dy = __shfl_sync(FULL_MASK, cur.cy, f) - cur.cy;
             kept++;
             if (((undecided >> lane) & 1u) && dx >= -2 && dx <= 2 && dy >= -2 && dy <= 2) {
                 const uint32_t bit = 1u << ((dy + 2) * 5 + dx + 2);
-                mask = gm_corner_near(px, py, x, y) ? mask | bit : mask & ~bit;
+                mask = gm_corner_near(px, py, cur.x, cur.y) ? mask | bit : mask & ~bit;
             }
         }
-        __syncwarp(); /* the grid writes before the next batch's reads */
+        __syncthreads(); /* the grid writes before the next batch's reads */
     }
     if (lane == 0)
         head->n = kept;
@@ -267,9 +314,17 @@ static gm_status launch_corners(const gm_edges_dev *e, uint32_t target, gm_corne
                                                             c->d_key[1], c->d_idx[0], c->d_idx[1],
                                                             (int)sort_n, 0, 32, stream));
 
-    k_suppress<<<1, 32, 0, stream>>>(c->d_idx[1], c->d_nsel, (uint32_t)sort_n, c->d_resp, e->d_gx,
-                                     e->d_gy, w, gw, gh, (float2 *)c->d_grid, target, d_head,
-                                     (stage_rec *)(d_head + 1));
+    /* the row sums are spent: their buffer holds the records (8 of its 12
+     * bytes a pixel) */
+    cand_rec *d_rec = (cand_rec *)c->d_sum;
+    k_prep<<<blocks_for(sort_n), CN_THREADS, 0, stream>>>(c->d_idx[1], c->d_nsel, (uint32_t)sort_n,
+                                                          c->d_resp, e->d_gx, e->d_gy, w, d_rec);
+    GM_CUDA_CHECK_LAUNCH();
+    const size_t grid_bytes = (size_t)gw * (size_t)gh * sizeof(float2);
+    const int smem = grid_bytes <= SMEM_GRID_BYTES;
+    k_suppress<<<1, 32, smem ? grid_bytes : 0, stream>>>(d_rec, c->d_nsel, (uint32_t)sort_n, gw, gh,
+                                                          (float2 *)c->d_grid, smem, target, d_head,
+                                                          (stage_rec *)(d_head + 1));
     GM_CUDA_CHECK_LAUNCH();
     return GM_OK;
 }
