@@ -143,18 +143,12 @@ extern "C" gm_status gm_compact_flags_dev_alloc(gm_compact_flags_dev *c, uint32_
     }
     if (bytes == 0)
         bytes = 1;
-#define GM_ALLOC_(call)                                                                  \
-    do {                                                                               \
-        if (err == cudaSuccess && (err = (call)) != cudaSuccess)                       \
-            gm_cuda_record_error(err, #call, __func__, __FILE__, __LINE__);            \
-    } while (0)
-    GM_ALLOC_(cudaMalloc((void **)&c->d_blk, 2 * (size_t)nblk * sizeof *c->d_blk));
-    GM_ALLOC_(cudaMalloc(&c->d_temp, bytes));
-    GM_ALLOC_(cudaMalloc((void **)&c->d_count, sizeof *c->d_count));
-    GM_ALLOC_(cudaMallocHost((void **)&c->h_count, sizeof *c->h_count));
-#undef GM_ALLOC_
+    GM_CUDA_TRY(err, cudaMalloc((void **)&c->d_blk, 2 * (size_t)nblk * sizeof *c->d_blk));
+    GM_CUDA_TRY(err, cudaMalloc(&c->d_temp, bytes));
+    GM_CUDA_TRY(err, cudaMalloc((void **)&c->d_count, sizeof *c->d_count));
+    GM_CUDA_TRY(err, cudaMallocHost((void **)&c->h_count, sizeof *c->h_count));
     if (err != cudaSuccess) {
-        gm_status st = err == cudaErrorMemoryAllocation ? GM_ERR_NOMEM : GM_ERR_DEVICE;
+        gm_status st = gm_cuda_status(err);
         gm_compact_flags_dev_free(c);
         return st;
     }

@@ -35,4 +35,19 @@ void gm_cuda_record_error(cudaError_t e, const char *call, const char *func, con
  * under GMATCH_CUDA_SYNC_CHECK=1 also the execution error. */
 #define GM_CUDA_CHECK_LAUNCH() GM_CUDA_CHECK(cudaGetLastError())
 
+/* Chains of calls that must all succeed (allocations, then their use):
+ * `err` (a cudaError_t, cudaSuccess at first) keeps the first failure, which
+ * is recorded as GM_CUDA_CHECK records it; the calls after it are skipped.
+ * gm_cuda_status(err) is then the status to return. */
+#define GM_CUDA_TRY(err, call)                                                     \
+    do {                                                                           \
+        if ((err) == cudaSuccess && ((err) = (call)) != cudaSuccess)               \
+            gm_cuda_record_error((err), #call, __func__, __FILE__, __LINE__);      \
+    } while (0)
+
+static inline gm_status gm_cuda_status(cudaError_t e)
+{
+    return e == cudaSuccess ? GM_OK : e == cudaErrorMemoryAllocation ? GM_ERR_NOMEM : GM_ERR_DEVICE;
+}
+
 #endif

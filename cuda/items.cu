@@ -126,36 +126,33 @@ extern "C" gm_status gm_basis_items_cuda(const gm_vote_basis *d_bases, uint32_t 
     uint32_t total = 0;
     gm_status st = GM_OK;
     cudaError_t err = cudaSuccess;
-#define IT_TRY(call)                                                                   \
-    do {                                                                               \
-        if (err == cudaSuccess && (err = (call)) != cudaSuccess)                       \
-            gm_cuda_record_error(err, #call, __func__, __FILE__, __LINE__);            \
-    } while (0)
     const size_t nc = (size_t)nb + 1;
-    IT_TRY(cudaMallocAsync((void **)&d_cnt, 2 * nc * sizeof *d_cnt, stream));
+    GM_CUDA_TRY(err, cudaMallocAsync((void **)&d_cnt, 2 * nc * sizeof *d_cnt, stream));
     if (err == cudaSuccess)
         d_off = d_cnt + nc;
-    IT_TRY(cudaMemsetAsync(d_cnt + nb, 0, sizeof *d_cnt, stream));
+    GM_CUDA_TRY(err, cudaMemsetAsync(d_cnt + nb, 0, sizeof *d_cnt, stream));
     if (err == cudaSuccess) {
         k_items<false><<<nb, IT_THREADS, 0, stream>>>(d_bases, d_cloud, n_cloud, d_cnt, NULL, NULL,
                                                       NULL);
-        IT_TRY(cudaGetLastError());
+        GM_CUDA_TRY(err, cudaGetLastError());
     }
-    IT_TRY(cub::DeviceScan::ExclusiveSum(NULL, temp_bytes, d_cnt, d_off, (int64_t)nc, stream));
-    IT_TRY(cudaMallocAsync(&d_temp, temp_bytes ? temp_bytes : 1, stream));
-    IT_TRY(cub::DeviceScan::ExclusiveSum(d_temp, temp_bytes, d_cnt, d_off, (int64_t)nc, stream));
-    IT_TRY(cudaMemcpyAsync(&total, d_off + nb, sizeof total, cudaMemcpyDeviceToHost, stream));
-    IT_TRY(cudaStreamSynchronize(stream));
+    GM_CUDA_TRY(err, cub::DeviceScan::ExclusiveSum(NULL, temp_bytes, d_cnt, d_off, (int64_t)nc,
+                                                   stream));
+    GM_CUDA_TRY(err, cudaMallocAsync(&d_temp, temp_bytes ? temp_bytes : 1, stream));
+    GM_CUDA_TRY(err, cub::DeviceScan::ExclusiveSum(d_temp, temp_bytes, d_cnt, d_off, (int64_t)nc,
+                                                   stream));
+    GM_CUDA_TRY(err, cudaMemcpyAsync(&total, d_off + nb, sizeof total, cudaMemcpyDeviceToHost,
+                                     stream));
+    GM_CUDA_TRY(err, cudaStreamSynchronize(stream));
     if (err == cudaSuccess && total) {
-        IT_TRY(cudaMallocAsync((void **)&keys, (size_t)total * sizeof *keys, stream));
-        IT_TRY(cudaMallocAsync((void **)&vals, (size_t)total * sizeof *vals, stream));
+        GM_CUDA_TRY(err, cudaMallocAsync((void **)&keys, (size_t)total * sizeof *keys, stream));
+        GM_CUDA_TRY(err, cudaMallocAsync((void **)&vals, (size_t)total * sizeof *vals, stream));
         if (err == cudaSuccess) {
             k_items<true><<<nb, IT_THREADS, 0, stream>>>(d_bases, d_cloud, n_cloud, NULL, d_off,
                                                          keys, vals);
-            IT_TRY(cudaGetLastError());
+            GM_CUDA_TRY(err, cudaGetLastError());
         }
     }
-#undef IT_TRY
     if (d_temp)
         (void)cudaFreeAsync(d_temp, stream);
     if (d_cnt)
@@ -166,7 +163,7 @@ extern "C" gm_status gm_basis_items_cuda(const gm_vote_basis *d_bases, uint32_t 
         if (vals)
             (void)cudaFreeAsync(vals, stream);
         (void)cudaGetLastError();
-        st = err == cudaErrorMemoryAllocation ? GM_ERR_NOMEM : GM_ERR_DEVICE;
+        st = gm_cuda_status(err);
         return st;
     }
     *d_keys = keys;

@@ -16,6 +16,7 @@
 #include "cuda_check.cuh"
 #include <omp.h>
 
+#include "corners_cuda.h"
 #include "items_cuda.h"
 #include "reduce_cuda.h"
 #include "verify_cuda.h"
@@ -42,6 +43,8 @@ struct gm_gpu {
     size_t cap;              /* pixels of the edge buffers */
     gm_edges_dev edges;
     gm_compact_flags_dev flags;
+    gm_corners_dev corners;
+    uint32_t corner_cap;     /* corners the corner buffers hold */
     dbuf img, idx, all, cloud, keys, bases, best, scratch;
     hbuf h_img, h_all, h_keys, h_best;
     /* verification: the reference's edge map, the query's points */
@@ -154,6 +157,7 @@ void gm_gpu_close(gm_gpu *g)
         gm_verify_dev_free(&g->verify);
         gm_edges_dev_free(&g->edges);
         gm_compact_flags_dev_free(&g->flags);
+        gm_corners_dev_free(&g->corners);
         dbuf *d[] = {&g->img, &g->idx, &g->all, &g->cloud, &g->keys, &g->bases, &g->best,
                      &g->scratch};
         for (size_t i = 0; i < sizeof d / sizeof d[0]; i++)
@@ -172,22 +176,35 @@ const char *gm_gpu_name(const gm_gpu *g) { return g ? g->name : ""; }
 void gm_gpu_lock(gm_gpu *g) { pthread_mutex_lock(&g->lock); }
 void gm_gpu_unlock(gm_gpu *g) { pthread_mutex_unlock(&g->lock); }
 
-/* Edge buffers for at least w x h pixels. */
-static gm_status need_edges(gm_gpu *g, int w, int h)
+/* Edge and corner buffers for at least w x h pixels and `corners` corners. */
+static gm_status need_edges(gm_gpu *g, int w, int h, uint32_t corners)
 {
     size_t n = (size_t)w * h;
-    if (n <= g->cap)
+    if (n <= g->cap && corners <= g->corner_cap)
         return GM_OK;
+    /* a square of the larger side (never smaller than before): any later
+     * shape of that area fits */
+    int side = w > h ? w : h;
+    size_t prev = (size_t)sqrt((double)g->cap);
+    if ((size_t)side < prev)
+        side = (int)prev;
+    uint32_t ccap = corners > g->corner_cap ? corners : g->corner_cap;
+    if (ccap < 1024)
+        ccap = 1024;
     gm_edges_dev_free(&g->edges);
     gm_compact_flags_dev_free(&g->flags);
+    gm_corners_dev_free(&g->corners);
     g->cap = 0;
-    /* a square of the larger side: any later shape of that area fits */
-    int side = w > h ? w : h;
+    g->corner_cap = 0;
     gm_status st = gm_edges_dev_alloc(&g->edges, side, side);
     if (st == GM_OK)
         st = gm_compact_flags_dev_alloc(&g->flags, (uint32_t)((size_t)side * side));
     if (st == GM_OK)
+        st = gm_corners_dev_alloc(&g->corners, side, side, ccap);
+    if (st == GM_OK) {
         g->cap = (size_t)side * side;
+        g->corner_cap = ccap;
+    }
     return st;
 }
 
@@ -227,7 +244,7 @@ gm_status gm_gpu_side(gm_gpu *g, gm_view img, int max_edges, uint32_t corner_tar
     memset(corners, 0, sizeof *corners);
     const int w = img.width, h = img.height;
     const size_t n = (size_t)w * h;
-    gm_status st = need_edges(g, w, h);
+    gm_status st = need_edges(g, w, h, corner_target);
     if (st == GM_OK)
         st = dbuf_need(&g->idx, (size_t)(max_edges > 0 ? max_edges : 1) * sizeof(uint32_t));
     if (st == GM_OK)
@@ -250,14 +267,12 @@ gm_status gm_gpu_side(gm_gpu *g, gm_view img, int max_edges, uint32_t corner_tar
         (st = gm_edge_points_cuda(&g->edges, g->idx.d, g->flags.d_count, cap, g->all.d,
                                   g->stream)) != GM_OK)
         return st;
-    /* corners (host until cuda/corners.cu lands): from the device's edges */
-    gm_edges he;
-    if ((st = gm_edges_dev_to_host(&g->edges, g->stream, &he)) != GM_OK)
-        return st;
-    st = gm_corners_cpu(&he, corner_target, corners);
-    gm_edges_free(&he);
-    if (st != GM_OK)
-        return st;
+    /* corners: to the host with the stream's first synchronization */
+    if (!(corners->p = malloc((corner_target ? corner_target : 1) * sizeof *corners->p)))
+        return GM_ERR_NOMEM;
+    if ((st = gm_corners_cuda(&g->edges, corner_target, &g->corners, corners->p, &corners->n,
+                              g->stream)) != GM_OK)
+        goto fail;
     uint32_t n_all = *g->flags.h_count < cap ? *g->flags.h_count : cap;
     all->p = malloc((n_all ? n_all : 1) * sizeof *all->p);
     if (!all->p) {

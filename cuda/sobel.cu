@@ -287,21 +287,15 @@ extern "C" gm_status gm_edges_dev_alloc(gm_edges_dev *e, int w, int h)
         return GM_ERR_INVALID;
     gm_status st = GM_OK;
     cudaError_t err = cudaSuccess;
-#define GM_ALLOC_(call)                                                                  \
-    do {                                                                               \
-        if (err == cudaSuccess && (err = (call)) != cudaSuccess)                       \
-            gm_cuda_record_error(err, #call, __func__, __FILE__, __LINE__);            \
-    } while (0)
-    GM_ALLOC_(cudaMalloc((void **)&e->d_gx, n * sizeof *e->d_gx));
-    GM_ALLOC_(cudaMalloc((void **)&e->d_gy, n * sizeof *e->d_gy));
-    GM_ALLOC_(cudaMalloc((void **)&e->d_mag2, n * sizeof *e->d_mag2));
-    GM_ALLOC_(cudaMalloc((void **)&e->d_edge, n));
-    GM_ALLOC_(cudaMalloc((void **)&e->d_hist, 2 * NBIN * sizeof *e->d_hist));
-    GM_ALLOC_(cudaMalloc((void **)&e->d_threshold, sizeof *e->d_threshold));
-    GM_ALLOC_(cudaMallocHost((void **)&e->h_threshold, sizeof *e->h_threshold));
-#undef GM_ALLOC_
+    GM_CUDA_TRY(err, cudaMalloc((void **)&e->d_gx, n * sizeof *e->d_gx));
+    GM_CUDA_TRY(err, cudaMalloc((void **)&e->d_gy, n * sizeof *e->d_gy));
+    GM_CUDA_TRY(err, cudaMalloc((void **)&e->d_mag2, n * sizeof *e->d_mag2));
+    GM_CUDA_TRY(err, cudaMalloc((void **)&e->d_edge, n));
+    GM_CUDA_TRY(err, cudaMalloc((void **)&e->d_hist, 2 * NBIN * sizeof *e->d_hist));
+    GM_CUDA_TRY(err, cudaMalloc((void **)&e->d_threshold, sizeof *e->d_threshold));
+    GM_CUDA_TRY(err, cudaMallocHost((void **)&e->h_threshold, sizeof *e->h_threshold));
     if (err != cudaSuccess) {
-        st = err == cudaErrorMemoryAllocation ? GM_ERR_NOMEM : GM_ERR_DEVICE;
+        st = gm_cuda_status(err);
         gm_edges_dev_free(e);
         return st;
     }
