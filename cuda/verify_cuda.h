@@ -39,6 +39,9 @@ typedef struct {
     int32_t *d_nearest;  /* [w*h] */
     gm_point *d_pts;     /* [n] (at least one element) */
     float *d_dir;        /* [2n] (cos, sin) */
+    float4 *d_cells;     /* [w*h] the nearest edge point of each pixel as (x, y, cos, sin),
+                          * x NaN where there is none: the refinement's search reads one
+                          * 16-byte cell a pixel, no dependent loads */
 } gm_edge_map_dev;
 
 /* Allocates d's arrays and copies map into them (d is zeroed first);

@@ -130,6 +130,7 @@ static inline GM_HD uint32_t gm_verify_strict_point(const gm_map_view *map, cons
 #define GM_REFINE_MIN_PAIRS 8
 
 static inline GM_HD int gm_refine_radius(int it) { return it < 2 ? 3 : 2; }
+#define GM_REFINE_MAX_R 3 /* the largest gm_refine_radius */
 static inline GM_HD double gm_refine_huber(int it) { return it < 2 ? 1.5 : 0.75; }
 
 /* One correspondence of the fit: query point, reference point, the
