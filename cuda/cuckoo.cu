@@ -109,6 +109,7 @@ enum { GM_TAB_BASIC = 0, GM_TAB_MULTI = 1, GM_TAB_COMPACT = 2 };
 #define GM_PA_TILE (GM_PA_THREADS * GM_PA_ITEMS)
 #define GM_PA_BINS 512 /* most super-buckets */
 #define GM_PB_THREADS 512
+#define GM_PB_ITEMS 8
 
 /* The super-bucket of bucket b is b >> shift.  The bucket of a key, as
  * gm_cuckoo_h, with its constants bundled. */
@@ -260,8 +261,20 @@ static __global__ void __launch_bounds__(GM_PB_THREADS)
     for (uint32_t j = tid; j < g; j += GM_PB_THREADS)
         s_cur[j] = 0u;
     __syncthreads();
-    for (uint32_t j = lo + tid; j < hi; j += GM_PB_THREADS)
-        atomicAdd(&s_cur[gm_p1_bucket(h, gm_item_key(in[j])) - b0], 1u);
+    /* GM_PB_ITEMS loads in flight a thread before their use (one at a time
+     * left the kernel latency bound) */
+    for (size_t j0 = lo + tid; j0 < hi; j0 += GM_PB_THREADS * GM_PB_ITEMS) {
+        uint32_t k[GM_PB_ITEMS];
+#pragma unroll
+        for (int u = 0; u < GM_PB_ITEMS; u++) {
+            const size_t j = j0 + (size_t)u * GM_PB_THREADS;
+            k[u] = j < hi ? gm_item_key(in[j]) : 0u;
+        }
+#pragma unroll
+        for (int u = 0; u < GM_PB_ITEMS; u++)
+            if (j0 + (size_t)u * GM_PB_THREADS < hi)
+                atomicAdd(&s_cur[gm_p1_bucket(h, k[u]) - b0], 1u);
+    }
     __syncthreads();
     /* start[b0 + x] = lo + the exclusive sum, GM_PB_THREADS buckets a step */
     uint32_t run = lo;
@@ -283,9 +296,18 @@ static __global__ void __launch_bounds__(GM_PB_THREADS)
         start[h.nb] = n;
     if (over)
         atomicOr(&st->flags, GM_F_OVERFULL);
-    for (uint32_t j = lo + tid; j < hi; j += GM_PB_THREADS) {
-        const item_t it = in[j];
-        out[atomicAdd(&s_cur[gm_p1_bucket(h, gm_item_key(it)) - b0], 1u)] = it;
+    for (size_t j0 = lo + tid; j0 < hi; j0 += GM_PB_THREADS * GM_PB_ITEMS) {
+        item_t it[GM_PB_ITEMS];
+#pragma unroll
+        for (int u = 0; u < GM_PB_ITEMS; u++) {
+            const size_t j = j0 + (size_t)u * GM_PB_THREADS;
+            if (j < hi)
+                it[u] = in[j];
+        }
+#pragma unroll
+        for (int u = 0; u < GM_PB_ITEMS; u++)
+            if (j0 + (size_t)u * GM_PB_THREADS < hi)
+                out[atomicAdd(&s_cur[gm_p1_bucket(h, gm_item_key(it[u])) - b0], 1u)] = it[u];
     }
 }
 
