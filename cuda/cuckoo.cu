@@ -4,13 +4,14 @@
  * host equals the CPU table slot for slot.
  *
  * Build, per phase-1 attempt ("restart"):
- *   k_p1_count      a global atomicAdd on count[h(k)] per item (per warp
- *                   and bucket); the old value gives the item's offset inside
- *                   its bucket (paper Alg. 1 step 5).  Raises the OVERFULL
- *                   (basic: a bucket over 512 items) and BAD_KEY flags.
- *   CUB ExclusiveSum over count[0..nb] -> start[].
- *   k_p1_scatter    item -> buffer[start[b] + offset]; key and value
- *                   interleaved (one 8-byte store, paper 4.1).
+ *   k_pa_hist, CUB ExclusiveSum, k_pa_scatter, k_pb_bucket
+ *                   phase 1 as a two-level partition by bucket with
+ *                   block-local counts (see "phase 1" below) instead of the
+ *                   paper's global atomicAdd per item (Alg. 1 step 5): the
+ *                   items grouped by bucket (key and value interleaved, one
+ *                   8-byte item, paper 4.1), start[] of every bucket; raises
+ *                   the BAD_KEY and OVERFULL (basic: a bucket over 512 items)
+ *                   flags.
  *   k_p2_basic /
  *   k_p2_distinct   one block per bucket, everything in shared memory:
  *                   lockstep rounds, attempts, the write-out of T1|T2|T3
@@ -20,7 +21,7 @@
  *   compact only    CUB ExclusiveSum over the occupancy of all slots in
  *                   global slot order (in place in the index array), then
  *                   k_compact_unique: unique[index] = key.
- * The kernels after k_p1_count read the flag word and do nothing when the
+ * The kernels after k_pa_hist read the flag word and do nothing when the
  * attempt already failed, so an attempt costs ONE host round trip (the read
  * of the flags and stats at its end) instead of one per phase.
  *
@@ -37,8 +38,6 @@
 
 #include <cub/block/block_scan.cuh>
 #include <cub/device/device_scan.cuh>
-#include <thrust/iterator/counting_iterator.h>
-#include <thrust/iterator/transform_iterator.h>
 
 #include "cuckoo_core.h"
 #include "cuda_check.cuh"
@@ -50,19 +49,12 @@
  * bucket, each with several keys, win: basic 512 threads x 1 key 0.61 ms,
  * 256 x 2 0.46 ms, 128 x 4 0.44 ms, 64 x 8 0.48 ms; multi-value (5M
  * items, 1 a key) 192 x 3 0.51 ms, 96 x 6 0.53 ms, 64 x 9 0.60 ms.
- * Phase 1: 256 threads, 4 items a thread, loaded before use so that four
- * independent loads (then four atomics) are in flight (8 items: no gain). */
-#define GM_P1_THREADS 256
-#define GM_P1_ITEMS 4
+ * Phase 1: see its section. */
 #define GM_P2_BASIC_KEYS 4
 #define GM_P2_BASIC_THREADS (GM_CUCKOO_BUCKET_MAX / GM_P2_BASIC_KEYS)
 #define GM_P2_DISTINCT_KEYS 3 /* must divide 576: the block scan is K slots a thread */
 #define GM_P2_DISTINCT_THREADS (GM_CUCKOO_BUCKET_SLOTS / GM_P2_DISTINCT_KEYS)
 #define GM_FIND_THREADS 256
-/* Phase-1 counters GM_P1_STRIDE words apart (one a 32-byte sector): 5M
- * random items on 12225 counters, k_p1_count 121 us packed, 92 us padded
- * (ncu, H100 at 1.58 GHz); a 128-byte stride gained nothing more. */
-#define GM_P1_STRIDE 8
 
 /* Flag bits of gm_build_state.flags. */
 #define GM_F_BAD_KEY 1u  /* a key == GM_KEY_EMPTY */
@@ -87,86 +79,240 @@ typedef struct {
 
 enum { GM_TAB_BASIC = 0, GM_TAB_MULTI = 1, GM_TAB_COMPACT = 2 };
 
-/* ---- phase 1 ---------------------------------------------------------------- */
+/* ---- phase 1: a two-level partition by bucket -------------------------------
+ *
+ * The paper's phase 1 (a global atomicAdd per item on its bucket's counter,
+ * then a scatter of every item to start[b] + its offset) cost 92 us of
+ * L2 atomics and 150 us of random 8-byte writes for 5M items on an H100.
+ * Here the buckets are grouped into at most GM_PA_BINS "super-buckets" of
+ * G = 2^shift consecutive buckets (G the smallest power of two that gives
+ * no more than GM_PA_BINS of them), and the items move twice, both times
+ * with block-local (shared-memory) counting, as a radix sort's pass does:
+ *   k_pa_hist      a tile of GM_PA_TILE items a block: the tile's count per
+ *                  super-bucket in shared memory, written to
+ *                  hist[sb * ntiles + tile] (every entry, zeros too).  Raises
+ *                  BAD_KEY.
+ *   CUB ExclusiveSum over hist (in place): the place of (super-bucket, tile)
+ *                  in the super-bucket order.
+ *   k_pa_scatter   the same tile again: ranks by shared atomics, the tile
+ *                  sorted by super-bucket in shared memory, then written out
+ *                  run by run (consecutive threads, consecutive addresses).
+ *   k_pb_bucket    one block per super-bucket (its items are contiguous, at
+ *                  most a few hundred KB, L2-resident): counts per bucket in
+ *                  shared memory, start[b] by a block scan (OVERFULL: a
+ *                  bucket over max_items), then every item to its bucket's
+ *                  area by a shared atomicAdd.
+ * Items of a bucket end in an arbitrary order (as with the paper's atomics;
+ * phase 2's result does not depend on it).
+ * H100, 5M random pairs (ncu, one build): k_pa_hist 16 us, scan 9 us,
+ * k_pa_scatter 47 us, k_pb_bucket 78 us (shared-atomic and scattered-store
+ * bound: G = 32 counters a block), against the paper's k_p1_count 94 us +
+ * scan 7 us + k_p1_scatter 152 us. */
+#define GM_PA_THREADS 256
+#define GM_PA_ITEMS 16
+#define GM_PA_TILE (GM_PA_THREADS * GM_PA_ITEMS)
+#define GM_PA_BINS 512 /* most super-buckets */
+#define GM_PB_THREADS 512
+#define GM_PB_ITEMS 8
 
-/* Count the items per bucket under the h of `restart`; offs[i] = the item's
- * place in its bucket.  Warp-aggregated: the lanes with the same bucket
- * (__match_any_sync) add once, so a run of one key (multi-value input, a
- * repeated key) costs one atomic a warp; on random keys, where lanes seldom
- * share a bucket, it costs nothing measurable (5M pairs, H100: 0.437 ms a
- * build either way). */
-static __global__ void __launch_bounds__(GM_P1_THREADS)
-    k_p1_count(const uint32_t *__restrict__ keys, uint32_t n, uint32_t nb, uint32_t restart,
-               uint32_t c0, uint32_t c1, uint32_t max_items, uint32_t *__restrict__ counts,
-               uint32_t *__restrict__ offs, gm_build_state *__restrict__ st)
+/* The super-bucket of bucket b is b >> shift.  The bucket of a key, as
+ * gm_cuckoo_h, with its constants bundled. */
+typedef struct {
+    uint32_t nb, restart, c0, c1, shift;
+} gm_p1_hash;
+
+static __device__ __forceinline__ uint32_t gm_p1_bucket(const gm_p1_hash &h, uint32_t k)
 {
-    const size_t base = (size_t)blockIdx.x * (GM_P1_THREADS * GM_P1_ITEMS) + threadIdx.x;
-    uint32_t k[GM_P1_ITEMS];
-#pragma unroll
-    for (int q = 0; q < GM_P1_ITEMS; q++) {
-        size_t i = base + (size_t)q * GM_P1_THREADS;
-        k[q] = i < n ? keys[i] : 0u;
-    }
-    bool bad = false, over = false;
-#pragma unroll
-    for (int q = 0; q < GM_P1_ITEMS; q++) {
-        size_t i = base + (size_t)q * GM_P1_THREADS;
-        bool ok = i < n;
-        uint32_t b = ok ? gm_cuckoo_h(c0, c1, restart, nb, k[q]) : 0u;
-        bad |= ok && k[q] == GM_KEY_EMPTY;
-        /* every lane of the warp runs this ballot (no lane has left) */
-        unsigned vm = __ballot_sync(0xFFFFFFFFu, ok);
-        if (ok) {
-            unsigned peers = __match_any_sync(vm, b);
-            unsigned lane = threadIdx.x & 31u;
-            int leader = __ffs((int)peers) - 1;
-            uint32_t cnt = (uint32_t)__popc(peers), old = 0;
-            if ((int)lane == leader) {
-                old = atomicAdd(&counts[(size_t)b * GM_P1_STRIDE], cnt);
-                over |= (uint64_t)old + cnt > max_items;
-            }
-            old = __shfl_sync(peers, old, leader);
-            offs[i] = old + (uint32_t)__popc(peers & ((1u << lane) - 1u));
-        }
-    }
-    if (bad)
-        atomicOr(&st->flags, GM_F_BAD_KEY);
-    if (over)
-        atomicOr(&st->flags, GM_F_OVERFULL);
+    return gm_cuckoo_h(h.c0, h.c1, h.restart, h.nb, k);
 }
 
-/* Items to their bucket's area: key and value in one 8-byte store (VALS) or
- * the key alone. */
-template <bool VALS>
-static __global__ void __launch_bounds__(GM_P1_THREADS)
-    k_p1_scatter(const uint32_t *__restrict__ keys, const uint32_t *__restrict__ vals, uint32_t n,
-                 uint32_t nb, uint32_t restart, uint32_t c0, uint32_t c1,
-                 const uint32_t *__restrict__ offs, const uint32_t *__restrict__ start,
-                 const gm_build_state *__restrict__ st, uint2 *__restrict__ skv,
-                 uint32_t *__restrict__ sk)
+/* The start of a tile's kernel: the block's bin counters zeroed (barrier
+ * included); returns the thread's first item. */
+static __device__ __forceinline__ size_t gm_pa_begin(uint32_t *s_cnt)
 {
-    if (st->flags & (GM_F_BAD_KEY | GM_F_OVERFULL))
-        return; /* no barrier in this kernel: a thread may leave alone */
-    const size_t base = (size_t)blockIdx.x * (GM_P1_THREADS * GM_P1_ITEMS) + threadIdx.x;
-    uint32_t k[GM_P1_ITEMS], v[GM_P1_ITEMS], o[GM_P1_ITEMS];
+    for (uint32_t j = threadIdx.x; j < GM_PA_BINS; j += GM_PA_THREADS)
+        s_cnt[j] = 0u;
+    __syncthreads();
+    return (size_t)blockIdx.x * GM_PA_TILE + threadIdx.x;
+}
+
+static __global__ void __launch_bounds__(GM_PA_THREADS)
+    k_pa_hist(const uint32_t *__restrict__ keys, uint32_t n, gm_p1_hash h, uint32_t ns,
+              uint32_t ntiles, uint32_t *__restrict__ hist, gm_build_state *__restrict__ st)
+{
+    __shared__ uint32_t s_cnt[GM_PA_BINS];
+    const uint32_t tid = threadIdx.x, tile = blockIdx.x;
+    const size_t base = gm_pa_begin(s_cnt);
+    uint32_t k[GM_PA_ITEMS];
 #pragma unroll
-    for (int q = 0; q < GM_P1_ITEMS; q++) {
-        size_t i = base + (size_t)q * GM_P1_THREADS;
-        bool ok = i < n;
-        k[q] = ok ? keys[i] : 0u;
-        v[q] = ok && VALS ? vals[i] : 0u;
-        o[q] = ok ? offs[i] : 0u;
+    for (int q = 0; q < GM_PA_ITEMS; q++) {
+        const size_t i = base + (size_t)q * GM_PA_THREADS;
+        k[q] = i < n ? keys[i] : 0u;
+    }
+    bool bad = false;
+#pragma unroll
+    for (int q = 0; q < GM_PA_ITEMS; q++) {
+        if (base + (size_t)q * GM_PA_THREADS < n) {
+            bad |= k[q] == GM_KEY_EMPTY;
+            atomicAdd(&s_cnt[gm_p1_bucket(h, k[q]) >> h.shift], 1u);
+        }
+    }
+    __syncthreads();
+    for (uint32_t j = tid; j < ns; j += GM_PA_THREADS)
+        hist[(size_t)j * ntiles + tile] = s_cnt[j];
+    if (bad)
+        atomicOr(&st->flags, GM_F_BAD_KEY);
+}
+
+/* An item of phase 1: (key, value) or the key alone. */
+template <bool VALS> struct gm_p1_item {
+    typedef uint32_t type;
+};
+template <> struct gm_p1_item<true> {
+    typedef uint2 type;
+};
+
+static __device__ __forceinline__ uint32_t gm_item_key(uint32_t it) { return it; }
+static __device__ __forceinline__ uint32_t gm_item_key(uint2 it) { return it.x; }
+
+template <bool VALS>
+static __global__ void __launch_bounds__(GM_PA_THREADS)
+    k_pa_scatter(const uint32_t *__restrict__ keys, const uint32_t *__restrict__ vals, uint32_t n,
+                 gm_p1_hash h, uint32_t ntiles, const uint32_t *__restrict__ hist,
+                 const gm_build_state *__restrict__ st,
+                 typename gm_p1_item<VALS>::type *__restrict__ out)
+{
+    typedef typename gm_p1_item<VALS>::type item_t;
+    constexpr int BPT = GM_PA_BINS / GM_PA_THREADS; /* bins a thread in the scan */
+    static_assert(BPT * GM_PA_THREADS == GM_PA_BINS, "bins: a multiple of the threads");
+    typedef cub::BlockScan<uint32_t, GM_PA_THREADS> scan_t;
+    __shared__ item_t s_item[GM_PA_TILE];
+    __shared__ uint16_t s_bin[GM_PA_TILE];
+    __shared__ uint32_t s_cnt[GM_PA_BINS]; /* counts, then the tile's start a bin */
+    __shared__ uint32_t s_base[GM_PA_BINS]; /* global place - tile place, a bin */
+    __shared__ typename scan_t::TempStorage s_scan;
+    if (st->flags & GM_F_BAD_KEY)
+        return; /* set by k_pa_hist, block-uniform */
+    const uint32_t tid = threadIdx.x, tile = blockIdx.x;
+    const size_t base = gm_pa_begin(s_cnt);
+    item_t it[GM_PA_ITEMS];
+    uint32_t bin[GM_PA_ITEMS], rank[GM_PA_ITEMS];
+#pragma unroll
+    for (int q = 0; q < GM_PA_ITEMS; q++) {
+        const size_t i = base + (size_t)q * GM_PA_THREADS;
+        if constexpr (VALS)
+            it[q] = i < n ? make_uint2(keys[i], vals[i]) : make_uint2(0u, 0u);
+        else
+            it[q] = i < n ? keys[i] : 0u;
     }
 #pragma unroll
-    for (int q = 0; q < GM_P1_ITEMS; q++) {
-        size_t i = base + (size_t)q * GM_P1_THREADS;
-        if (i < n) {
-            uint32_t pos = start[gm_cuckoo_h(c0, c1, restart, nb, k[q])] + o[q];
-            if (VALS)
-                skv[pos] = make_uint2(k[q], v[q]);
-            else
-                sk[pos] = k[q];
+    for (int q = 0; q < GM_PA_ITEMS; q++) {
+        if (base + (size_t)q * GM_PA_THREADS < n) {
+            bin[q] = gm_p1_bucket(h, gm_item_key(it[q])) >> h.shift;
+            rank[q] = atomicAdd(&s_cnt[bin[q]], 1u);
         }
+    }
+    __syncthreads();
+    uint32_t c[BPT], ex[BPT];
+#pragma unroll
+    for (int x = 0; x < BPT; x++)
+        c[x] = s_cnt[tid * BPT + x];
+    scan_t(s_scan).ExclusiveSum(c, ex);
+#pragma unroll
+    for (int x = 0; x < BPT; x++) {
+        const uint32_t j = tid * BPT + x;
+        /* the bins past ns have no items: their base is never read */
+        s_base[j] = c[x] ? hist[(size_t)j * ntiles + tile] - ex[x] : 0u;
+        s_cnt[j] = ex[x]; /* this thread read it above */
+    }
+    __syncthreads();
+#pragma unroll
+    for (int q = 0; q < GM_PA_ITEMS; q++) {
+        if (base + (size_t)q * GM_PA_THREADS < n) {
+            const uint32_t p = s_cnt[bin[q]] + rank[q];
+            s_item[p] = it[q];
+            s_bin[p] = (uint16_t)bin[q];
+        }
+    }
+    __syncthreads();
+    const size_t t0 = (size_t)tile * GM_PA_TILE;
+    const uint32_t m = n - t0 < GM_PA_TILE ? (uint32_t)(n - t0) : GM_PA_TILE;
+    for (uint32_t j = tid; j < m; j += GM_PA_THREADS)
+        out[s_base[s_bin[j]] + j] = s_item[j];
+}
+
+/* One block per super-bucket sb: items in[lo..hi) (lo = hist[sb * ntiles],
+ * hi the next super-bucket's lo or n), buckets b0 = sb << shift .. b0 + g.
+ * Dynamic shared memory: G counters. */
+template <bool VALS>
+static __global__ void __launch_bounds__(GM_PB_THREADS)
+    k_pb_bucket(const typename gm_p1_item<VALS>::type *__restrict__ in, uint32_t n, gm_p1_hash h,
+                uint32_t ns, uint32_t ntiles, const uint32_t *__restrict__ hist,
+                uint32_t max_items, gm_build_state *__restrict__ st, uint32_t *__restrict__ start,
+                typename gm_p1_item<VALS>::type *__restrict__ out)
+{
+    typedef typename gm_p1_item<VALS>::type item_t;
+    typedef cub::BlockScan<uint32_t, GM_PB_THREADS> scan_t;
+    extern __shared__ uint32_t s_cur[]; /* [G] counts, then cursors */
+    __shared__ typename scan_t::TempStorage s_scan;
+    if (st->flags & GM_F_BAD_KEY)
+        return; /* block-uniform, see k_pa_scatter */
+    const uint32_t tid = threadIdx.x, sb = blockIdx.x;
+    const uint32_t lo = hist[(size_t)sb * ntiles];
+    const uint32_t hi = sb + 1 < ns ? hist[(size_t)(sb + 1) * ntiles] : n;
+    const uint32_t b0 = sb << h.shift;
+    const uint32_t g = min(1u << h.shift, h.nb - b0);
+    for (uint32_t j = tid; j < g; j += GM_PB_THREADS)
+        s_cur[j] = 0u;
+    __syncthreads();
+    /* GM_PB_ITEMS loads in flight a thread before their use (5M: 83 -> 78
+     * us).  A warp-aggregated rank (__match_any_sync, one shared atomicAdd
+     * per bucket and warp, as the paper's phase 1 had) was slower: 122 us. */
+    for (size_t j0 = lo + tid; j0 < hi; j0 += GM_PB_THREADS * GM_PB_ITEMS) {
+        uint32_t k[GM_PB_ITEMS];
+#pragma unroll
+        for (int u = 0; u < GM_PB_ITEMS; u++) {
+            const size_t j = j0 + (size_t)u * GM_PB_THREADS;
+            k[u] = j < hi ? gm_item_key(in[j]) : 0u;
+        }
+#pragma unroll
+        for (int u = 0; u < GM_PB_ITEMS; u++)
+            if (j0 + (size_t)u * GM_PB_THREADS < hi)
+                atomicAdd(&s_cur[gm_p1_bucket(h, k[u]) - b0], 1u);
+    }
+    __syncthreads();
+    /* start[b0 + x] = lo + the exclusive sum, GM_PB_THREADS buckets a step */
+    uint32_t run = lo;
+    bool over = false;
+    for (uint32_t c0 = 0; c0 < g; c0 += GM_PB_THREADS) {
+        const uint32_t j = c0 + tid;
+        const uint32_t c = j < g ? s_cur[j] : 0u;
+        uint32_t ex, total;
+        scan_t(s_scan).ExclusiveSum(c, ex, total);
+        over |= c > max_items;
+        if (j < g) {
+            start[b0 + j] = run + ex;
+            s_cur[j] = run + ex; /* this thread read it above */
+        }
+        run += total;
+        __syncthreads(); /* s_scan is used again */
+    }
+    if (sb + 1 == ns && tid == 0)
+        start[h.nb] = n;
+    if (over)
+        atomicOr(&st->flags, GM_F_OVERFULL);
+    for (size_t j0 = lo + tid; j0 < hi; j0 += GM_PB_THREADS * GM_PB_ITEMS) {
+        item_t it[GM_PB_ITEMS];
+#pragma unroll
+        for (int u = 0; u < GM_PB_ITEMS; u++) {
+            const size_t j = j0 + (size_t)u * GM_PB_THREADS;
+            if (j < hi)
+                it[u] = in[j];
+        }
+#pragma unroll
+        for (int u = 0; u < GM_PB_ITEMS; u++)
+            if (j0 + (size_t)u * GM_PB_THREADS < hi)
+                out[atomicAdd(&s_cur[gm_p1_bucket(h, gm_item_key(it[u])) - b0], 1u)] = it[u];
     }
 }
 
@@ -491,7 +637,7 @@ static __global__ void __launch_bounds__(GM_P2_BASIC_THREADS)
     __shared__ uint32_t s_set[SET];
     __shared__ gm_p2_shared sh;
     __shared__ uint32_t s_dup;
-    /* BAD_KEY and OVERFULL were set by k_p1_count and do not change during
+    /* BAD_KEY and OVERFULL were set by phase 1 and do not change during
      * this kernel: the test is block-uniform. */
     if (st->flags & (GM_F_BAD_KEY | GM_F_OVERFULL))
         return;
@@ -773,22 +919,6 @@ static __global__ void __launch_bounds__(GM_FIND_THREADS)
 
 /* ---- host side -------------------------------------------------------------- */
 
-/* The scan input: counter i of the padded phase-1 counters. */
-struct gm_strided_count {
-    const uint32_t *counts;
-    __host__ __device__ uint32_t operator()(uint32_t i) const
-    {
-        return counts[(size_t)i * GM_P1_STRIDE];
-    }
-};
-
-static thrust::transform_iterator<gm_strided_count, thrust::counting_iterator<uint32_t>>
-gm_count_iter(const uint32_t *counts)
-{
-    return thrust::make_transform_iterator(thrust::counting_iterator<uint32_t>(0),
-                                           gm_strided_count{counts});
-}
-
 /* Everything one build allocates: outputs (handed to the table on success)
  * and work buffers (freed at the end).  Stream-ordered allocations from the
  * device's default memory pool: after the first build the pool serves them
@@ -808,11 +938,10 @@ typedef struct {
     uint2 *kv; /* basic: the interleaved (key, value) slots; keys, vals unused */
     /* work: one allocation (one pool call instead of six), carved below */
     uint8_t *work;
-    uint32_t *counts;  /* [(nb+1)*GM_P1_STRIDE] phase-1 counts (padded), last one 0 */
+    uint32_t *hist;    /* [ns*ntiles] phase-1 counts per (super-bucket, tile), then places */
     uint32_t *start;   /* [nb+1] */
-    uint32_t *offs;    /* [n] item offsets in their buckets */
-    uint2 *skv;        /* [n] basic, multi: items by bucket */
-    uint32_t *sk;      /* [n] compact: keys by bucket */
+    uint2 *skv, *tkv;  /* [n] basic, multi: items by bucket; by super-bucket */
+    uint32_t *sk, *tk; /* [n] compact: keys by bucket; by super-bucket */
     gm_build_state *state;
     uint8_t *temp;     /* CUB */
     size_t temp_bytes;
@@ -851,8 +980,8 @@ static void gm_dev_release(void **p, cudaStream_t stream)
 static void gm_build_free_work(gm_build *c)
 {
     gm_dev_release((void **)&c->work, c->stream);
-    c->counts = c->start = c->offs = c->sk = NULL;
-    c->skv = NULL;
+    c->hist = c->start = c->sk = c->tk = NULL;
+    c->skv = c->tkv = NULL;
     c->state = NULL;
     c->temp = NULL;
 }
@@ -871,12 +1000,6 @@ static void gm_build_free_all(gm_build *c)
     gm_dev_release((void **)&c->offsets, c->stream);
     gm_dev_release((void **)&c->values, c->stream);
     gm_dev_release((void **)&c->unique, c->stream);
-}
-
-static unsigned gm_grid_p1(uint32_t n)
-{
-    return (unsigned)(((uint64_t)n + GM_P1_THREADS * GM_P1_ITEMS - 1) /
-                      (GM_P1_THREADS * GM_P1_ITEMS));
 }
 
 /* The restart loop.  GM_OK with c's outputs filled, or an error (the caller
@@ -899,68 +1022,97 @@ static gm_status gm_build_run(gm_build *c)
         GM_ALLOC(c->offsets, c->slots);
         GM_ALLOC(c->values, n);
     }
-    /* Work: state | counts | start | offs | items | CUB temp, each part
-     * 256-aligned; state and counts adjacent so one memset clears both.
-     * Sizes: n, nb < 2^32, so no part overflows a 64-bit size_t. */
+    /* Phase 1's shape: super-buckets of 2^shift buckets, at most GM_PA_BINS
+     * of them; tiles of GM_PA_TILE items. */
+    gm_p1_hash ph;
+    ph.nb = nb;
+    ph.shift = 0;
+    while (((uint64_t)nb + (1u << ph.shift) - 1) >> ph.shift > GM_PA_BINS)
+        ph.shift++; /* nb < 2^32: at most 23 steps */
+    const uint32_t ns = (uint32_t)(((uint64_t)nb + (1u << ph.shift) - 1) >> ph.shift);
+    const uint32_t ntiles = (uint32_t)(((uint64_t)n + GM_PA_TILE - 1) / GM_PA_TILE);
+    const size_t nhist = (size_t)ns * ntiles;
+    const size_t pb_shared = ((size_t)1 << ph.shift) * sizeof(uint32_t);
+    if (pb_shared > 48 * 1024) { /* only for some ten million buckets */
+        GM_CUDA_CHECK(cudaFuncSetAttribute(k_pb_bucket<true>,
+                                           cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                           (int)pb_shared));
+        GM_CUDA_CHECK(cudaFuncSetAttribute(k_pb_bucket<false>,
+                                           cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                           (int)pb_shared));
+    }
+    /* Work: state | hist | start | items by super-bucket | items by bucket |
+     * CUB temp, each part 256-aligned.  Sizes: n, nb < 2^32, so no part
+     * overflows a 64-bit size_t. */
     size_t t1 = 0, t2 = 0;
-    GM_CUDA_CHECK(cub::DeviceScan::ExclusiveSum(NULL, t1, gm_count_iter(NULL), (uint32_t *)NULL,
-                                                (size_t)nb + 1, stream));
+    GM_CUDA_CHECK(
+        cub::DeviceScan::ExclusiveSum(NULL, t1, (uint32_t *)NULL, nhist ? nhist : 1, stream));
     if (kind == GM_TAB_COMPACT)
         GM_CUDA_CHECK(
             cub::DeviceScan::ExclusiveSum(NULL, t2, (uint32_t *)NULL, c->slots, stream));
     c->temp_bytes = t1 > t2 ? t1 : t2;
     const size_t b_state = gm_align256(sizeof(gm_build_state));
-    const size_t b_counts = gm_align256(((size_t)nb + 1) * GM_P1_STRIDE * sizeof(uint32_t));
+    const size_t b_hist = gm_align256(nhist * sizeof(uint32_t));
     const size_t b_start = gm_align256(((size_t)nb + 1) * sizeof(uint32_t));
-    const size_t b_offs = gm_align256((size_t)n * sizeof(uint32_t));
     const size_t b_items = gm_align256((size_t)n * (kind == GM_TAB_COMPACT ? 4 : 8));
     const size_t b_temp = gm_align256(c->temp_bytes);
-    GM_ALLOC(c->work, b_state + b_counts + b_start + b_offs + b_items + b_temp);
+    GM_ALLOC(c->work, b_state + b_hist + b_start + 2 * b_items + b_temp);
     uint8_t *w = c->work;
     c->state = (gm_build_state *)w;
-    c->counts = (uint32_t *)(w += b_state);
-    c->start = (uint32_t *)(w += b_counts);
-    c->offs = (uint32_t *)(w += b_start);
-    if (kind == GM_TAB_COMPACT)
-        c->sk = (uint32_t *)(w += b_offs);
-    else
-        c->skv = (uint2 *)(w += b_offs);
-    c->temp = w + b_items;
-    /* clears state and counts: b_state + (nb + 1) counts */
-    const size_t clear_bytes = b_state + ((size_t)nb + 1) * GM_P1_STRIDE * sizeof(uint32_t);
+    c->hist = (uint32_t *)(w += b_state);
+    c->start = (uint32_t *)(w += b_hist);
+    w += b_start;
+    if (kind == GM_TAB_COMPACT) {
+        c->tk = (uint32_t *)w;
+        c->sk = (uint32_t *)(w + b_items);
+    } else {
+        c->tkv = (uint2 *)w;
+        c->skv = (uint2 *)(w + b_items);
+    }
+    c->temp = w + 2 * b_items;
 
     const uint32_t max_items = kind == GM_TAB_BASIC ? GM_CUCKOO_BUCKET_MAX : GM_CUCKOO_NO_LIMIT;
     const uint32_t force_reseeds = c->dbg.force_reseeds;
     const uint32_t first_attempt =
         force_reseeds < GM_CUCKOO_MAX_RESEEDS ? force_reseeds : GM_CUCKOO_MAX_RESEEDS;
-    const unsigned g1 = gm_grid_p1(n);
 
     for (uint32_t restart = 0; restart <= GM_CUCKOO_MAX_RESTARTS; restart++) {
         uint32_t h_c0, h_c1;
         gm_cuckoo_phase1_consts(c->seed, restart, &h_c0, &h_c1);
-        GM_CUDA_CHECK(cudaMemsetAsync(c->work, 0, clear_bytes, stream));
+        ph.restart = restart;
+        ph.c0 = h_c0;
+        ph.c1 = h_c1;
+        GM_CUDA_CHECK(cudaMemsetAsync(c->state, 0, sizeof *c->state, stream));
         if (n > 0) {
-            k_p1_count<<<g1, GM_P1_THREADS, 0, stream>>>(c->d_in_keys, n, nb, restart, h_c0,
-                                                         h_c1, max_items, c->counts, c->offs,
-                                                         c->state);
+            k_pa_hist<<<ntiles, GM_PA_THREADS, 0, stream>>>(c->d_in_keys, n, ph, ns, ntiles,
+                                                            c->hist, c->state);
             GM_CUDA_CHECK_LAUNCH();
         }
         /* A forced restart still counts (and checks the keys), then reports
          * an overfull bucket, as on the CPU. */
         const bool forced = restart < c->dbg.force_restarts;
         if (!forced) {
-            GM_CUDA_CHECK(cub::DeviceScan::ExclusiveSum(c->temp, c->temp_bytes,
-                                                        gm_count_iter(c->counts), c->start,
-                                                        (size_t)nb + 1, stream));
-            if (n > 0) {
-                if (kind == GM_TAB_COMPACT)
-                    k_p1_scatter<false><<<g1, GM_P1_THREADS, 0, stream>>>(
-                        c->d_in_keys, NULL, n, nb, restart, h_c0, h_c1, c->offs, c->start,
-                        c->state, NULL, c->sk);
-                else
-                    k_p1_scatter<true><<<g1, GM_P1_THREADS, 0, stream>>>(
-                        c->d_in_keys, c->d_in_vals, n, nb, restart, h_c0, h_c1, c->offs,
-                        c->start, c->state, c->skv, NULL);
+            if (n == 0) {
+                GM_CUDA_CHECK(cudaMemsetAsync(c->start, 0, ((size_t)nb + 1) * sizeof *c->start,
+                                              stream));
+            } else {
+                GM_CUDA_CHECK(cub::DeviceScan::ExclusiveSum(c->temp, c->temp_bytes, c->hist,
+                                                            nhist, stream));
+                if (kind == GM_TAB_COMPACT) {
+                    k_pa_scatter<false><<<ntiles, GM_PA_THREADS, 0, stream>>>(
+                        c->d_in_keys, NULL, n, ph, ntiles, c->hist, c->state, c->tk);
+                    GM_CUDA_CHECK_LAUNCH();
+                    k_pb_bucket<false><<<ns, GM_PB_THREADS, pb_shared, stream>>>(
+                        c->tk, n, ph, ns, ntiles, c->hist, max_items, c->state, c->start,
+                        c->sk);
+                } else {
+                    k_pa_scatter<true><<<ntiles, GM_PA_THREADS, 0, stream>>>(
+                        c->d_in_keys, c->d_in_vals, n, ph, ntiles, c->hist, c->state, c->tkv);
+                    GM_CUDA_CHECK_LAUNCH();
+                    k_pb_bucket<true><<<ns, GM_PB_THREADS, pb_shared, stream>>>(
+                        c->tkv, n, ph, ns, ntiles, c->hist, max_items, c->state, c->start,
+                        c->skv);
+                }
                 GM_CUDA_CHECK_LAUNCH();
             }
             if (kind == GM_TAB_BASIC)
