@@ -248,7 +248,9 @@ static gm_status level_build(void *gpu, const gm_params *p, side *s, ref_level *
         l->share[vals[i]] += 1.0f;
     for (uint32_t i = 0; i < l->bases.u; i++)
         l->share[i] /= (float)(n_items ? n_items : 1);
+#ifdef GMATCH_WITH_CUDA
 keep:
+#endif
     l->corners = s->corners;
     s->corners.p = NULL;
     l->ok = 1;
@@ -514,8 +516,8 @@ static gm_status run_pairing(const gm_ref *r, const ref_level *rl, const side *q
             if (gm_mix64(p->seed ^ 0x51EC7ull ^ ((uint64_t)all_b.key[i] << 20)) <= thr)
                 sel[nsel++] = all_b.key[i];
     }
-    void *gpu = GPU_OF(r);
 #ifdef GMATCH_WITH_CUDA
+    void *gpu = GPU_OF(r);
     if (gpu) {
         if ((st = gm_gpu_index(gpu, sel, nsel, p->seed ^ 0x0B, &qidx.unique, &qidx.u)) != GM_OK)
             goto done;
