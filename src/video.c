@@ -207,6 +207,10 @@ gm_status gm_video_open(const char *path, const gm_video_opts *opts, gm_video **
     v->dc->pkt_timebase = s->time_base;
     v->dc->thread_count = opts->decode_threads; /* 0: libavcodec picks the core count */
     v->dc->thread_type = FF_THREAD_FRAME | FF_THREAD_SLICE;
+    /* a damaged frame is an error, not a concealed picture: deterministic
+     * under frame threading (concealment flags were not) and never a match
+     * on half a picture */
+    v->dc->err_recognition |= AV_EF_EXPLODE;
     if ((e = avcodec_open2(v->dc, codec, NULL)) < 0)
         goto fail_av;
 
