@@ -146,5 +146,13 @@ check mixed '"pts_s" not in rows[12] and rows[12]["status"] == "match" and rows[
 # no progress bar when stderr is not a terminal
 [ -s "$tmp/full.err" ] && fail "clip.mp4: stderr not empty: $(head -c 200 "$tmp/full.err")"
 
+# the progress bar on a terminal (util-linux script gives one), none with -q
+if command -v script > /dev/null; then
+    script -qec "'$gm' '$ref' '$d/clip.mp4' > /dev/null" /dev/null > "$tmp/tty.out" 2>&1
+    grep -q '/50 frames .*fps' "$tmp/tty.out" || fail "progress bar: $(head -c 200 "$tmp/tty.out" | cat -v)"
+    script -qec "'$gm' -q '$ref' '$d/clip.mp4' > /dev/null" /dev/null > "$tmp/tty.out" 2>&1
+    grep -q 'frames' "$tmp/tty.out" && fail "progress bar with -q"
+fi
+
 [ "$fails" -eq 0 ] && echo "video: all passed"
 exit $((fails > 0))
