@@ -12,7 +12,7 @@
  * operands and "--" are all there, so no argument-parsing library is needed
  * (one fewer dependency to install on every machine).
  */
-#define _POSIX_C_SOURCE 200809L /* clock_gettime; getopt_long comes from <getopt.h> */
+#define _POSIX_C_SOURCE 200809L /* clock_gettime, fileno; getopt_long comes from <getopt.h> */
 
 #include <errno.h>
 #include <getopt.h>
@@ -23,11 +23,16 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <omp.h>
 
 #include "gmatch.h"
 #include "output.h"
+#include "progress.h"
+#ifdef GMATCH_WITH_FFMPEG
+#include "video.h"
+#endif
 
 #define PROG "gmatch"
 #define MAX_THREADS 4096 /* a typo like --threads 1000000 should not start a million threads */
@@ -45,6 +50,8 @@ enum {
     OPT_MIN_CONFIDENCE,
     OPT_MODEL,
     OPT_MAX_PIXELS,
+    OPT_FRAMES,
+    OPT_STEP,
 };
 
 typedef struct {
@@ -53,7 +60,11 @@ typedef struct {
     const char *output;       /* NULL: stdout */
     int threads_given;
     int verbosity;
+    int64_t first, last, step; /* video frames [first, last) every step-th; last -1: to the end */
 } cli_opts;
+
+/* The progress bar of the video being matched; diagnostics erase it first. */
+static gm_progress g_progress;
 
 static void usage(FILE *f)
 {
@@ -61,7 +72,8 @@ static void usage(FILE *f)
     fprintf(f,
             "usage: " PROG " [options] REF QUERY [QUERY...]\n"
             "Find where each QUERY image appears inside the REF image (JPEG or PNG) and\n"
-            "print the similarity transform, one line per query.\n"
+            "print the similarity transform, one line per query; a QUERY that is a video\n"
+            "(whatever FFmpeg decodes) gives one line per frame.\n"
             "\n"
             "  -h, --help              show this help and exit\n"
             "  -V, --version           show the version and exit\n"
@@ -75,7 +87,9 @@ static void usage(FILE *f)
             "                          verified similarity refined to this model\n"
             "      --min-confidence X  report no match below this confidence, 0..1 (default %g)\n"
             "      --max-pixels N      refuse images over N pixels (default %" PRId64 ")\n"
-            "  -q, --quiet             print nothing on stderr but errors\n"
+            "      --frames A:B        video frames A to B-1 (from 0; A: or :B open-ended)\n"
+            "      --step N            every N-th of those frames (default 1)\n"
+            "  -q, --quiet             print nothing on stderr but errors (no progress bar)\n"
             "  -v, --verbose           print the device and the stage timings on stderr\n"
             "\n"
             "Text output: a '#' header line, then per query:\n"
@@ -103,6 +117,7 @@ _Noreturn static void usage_error(const char *fmt, ...)
 static void diag_file(const char *name, const char *fmt, ...)
 {
     va_list ap;
+    gm_progress_clear(&g_progress);
     fputs(PROG ": ", stderr);
     gm_output_write_name(stderr, name);
     fputs(": ", stderr);
@@ -164,6 +179,26 @@ static int parse_unit_real(const char *s, double *out)
     return 0;
 }
 
+/* "A:B", "A:" or ":B" -> [first, last), last -1 when open; B > A. */
+static int parse_frames(const char *s, int64_t *first, int64_t *last)
+{
+    const char *colon = strchr(s, ':');
+    if (!colon || colon[1] == ':' || strchr(colon + 1, ':'))
+        return -1;
+    char a[32];
+    size_t n = (size_t)(colon - s);
+    if (n >= sizeof a)
+        return -1;
+    memcpy(a, s, n);
+    a[n] = '\0';
+    *first = 0, *last = -1;
+    if (n > 0 && parse_i64_range(a, 0, INT64_MAX, first) != 0)
+        return -1;
+    if (colon[1] && (parse_i64_range(colon + 1, 1, INT64_MAX, last) != 0 || *last <= *first))
+        return -1;
+    return 0;
+}
+
 /* ---- options ------------------------------------------------------------- */
 
 static void parse_options(int argc, char **argv, cli_opts *o)
@@ -179,6 +214,8 @@ static void parse_options(int argc, char **argv, cli_opts *o)
         {"min-confidence", required_argument, NULL, OPT_MIN_CONFIDENCE},
         {"model", required_argument, NULL, OPT_MODEL},
         {"max-pixels", required_argument, NULL, OPT_MAX_PIXELS},
+        {"frames", required_argument, NULL, OPT_FRAMES},
+        {"step", required_argument, NULL, OPT_STEP},
         {"quiet", no_argument, NULL, 'q'},
         {"verbose", no_argument, NULL, 'v'},
         {NULL, 0, NULL, 0},
@@ -246,6 +283,14 @@ static void parse_options(int argc, char **argv, cli_opts *o)
         case OPT_MAX_PIXELS:
             if (parse_i64_range(optarg, 1, INT64_MAX, &o->params.max_pixels) != 0)
                 usage_error("--max-pixels: '%s' is not a positive integer", optarg);
+            break;
+        case OPT_FRAMES:
+            if (parse_frames(optarg, &o->first, &o->last) != 0)
+                usage_error("--frames: '%s' is not A:B, A: or :B with 0 <= A < B", optarg);
+            break;
+        case OPT_STEP:
+            if (parse_i64_range(optarg, 1, INT64_MAX, &o->step) != 0)
+                usage_error("--step: '%s' is not a positive integer", optarg);
             break;
         case 'q':
             o->verbosity = VERBOSITY_QUIET;
@@ -331,6 +376,101 @@ static int emit(FILE *out, const char *out_name, gm_output_format fmt, const gm_
     return -1;
 }
 
+#ifdef GMATCH_WITH_FFMPEG
+/* ---- videos -------------------------------------------------------------- */
+
+#define MAX_FRAME_DIAGS 5 /* per video; the summary line counts the rest */
+
+typedef struct {
+    FILE *out;
+    const char *out_name;
+    const cli_opts *o;
+    const char *q;
+    double extra_ms;    /* added to the first frame's time_ms: reference and open */
+    int out_tty;        /* results and the bar share the terminal */
+    int failed, write_failed, diags;
+} video_ctx;
+
+static gm_status open_video(const cli_opts *o, const char *q, gm_video **v, char *err, size_t len)
+{
+    gm_video_opts vo = gm_video_opts_default();
+    vo.first = o->first, vo.last = o->last, vo.step = o->step;
+    vo.max_pixels = o->params.max_pixels;
+    vo.workers = o->params.threads; /* 0: all cores */
+    const char *ft = getenv("GMATCH_FRAME_THREADS");
+    if (ft)
+        vo.frame_threads = atoi(ft);
+    const char *wk = getenv("GMATCH_WORKERS");
+    if (wk)
+        vo.workers = atoi(wk);
+    return gm_video_open(q, &vo, v, err, len);
+}
+
+/* One result line per frame, in frame order, on the main thread. */
+static int video_sink(void *user, const gm_video_result *r)
+{
+    video_ctx *c = user;
+    const gm_video_frame *f = r->item;
+    char err[256] = "";
+    gm_output_rec rec = {.query = c->q, .frame = f->frame, .has_pts = f->has_pts,
+                         .pts_s = f->pts_s, .res = r->res, .model = c->o->params.model,
+                         .time_ms = r->time_ms + c->extra_ms};
+    c->extra_ms = 0;
+    if (f->status != GM_OK)
+        rec.error = f->error;
+    else if (r->match != GM_OK)
+        snprintf(err, sizeof err, "matching failed: %s", gm_status_str(r->match)), rec.error = err;
+    if (rec.error) {
+        c->failed = 1;
+        if (c->diags++ < MAX_FRAME_DIAGS)
+            diag_file(c->q, "frame %" PRId64 ": %s", f->frame, rec.error);
+    }
+    if (c->out_tty)
+        gm_progress_clear(&g_progress);
+    gm_progress_step(&g_progress);
+    if (emit(c->out, c->out_name, c->o->format, &rec) != 0) {
+        c->write_failed = 1;
+        return 1;
+    }
+    return 0;
+}
+
+/* Match every selected frame of v; returns nonzero when anything was lost. */
+static int run_video(video_ctx *c, const gm_ref *ref, gm_video *v)
+{
+    c->out_tty = isatty(fileno(c->out));
+    if (c->o->verbosity >= VERBOSITY_VERBOSE) {
+        int w, h;
+        double fps;
+        gm_video_info(v, &w, &h, &fps);
+        diag_file(c->q, "video %dx%d, %.3f fps, %" PRId64 " frames selected%s", w, h, fps,
+                  gm_video_frames_total(v), gm_video_frames_total(v) < 0 ? " (unknown)" : "");
+    }
+    gm_progress_start(&g_progress, c->o->verbosity >= VERBOSITY_NORMAL, c->q,
+                      gm_video_frames_total(v));
+    double t0 = now_ms();
+    gm_status st = gm_video_match(v, ref, video_sink, c);
+    double secs = (now_ms() - t0) / 1e3;
+    gm_progress_clear(&g_progress);
+    int64_t n = g_progress.done;
+    g_progress.enabled = 0;
+    if (st != GM_OK) {
+        diag_file(c->q, "video matching stopped: %s", gm_status_str(st));
+        c->failed = 1;
+    }
+    if (c->diags > MAX_FRAME_DIAGS)
+        diag_file(c->q, "%d more frames failed (not shown)", c->diags - MAX_FRAME_DIAGS);
+    if (gm_video_lost(v)) {
+        diag_file(c->q, "%s", gm_video_error(v));
+        c->failed = 1;
+    }
+    if (c->o->verbosity >= VERBOSITY_VERBOSE)
+        diag_file(c->q, "%" PRId64 " frames in %.2f s, %.1f fps", n, secs,
+                  secs > 0 ? (double)n / secs : 0.0);
+    return c->failed;
+}
+#endif
+
 int main(int argc, char **argv)
 {
     cli_opts o;
@@ -338,7 +478,11 @@ int main(int argc, char **argv)
     o.params = gm_params_default();
     o.format = GM_OUTPUT_TEXT;
     o.verbosity = VERBOSITY_NORMAL;
+    o.last = -1, o.step = 1;
     parse_options(argc, argv, &o);
+#ifdef GMATCH_WITH_FFMPEG
+    gm_video_log(o.verbosity >= VERBOSITY_VERBOSE);
+#endif
     if (o.threads_given)
         omp_set_num_threads(o.params.threads > 0 ? o.params.threads : omp_get_num_procs());
 
@@ -388,6 +532,19 @@ int main(int argc, char **argv)
             gm_image img;
             gm_status st = gm_image_load(q, o.params.max_pixels, &img, err, sizeof err);
             double decode_ms = now_ms() - t_decode;
+#ifdef GMATCH_WITH_FFMPEG
+            gm_video *v = NULL;
+            if (st == GM_ERR_FORMAT &&
+                (st = open_video(&o, q, &v, err, sizeof err)) == GM_OK) {
+                video_ctx c = {.out = out, .out_name = out_name, .o = &o, .q = q,
+                               .extra_ms = now_ms() - t0};
+                if (run_video(&c, ref, v) != 0)
+                    failed = 1;
+                write_failed |= c.write_failed;
+                gm_video_close(v);
+                continue;
+            }
+#endif
             if (st == GM_OK) {
                 /* gm_match takes a const reference (thread-safe), so the
                  * status is all it can tell us. */

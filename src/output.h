@@ -38,7 +38,7 @@
  *   query       the name as given on the command line (a string)
  *   frame       frame number, 0 for a still image (an integer)
  *   pts_s       presentation time of the frame in SECONDS; only present for
- *               inputs that have timestamps (video, later)
+ *               video frames (from the stream start, 6 decimals)
  *   status      "match", "none" or "error"
  *   votes       votes of the winning basis pair (0 for error)
  *   confidence  0..1 (0 for error), rounded to 6 decimals
@@ -50,7 +50,10 @@
  *               decimals, match only
  *   time_ms     MILLISECONDS from the start of this query's decode to its
  *               result, 3 decimals; the first query's time also includes
- *               loading and preparing the reference
+ *               loading and preparing the reference.  For a video frame:
+ *               its decode plus its matching (queue waits excluded); the
+ *               first frame of a video also carries the time before it
+ *               (the reference when the video is the first query, opening)
  *   error       the error message, error only
  *
  *   Reals are printed with up to 15 significant digits in the shortest form
@@ -85,7 +88,7 @@ typedef struct {
     const char *query;     /* input name as given (any bytes) */
     int64_t frame;         /* 0 for a still image */
     int has_pts;           /* nonzero: pts_s holds the frame's timestamp */
-    double pts_s;          /* presentation timestamp, SECONDS (video, later) */
+    double pts_s;          /* presentation timestamp, SECONDS (video frames) */
     const char *error;     /* non-NULL: this input failed with this message, res is ignored */
     const gm_result *res;  /* the result when error is NULL */
     double time_ms;        /* MILLISECONDS, see time_ms above */

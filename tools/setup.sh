@@ -12,6 +12,8 @@ packages=(
     build-essential cmake pkg-config   # compiler (with OpenMP: libgomp), build
     libjpeg62-turbo-dev libpng-dev     # image decoding
     libjansson-dev                     # JSON output of the command line
+    libavformat-dev libavcodec-dev     # video input (FFmpeg: demux, decode,
+    libswscale-dev libavutil-dev       #   gray conversion)
     check libsubunit-dev               # unit tests (Check links libsubunit)
     python3 python3-numpy              # integration and accuracy tests
 )

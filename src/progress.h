@@ -1,0 +1,34 @@
+/* progress.h: a one-line progress bar on stderr for the command line.
+ *
+ * Shown only when stderr is a terminal and the caller enables it (not -q);
+ * redrawn at most 10 times a second, so it costs nothing per frame.  The
+ * line is cleared before any diagnostic is printed (gm_progress_clear) and
+ * at the end.
+ *
+ *     video.mp4  [#########.........]  120/300 frames  241.3 fps  0:00:01 left
+ *
+ * Written here rather than taken from a library: Debian has no maintained C
+ * progress-bar library (indicatif is Rust), and this is 80 lines.
+ */
+#ifndef GM_PROGRESS_H
+#define GM_PROGRESS_H
+
+#include <stdint.h>
+
+typedef struct {
+    int enabled;      /* 0: every call does nothing */
+    int shown;        /* a bar is on the terminal now */
+    const char *name;
+    int64_t done, total; /* total < 0: unknown */
+    double t_start, t_drawn; /* MILLISECONDS, monotonic */
+} gm_progress;
+
+/* Start a bar for NAME with TOTAL items (-1 unknown); want = 0 disables it,
+ * and so does a stderr that is not a terminal. */
+void gm_progress_start(gm_progress *p, int want, const char *name, int64_t total);
+/* One more item done; redraws when 100 ms have passed since the last draw. */
+void gm_progress_step(gm_progress *p);
+/* Erase the bar (before a diagnostic line, and at the end). */
+void gm_progress_clear(gm_progress *p);
+
+#endif

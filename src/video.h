@@ -1,0 +1,139 @@
+/* video.h: frames of a video file as 8-bit gray, and a pipeline that
+ * matches every frame against one prepared reference (internal to gmatch;
+ * needs FFmpeg: libavformat, libavcodec, libswscale, libavutil).
+ *
+ *     gm_video *v;
+ *     gm_video_opts o = gm_video_opts_default();
+ *     o.first = 100, o.last = 400, o.step = 2;          // frames 100, 102, ..., 398
+ *     if (gm_video_open("clip.mp4", &o, &v, err, sizeof err) != GM_OK) ...
+ *     gm_video_match(v, ref, sink, user);             // sink called in frame order
+ *     if (gm_video_lost(v)) fprintf(stderr, "%s\n", gm_video_error(v));
+ *     gm_video_close(v);
+ *
+ * Which files are videos: whatever libavformat recognises BY CONTENT (the
+ * file name plays no part) and that holds a video stream libavcodec decodes.
+ * The caller tries the still-image decoders (gm_image_load) first.
+ *
+ * Frames are numbered from 0 in presentation order: the decoder's output
+ * frames are counted.  For a stream with a constant frame rate the number is
+ * also checked against the frame's timestamp, (pts - start) * fps: a frame
+ * the decoder dropped (corrupt packets) leaves a gap, and each selected frame
+ * in the gap comes out as an error item, so numbers stay right after damage
+ * and after a seek.  pts_s is best_effort_timestamp * time_base minus the
+ * stream's start time, in SECONDS.
+ *
+ * Gray: for formats whose first plane is 8-bit luma (yuv420p, nv12, gray,
+ * ...) the Y plane is used directly; limited-range (MPEG, 16..235) luma is
+ * expanded to 0..255 by a table, (y - 16) * 255 / 219 rounded and clamped,
+ * which is what libswscale's conversion to GRAY8 does (tested to within one
+ * level), so a video frame and the same picture as a still see the same
+ * contrast.  Other formats (RGB, palette, 10-bit) go through libswscale to
+ * GRAY8.
+ */
+#ifndef GM_VIDEO_H
+#define GM_VIDEO_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "gmatch.h"
+
+typedef struct gm_video gm_video;
+
+typedef struct {
+    int64_t first;        /* first frame selected (default 0) */
+    int64_t last;         /* frames [first, last) are selected; -1 = to the end */
+    int64_t step;         /* every step-th frame from first (default 1) */
+    int decode_threads;   /* libavcodec threads; 0 = all cores */
+    int workers;          /* matcher threads of gm_video_match; 0 = all cores */
+    int frame_threads;    /* OpenMP threads per frame in each worker; 0 = 1.
+                             Frames in parallel beat threads in a frame: the
+                             bench video (640x360, 120 frames) on 2 cores,
+                             end to end: 2 workers x 1 thread 3.6 s, 1 x 2
+                             4.2 s, 2 x 2 3.6 s, 1 x 1 7.2 s (a shared
+                             machine, load about 3; two runs each) */
+    int64_t max_pixels;   /* frames above it are error items; <= 0: GM_DEFAULT_MAX_PIXELS */
+} gm_video_opts;
+
+gm_video_opts gm_video_opts_default(void);
+
+/* One selected frame, or one selected frame that could not be decoded
+ * (status != GM_OK, error says why).  The image is owned by the reader that
+ * filled it; gm_video_frame_free releases it. */
+typedef struct {
+    int64_t frame;        /* frame number, presentation order, from 0 */
+    int has_pts;
+    double pts_s;         /* SECONDS from the stream start */
+    gm_status status;
+    char error[160];
+    gm_image img;         /* valid when status == GM_OK */
+    size_t cap;           /* bytes allocated at img.data */
+} gm_video_frame;
+
+void gm_video_frame_free(gm_video_frame *f);
+
+/* Open a video file.  GM_ERR_FORMAT when it is not a video libavformat and
+ * libavcodec read (the message in err says "no video stream" for an
+ * audio-only file); GM_ERR_INVALID for bad options.  On success the caller
+ * closes *out with gm_video_close. */
+gm_status gm_video_open(const char *path, const gm_video_opts *o, gm_video **out, char *err,
+                        size_t errlen);
+void gm_video_close(gm_video *v);
+
+/* The number of selected frames, from the container's frame count or its
+ * duration times the frame rate; -1 when unknown. */
+int64_t gm_video_frames_total(const gm_video *v);
+
+/* Width, height and frame rate of the stream as the container states them
+ * (fps 0 when unknown). */
+void gm_video_info(const gm_video *v, int *width, int *height, double *fps);
+
+/* The next selected item into *f (its buffer is reused, grown as needed).
+ * *got = 0 at the end.  Damage on the way (corrupt packets, a truncated
+ * file) does not stop the reading; gm_video_lost tells about it at the end.
+ * Returns GM_OK, or GM_ERR_NOMEM. */
+gm_status gm_video_read(gm_video *v, gm_video_frame *f, int *got);
+
+/* Convert a decoded frame to gray into f (buffer grown as needed): the luma
+ * plane directly where that is exact, else libswscale (force_sws: always
+ * libswscale, for tests); *sws is a cache the caller frees with
+ * sws_freeContext.  GM_OK, GM_ERR_NOMEM, GM_ERR_CORRUPT (no pixel format) or
+ * GM_ERR_UNSUPPORTED (libswscale cannot convert it). */
+struct AVFrame;
+struct SwsContext;
+gm_status gm_video_convert(const struct AVFrame *fr, int force_sws, struct SwsContext **sws,
+                           gm_video_frame *f);
+
+/* After the last item: nonzero when anything was lost (frames that did not
+ * decode, a truncated file, a read error), with the summary in
+ * gm_video_error (never NULL; "" when nothing was lost). */
+int gm_video_lost(const gm_video *v);
+const char *gm_video_error(const gm_video *v);
+
+/* One result in frame order.  res is valid when item->status == GM_OK and
+ * match == GM_OK; time_ms runs from the end of the frame's decode to its
+ * result (MILLISECONDS). */
+typedef struct {
+    const gm_video_frame *item;
+    gm_status match;
+    const gm_result *res;
+    double time_ms;
+} gm_video_result;
+
+/* Called on the caller's thread, in frame order, once per selected item.
+ * Returns 0 to go on, nonzero to stop the run (a write error). */
+typedef int (*gm_video_sink)(void *user, const gm_video_result *r);
+
+/* Decode and match every selected frame of v against ref: one decoder
+ * thread feeds a ring of workers + 2 frames (memory stays flat), o->workers
+ * threads call gm_match (o->frame_threads OpenMP threads each), and the
+ * calling thread hands the results to sink in frame order.  Returns GM_OK
+ * (also when frames were lost: see gm_video_lost), GM_ERR_NOMEM, or
+ * GM_ERR_INVALID when a thread cannot be started. */
+gm_status gm_video_match(gm_video *v, const gm_ref *ref, gm_video_sink sink, void *user);
+
+/* FFmpeg's own log lines on stderr: off (0, the default of gmatch) or
+ * warnings and errors (nonzero, for -v).  Global to the process. */
+void gm_video_log(int verbose);
+
+#endif
