@@ -35,10 +35,12 @@ typedef struct {
     size_t bytes;
 } hbuf;
 
-struct gm_gpu {
+/* One query at a time: a stream and the buffers of every stage, reused
+ * query after query (they grow to the largest frame seen, never shrink). */
+struct gm_gpu_lane {
     cudaStream_t stream;
-    pthread_mutex_t lock;
-    char name[256];
+    const gm_edge_map_dev *map; /* the context's */
+    int busy;
     /* the side stages */
     size_t cap;              /* pixels of the edge buffers */
     gm_edges_dev edges;
@@ -47,9 +49,21 @@ struct gm_gpu {
     uint32_t corner_cap;     /* corners the corner buffers hold */
     dbuf img, idx, all, cloud, keys, bases, best, scratch;
     hbuf h_img, h_all, h_keys, h_best;
-    /* verification: the reference's edge map, the query's points */
-    gm_edge_map_dev map;
+    /* verification: the query's points and the candidates */
     gm_verify_dev verify;
+};
+
+/* The reference's device data (edge map; the tables are gm_gpu_level's)
+ * and the lanes: a query takes a free lane for its whole match, so up to
+ * GM_GPU_MAX_LANES queries run at once, each on its own stream. */
+struct gm_gpu {
+    char name[256];
+    gm_edge_map_dev map;
+    pthread_mutex_t lock;
+    pthread_cond_t freed;
+    int ready;               /* lock and freed initialized */
+    int n_lanes;
+    gm_gpu_lane *lanes[GM_GPU_MAX_LANES];
 };
 
 struct gm_gpu_level {
@@ -117,7 +131,6 @@ static gm_status open_device(gm_gpu *g, char *why, size_t whylen)
     GM_CUDA_CHECK(cudaDeviceGetDefaultMemPool(&pool, 0));
     uint64_t keep = UINT64_MAX;
     GM_CUDA_CHECK(cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &keep));
-    GM_CUDA_CHECK(cudaStreamCreateWithFlags(&g->stream, cudaStreamNonBlocking));
     gm_cuda_device_describe(0, g->name, sizeof g->name);
     return GM_OK;
 }
@@ -143,17 +156,18 @@ gm_status gm_gpu_open(gm_gpu **out, char *why, size_t whylen)
         return st == GM_ERR_NOMEM ? GM_ERR_NOMEM : GM_ERR_DEVICE;
     }
     pthread_mutex_init(&g->lock, NULL);
+    pthread_cond_init(&g->freed, NULL);
+    g->ready = 1;
     *out = g;
     return GM_OK;
 }
 
-void gm_gpu_close(gm_gpu *g)
+static void lane_free(gm_gpu_lane *g)
 {
     if (!g)
         return;
     if (g->stream) {
         (void)cudaStreamSynchronize(g->stream);
-        gm_edge_map_dev_free(&g->map);
         gm_verify_dev_free(&g->verify);
         gm_edges_dev_free(&g->edges);
         gm_compact_flags_dev_free(&g->flags);
@@ -166,18 +180,75 @@ void gm_gpu_close(gm_gpu *g)
         for (size_t i = 0; i < sizeof h / sizeof h[0]; i++)
             hbuf_free(h[i]);
         (void)cudaStreamDestroy(g->stream);
+    }
+    (void)cudaGetLastError();
+    free(g);
+}
+
+static gm_gpu_lane *lane_new(gm_gpu *g)
+{
+    gm_gpu_lane *l = calloc(1, sizeof *l);
+    if (!l)
+        return NULL;
+    l->map = &g->map;
+    if (cudaStreamCreateWithFlags(&l->stream, cudaStreamNonBlocking) != cudaSuccess) {
+        gm_cuda_record_error(cudaGetLastError(), "cudaStreamCreateWithFlags", __func__, __FILE__,
+                             __LINE__);
+        free(l);
+        return NULL;
+    }
+    return l;
+}
+
+gm_gpu_lane *gm_gpu_acquire(gm_gpu *g)
+{
+    pthread_mutex_lock(&g->lock);
+    gm_gpu_lane *got = NULL;
+    for (;;) {
+        for (int i = 0; i < g->n_lanes && !got; i++)
+            if (!g->lanes[i]->busy)
+                got = g->lanes[i];
+        if (!got && g->n_lanes < GM_GPU_MAX_LANES && (got = lane_new(g)) != NULL)
+            g->lanes[g->n_lanes++] = got;
+        if (got || g->n_lanes == 0)
+            break;
+        pthread_cond_wait(&g->freed, &g->lock); /* every lane busy: wait for one */
+    }
+    if (got)
+        got->busy = 1;
+    pthread_mutex_unlock(&g->lock);
+    return got;
+}
+
+void gm_gpu_release(gm_gpu *g, gm_gpu_lane *l)
+{
+    if (!l)
+        return;
+    pthread_mutex_lock(&g->lock);
+    l->busy = 0;
+    pthread_cond_signal(&g->freed);
+    pthread_mutex_unlock(&g->lock);
+}
+
+void gm_gpu_close(gm_gpu *g)
+{
+    if (!g)
+        return;
+    for (int i = 0; i < g->n_lanes; i++)
+        lane_free(g->lanes[i]);
+    gm_edge_map_dev_free(&g->map);
+    if (g->ready) {
         pthread_mutex_destroy(&g->lock);
+        pthread_cond_destroy(&g->freed);
     }
     (void)cudaGetLastError();
     free(g);
 }
 
 const char *gm_gpu_name(const gm_gpu *g) { return g ? g->name : ""; }
-void gm_gpu_lock(gm_gpu *g) { pthread_mutex_lock(&g->lock); }
-void gm_gpu_unlock(gm_gpu *g) { pthread_mutex_unlock(&g->lock); }
 
 /* Edge and corner buffers for at least w x h pixels and `corners` corners. */
-static gm_status need_edges(gm_gpu *g, int w, int h, uint32_t corners)
+static gm_status need_edges(gm_gpu_lane *g, int w, int h, uint32_t corners)
 {
     size_t n = (size_t)w * h;
     if (n <= g->cap && corners <= g->corner_cap)
@@ -209,7 +280,7 @@ static gm_status need_edges(gm_gpu *g, int w, int h, uint32_t corners)
 }
 
 /* Host copy of the first n entries of a device array, through staging. */
-static gm_status download(gm_gpu *g, void *h_dst, const void *d_src, size_t bytes)
+static gm_status download(gm_gpu_lane *g, void *h_dst, const void *d_src, size_t bytes)
 {
     if (bytes == 0)
         return GM_OK;
@@ -224,7 +295,7 @@ static gm_status download(gm_gpu *g, void *h_dst, const void *d_src, size_t byte
 
 /* Device copy of host memory into a growing buffer, through staging (the
  * staging buffer is reused only after the stream has passed the copy). */
-static gm_status upload(gm_gpu *g, dbuf *dst, hbuf *stage, const void *h_src, size_t bytes)
+static gm_status upload(gm_gpu_lane *g, dbuf *dst, hbuf *stage, const void *h_src, size_t bytes)
 {
     gm_status st = dbuf_need(dst, bytes ? bytes : 1);
     if (st == GM_OK)
@@ -237,7 +308,7 @@ static gm_status upload(gm_gpu *g, dbuf *dst, hbuf *stage, const void *h_src, si
     return GM_OK;
 }
 
-gm_status gm_gpu_side(gm_gpu *g, gm_view img, int max_edges, uint32_t corner_target,
+gm_status gm_gpu_side(gm_gpu_lane *g, gm_view img, int max_edges, uint32_t corner_target,
                       gm_points *all, gm_points *corners)
 {
     memset(all, 0, sizeof *all);
@@ -314,7 +385,7 @@ static gm_status frames_of(const gm_points *pts, const uint32_t *keys, uint32_t 
 
 /* Keys into a compacting table on the device; its dense-index -> key array
  * back on the host. */
-static gm_status index_keys(gm_gpu *g, const uint32_t *keys, uint32_t n, uint64_t seed,
+static gm_status index_keys(gm_gpu_lane *g, const uint32_t *keys, uint32_t n, uint64_t seed,
                             uint32_t **unique, uint32_t *nu)
 {
     *unique = NULL;
@@ -338,7 +409,7 @@ static gm_status index_keys(gm_gpu *g, const uint32_t *keys, uint32_t n, uint64_
     return st;
 }
 
-gm_status gm_gpu_level_build(gm_gpu *g, const gm_points *corners, const gm_bases *b,
+gm_status gm_gpu_level_build(gm_gpu_lane *g, const gm_points *corners, const gm_bases *b,
                              const gm_points *cloud, uint32_t unique_bound, uint64_t seed_index,
                              uint64_t seed_table, gm_gpu_level **out, uint32_t **unique,
                              uint32_t *nu)
@@ -407,13 +478,13 @@ void gm_gpu_level_free(gm_gpu_level *l)
     free(l);
 }
 
-gm_status gm_gpu_index(gm_gpu *g, const uint32_t *sel, uint32_t nsel, uint64_t seed,
+gm_status gm_gpu_index(gm_gpu_lane *g, const uint32_t *sel, uint32_t nsel, uint64_t seed,
                        uint32_t **unique, uint32_t *n_q)
 {
     return index_keys(g, sel, nsel, seed, unique, n_q);
 }
 
-gm_status gm_gpu_vote(gm_gpu *g, const gm_gpu_level *l, const gm_points *qcorners,
+gm_status gm_gpu_vote(gm_gpu_lane *g, const gm_gpu_level *l, const gm_points *qcorners,
                       const uint32_t *unique, uint32_t nq, const gm_points *qcloud, uint32_t k,
                       gm_candidate *cands, uint32_t *nc, double *vote_ms, double *reduce_ms)
 {
@@ -464,16 +535,16 @@ done:
     return st;
 }
 
-gm_status gm_gpu_map(gm_gpu *g, const gm_edge_map *map)
+gm_status gm_gpu_map(gm_gpu *g, gm_gpu_lane *l, const gm_edge_map *map)
 {
     gm_edge_map_dev_free(&g->map);
-    return gm_edge_map_upload(map, &g->map, g->stream);
+    return gm_edge_map_upload(map, &g->map, l->stream);
 }
 
 /* Candidates per verification call: a pairing's top k (at most 256). */
 #define GM_GPU_MAX_CANDS 256
 
-gm_status gm_gpu_verify_points(gm_gpu *g, const gm_points *q)
+gm_status gm_gpu_verify_points(gm_gpu_lane *g, const gm_points *q)
 {
     if (g->verify.max_cands == 0 || q->n > g->verify.cap) {
         gm_verify_dev_free(&g->verify);
@@ -484,17 +555,17 @@ gm_status gm_gpu_verify_points(gm_gpu *g, const gm_points *q)
     return gm_verify_points_upload(&g->verify, q, g->stream);
 }
 
-gm_status gm_gpu_verify(gm_gpu *g, const double *m, uint32_t nc, gm_verify_score *scores)
+gm_status gm_gpu_verify(gm_gpu_lane *g, const double *m, uint32_t nc, gm_verify_score *scores)
 {
     if (nc == 0)
         return GM_OK;
-    return gm_verify_batch_cuda(&g->map, &g->verify, m, nc, scores, g->stream);
+    return gm_verify_batch_cuda(g->map, &g->verify, m, nc, scores, g->stream);
 }
 
-gm_status gm_gpu_refine(gm_gpu *g, gm_model model, double *h, int iters, uint32_t nc,
+gm_status gm_gpu_refine(gm_gpu_lane *g, gm_model model, double *h, int iters, uint32_t nc,
                         gm_verify_score *scores)
 {
     if (nc == 0)
         return GM_OK;
-    return gm_refine_verify_cuda(&g->map, &g->verify, model, h, iters, nc, scores, g->stream);
+    return gm_refine_verify_cuda(g->map, &g->verify, model, h, iters, nc, scores, g->stream);
 }

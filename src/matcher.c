@@ -55,12 +55,6 @@ struct gm_ref {
 #endif
 };
 
-/* The GPU context of a reference, or NULL for the CPU path. */
-#ifdef GMATCH_WITH_CUDA
-#define GPU_OF(r) ((r)->gpu)
-#else
-#define GPU_OF(r) NULL
-#endif
 
 static _Thread_local char g_device_error[320];
 const char *gm_last_device_error(void) { return g_device_error; }
@@ -265,8 +259,12 @@ done:
 static gm_status ref_build(gm_ref *r, gm_view img)
 {
     const gm_params *p = &r->p;
-    void *gpu = GPU_OF(r);
+    void *gpu = NULL; /* the GPU lane that builds, NULL on the CPU */
     gm_status st = GM_OK;
+#ifdef GMATCH_WITH_CUDA
+    if (r->gpu && !(gpu = gm_gpu_acquire(r->gpu)))
+        return GM_ERR_DEVICE;
+#endif
     for (int lv = 0; lv < GM_LEVELS && st == GM_OK; lv++) {
         side s;
         char err[128];
@@ -285,12 +283,16 @@ static gm_status ref_build(gm_ref *r, gm_view img)
             st = gm_edge_map_build_cpu(&s.all, s.w, s.h, GM_VERIFY_RADIUS, &r->map);
 #ifdef GMATCH_WITH_CUDA
         if (lv == 0 && st == GM_OK && gpu)
-            st = gm_gpu_map(gpu, &r->map);
+            st = gm_gpu_map(r->gpu, gpu, &r->map);
 #endif
         if (st == GM_OK)
             st = level_build(gpu, p, &s, &r->lv[lv]);
         side_free(&s);
     }
+#ifdef GMATCH_WITH_CUDA
+    if (gpu)
+        gm_gpu_release(r->gpu, gpu);
+#endif
     return st;
 }
 
@@ -481,8 +483,9 @@ static double corner_dist(const double a[6], const double b[6], int w, int h)
 /* One (reference level, query level) pairing: bases, votes, top-k, each
  * candidate verified at level 0 (q0: the query's level-0 points), the best
  * few refined.  Updates st->best. */
-static gm_status run_pairing(const gm_ref *r, const ref_level *rl, const side *qs, const side *q0,
-                             const gm_points *vq0, search_state *ss, gm_result *out)
+static gm_status run_pairing(const gm_ref *r, void *gpu, const ref_level *rl, const side *qs,
+                             const side *q0, const gm_points *vq0, search_state *ss,
+                             gm_result *out)
 {
     const gm_params *p = &r->p;
     double t0 = now_ms(), t1;
@@ -517,7 +520,6 @@ static gm_status run_pairing(const gm_ref *r, const ref_level *rl, const side *q
                 sel[nsel++] = all_b.key[i];
     }
 #ifdef GMATCH_WITH_CUDA
-    void *gpu = GPU_OF(r);
     if (gpu) {
         if ((st = gm_gpu_index(gpu, sel, nsel, p->seed ^ 0x0B, &qidx.unique, &qidx.u)) != GM_OK)
             goto done;
@@ -664,10 +666,10 @@ gm_status gm_match(const gm_ref *r, gm_view query, gm_result *out)
     uint32_t corner_target = (uint32_t)p->basis_points / 2;
     gm_point *vbuf = NULL;
     search_state *ss = NULL;
-    void *gpu = GPU_OF(r);
+    void *gpu = NULL; /* the GPU lane of this query, NULL on the CPU */
 #ifdef GMATCH_WITH_CUDA
-    if (gpu)
-        gm_gpu_lock(gpu);
+    if (r->gpu && !(gpu = gm_gpu_acquire(r->gpu)))
+        return GM_ERR_DEVICE;
 #endif
     gm_status st = side_build(gpu, p, query, 1, (uint32_t)p->query_points, corner_target, &q[0],
                               err, sizeof err);
@@ -706,7 +708,7 @@ gm_status gm_match(const gm_ref *r, gm_view query, gm_result *out)
                 continue;
             }
         }
-        if ((st = run_pairing(r, rl, &q[ql], &q[0], &vq0, ss, out)) != GM_OK)
+        if ((st = run_pairing(r, gpu, rl, &q[ql], &q[0], &vq0, ss, out)) != GM_OK)
             goto done;
         if (ss->found && ss->score.confidence >= GM_EARLY_STOP)
             break;
@@ -769,7 +771,7 @@ gm_status gm_match(const gm_ref *r, gm_view query, gm_result *out)
 done:
 #ifdef GMATCH_WITH_CUDA
     if (gpu)
-        gm_gpu_unlock(gpu);
+        gm_gpu_release(r->gpu, gpu);
 #endif
     free(vbuf);
     free(ss);

@@ -8,6 +8,7 @@
  * (skipped) without a CUDA device. */
 #include <check.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -158,6 +159,69 @@ START_TEST(test_reuse)
 }
 END_TEST
 
+/* Several threads matching on one CUDA reference at once (lanes): every
+ * result equals the CPU's. */
+typedef struct {
+    gm_ref *rg;
+    const gm_image *q;
+    const gm_result *want;
+    int nq, bad;
+} conc_job;
+
+static void *conc_worker(void *arg)
+{
+    conc_job *j = arg;
+    for (int rep = 0; rep < 3; rep++)
+        for (int i = 0; i < j->nq; i++) {
+            gm_result b;
+            if (gm_match(j->rg, gm_image_view(&j->q[i]), &b) != GM_OK ||
+                b.status != j->want[i].status || b.votes != j->want[i].votes ||
+                (b.status == GM_MATCH_FOUND &&
+                 !(corner_gap(b.h, j->want[i].h, j->q[i].width, j->q[i].height) <= 0.01)))
+                j->bad++;
+        }
+    return NULL;
+}
+
+START_TEST(test_concurrent)
+{
+    gm_image ri = load("data/bench/ref_text.jpg");
+    const char *names[] = {"data/bench/q_text_00_easy.jpg", "data/bench/q_text_01_medium.jpg",
+                           "data/bench/q_text_02_medium.jpg", "data/bench/q_text_neg.jpg"};
+    enum { NQ = 4, NT = 6 };
+    gm_image q[NQ];
+    gm_result want[NQ];
+    gm_params pc = gm_params_default(), pg = pc;
+    pc.device = GM_DEVICE_CPU;
+    pg.device = GM_DEVICE_CUDA;
+    gm_ref *rc = NULL, *rg = NULL;
+    EXPECT_OK(gm_ref_prepare(&pc, gm_image_view(&ri), &rc));
+    EXPECT_OK(gm_ref_prepare(&pg, gm_image_view(&ri), &rg));
+    for (int i = 0; i < NQ; i++) {
+        q[i] = load(names[i]);
+        EXPECT_OK(gm_match(rc, gm_image_view(&q[i]), &want[i]));
+    }
+    pthread_t th[NT];
+    conc_job jobs[NT];
+    int nt = getenv("GM_TEST_SMALL") ? 2 : NT;
+    for (int t = 0; t < nt; t++) {
+        jobs[t] = (conc_job){rg, q, want, NQ, 0};
+        ck_assert_int_eq(pthread_create(&th[t], NULL, conc_worker, &jobs[t]), 0);
+    }
+    int bad = 0;
+    for (int t = 0; t < nt; t++) {
+        pthread_join(th[t], NULL);
+        bad += jobs[t].bad;
+    }
+    EXPECT_EQ(bad, 0);
+    for (int i = 0; i < NQ; i++)
+        gm_image_free(&q[i]);
+    gm_ref_free(rc);
+    gm_ref_free(rg);
+    gm_image_free(&ri);
+}
+END_TEST
+
 static Suite *make_suite(void)
 {
     Suite *s = suite_create("matcher_cuda");
@@ -166,6 +230,7 @@ static Suite *make_suite(void)
     tcase_add_test(tc, test_pairs_similarity);
     tcase_add_test(tc, test_pairs_models);
     tcase_add_test(tc, test_reuse);
+    tcase_add_test(tc, test_concurrent);
     suite_add_tcase(s, tc);
     return s;
 }

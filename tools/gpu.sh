@@ -27,7 +27,14 @@ if [ "$mode" = pack ]; then
   cp $progs "$dev/bin/"
   # the public bench (stills, video, real, run.sh, score.py, the OpenCV peer)
   cp -r ../shared/bench "$dev/bench"
+  # 1280x720 and 1920x1080 videos for the video benchmark (no ffmpeg there)
+  if command -v ffmpeg >/dev/null && [ "${GM_GPU_VIDEO_FRAMES:-300}" -gt 0 ]; then
+    tools/bench_video.sh make "$dev/videos" "${GM_GPU_VIDEO_FRAMES:-300}" >/dev/null
+  fi
   ../shared/device/pack-libs.sh "$dev/libs.tar.xz" "$dev"/bin/*
+  # the carry limit is 64 MiB: the programs travel stripped and compressed
+  strip "$dev"/bin/*
+  tar cJf "$dev/bin.tar.xz" -C "$dev" bin && rm -rf "$dev/bin"
   du -sh "$dev"
   exit 0
 fi
@@ -35,6 +42,7 @@ fi
 out=${OUT:-out}
 mkdir -p "$out"
 mkdir -p "$dev/libs" && tar xJf "$dev/libs.tar.xz" -C "$dev/libs"
+[ -f "$dev/bin.tar.xz" ] && tar xJf "$dev/bin.tar.xz" -C "$dev"
 export LD_LIBRARY_PATH=$PWD/$dev/libs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 export CK_FORK=no CK_DEFAULT_TIMEOUT=600
 nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm --format=csv | tee "$out/device.txt"
@@ -91,6 +99,11 @@ a, b = load(sys.argv[1]), load(sys.argv[2])
 same = sum(1 for k in a if k in b and a[k].get("status") == b[k].get("status") and a[k].get("votes") == b[k].get("votes"))
 print("cpu vs cuda: %d of %d results with the same status and votes" % (same, len(a)))
 PY
+    if [ -d "$dev/videos" ]; then
+      echo "== video throughput (tools/bench_video.sh)"
+      BENCH=$dev/bench DEVICES="cuda cpu" tools/bench_video.sh run "$dev/videos" "$dev/bin/gmatch" 2>&1 |
+        tee "$out/bench_video.txt"
+    fi
     echo "== OpenCV SIFT+RANSAC on this machine"
     "$dev/bench/run.sh" "$dev/bench" "$out/scores-sift.jsonl" python3 "$dev/bench/opencv_match.py" sift \
       2>"$out/scores-sift.err" | tee "$out/scores-sift.txt"
