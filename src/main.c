@@ -391,12 +391,22 @@ typedef struct {
     int failed, write_failed, diags;
 } video_ctx;
 
-static gm_status open_video(const cli_opts *o, const char *q, gm_video **v, char *err, size_t len)
+/* Matcher threads for a video on the GPU when --threads does not say: each
+ * drives one lane (stream) of the reference; measured on an H100 with 16
+ * cores (docs/gpu.md, video): 8 lanes kept the GPU as busy as 16 and left
+ * the cores to the decoder. */
+#define GPU_VIDEO_WORKERS 8
+
+static gm_status open_video(const cli_opts *o, const gm_ref *ref, const char *q, gm_video **v,
+                            char *err, size_t len)
 {
     gm_video_opts vo = gm_video_opts_default();
     vo.first = o->first, vo.last = o->last, vo.step = o->step;
     vo.max_pixels = o->params.max_pixels;
     vo.workers = o->params.threads; /* 0: all cores */
+    if (vo.workers == 0 && strncmp(gm_ref_device(ref), "cuda", 4) == 0)
+        vo.workers = omp_get_num_procs() < GPU_VIDEO_WORKERS ? omp_get_num_procs()
+                                                             : GPU_VIDEO_WORKERS;
     const char *ft = getenv("GMATCH_FRAME_THREADS");
     if (ft)
         vo.frame_threads = atoi(ft);
@@ -535,7 +545,7 @@ int main(int argc, char **argv)
 #ifdef GMATCH_WITH_FFMPEG
             gm_video *v = NULL;
             if (st == GM_ERR_FORMAT &&
-                (st = open_video(&o, q, &v, err, sizeof err)) == GM_OK) {
+                (st = open_video(&o, ref, q, &v, err, sizeof err)) == GM_OK) {
                 video_ctx c = {.out = out, .out_name = out_name, .o = &o, .q = q,
                                .extra_ms = now_ms() - t0};
                 if (run_video(&c, ref, v) != 0)

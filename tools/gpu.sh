@@ -11,12 +11,16 @@
 #                         table benchmark; logs and CSV under $OUT (or out/)
 # GM_GPU_BUILD (default build-gpu) and GM_GPU_DEV (default .device) name the
 # build and carry folders, so that several checkouts' work can travel apart;
-# GM_GPU_TESTS (a grep pattern, default all) picks the tests that run.
+# GM_GPU_TESTS (a grep pattern, default all) picks the tests that run,
+# GM_GPU_BENCH (words: hash match scores video sift; default all) the
+# benchmarks; GM_GPU_NOBENCH=1 runs none.
 set -u
 cd "$(dirname "$0")/.."
 build=${GM_GPU_BUILD:-build-gpu}
 dev=${GM_GPU_DEV:-.device}
 pick=${GM_GPU_TESTS:-.}
+benches=" ${GM_GPU_BENCH:-hash match scores video sift} "
+want() { case "$benches" in *" $1 "*) return 0 ;; esac; return 1; }
 mode=${1:-run}
 if [ "$mode" = pack ]; then
   set -e
@@ -71,20 +75,20 @@ else
   summary+=("compute-sanitizer not found")
 fi
 if [ -z "${GM_GPU_NOBENCH:-}" ]; then
-  if [ -x "$dev/bin/bench_hash" ]; then
+  if want hash && [ -x "$dev/bin/bench_hash" ]; then
     "$dev/bin/bench_hash" "$out/bench_hash.csv" 2>&1 | tee "$out/bench_hash.log" | tail -40
   fi
-  if [ -x "$dev/bin/bench_match" ] && [ -d "$dev/bench/stills" ]; then
+  if want match && [ -x "$dev/bin/bench_match" ] && [ -d "$dev/bench/stills" ]; then
     echo "== end to end per stage (bench_match, public stills)"
     "$dev/bin/bench_match" -r 5 "$dev/bench/stills/manifest.jsonl" 2>&1 | tee "$out/bench_match.log"
   fi
   if [ -x "$dev/bin/gmatch" ] && [ -x "$dev/bench/run.sh" ]; then
-    for d in cuda cpu; do
+    want scores && for d in cuda cpu; do
       echo "== scores, gmatch --device $d"
       "$dev/bench/run.sh" "$dev/bench" "$out/scores-$d.jsonl" "$dev/bin/gmatch" --format json \
         --device "$d" 2>"$out/scores-$d.err" | tee "$out/scores-$d.txt"
     done
-    python3 - "$out/scores-cpu.jsonl" "$out/scores-cuda.jsonl" <<'PY'
+    want scores && python3 - "$out/scores-cpu.jsonl" "$out/scores-cuda.jsonl" <<'PY'
 import json, sys
 def load(p):
     d = {}
@@ -99,15 +103,14 @@ a, b = load(sys.argv[1]), load(sys.argv[2])
 same = sum(1 for k in a if k in b and a[k].get("status") == b[k].get("status") and a[k].get("votes") == b[k].get("votes"))
 print("cpu vs cuda: %d of %d results with the same status and votes" % (same, len(a)))
 PY
-    if [ -d "$dev/videos" ]; then
+    if want video && [ -d "$dev/videos" ]; then
       echo "== video throughput (tools/bench_video.sh)"
-      BENCH=$dev/bench DEVICES="cuda cpu" tools/bench_video.sh run "$dev/videos" "$dev/bin/gmatch" 2>&1 |
+      BENCH=$dev/bench DEVICES="cuda cpu" REPS=3 SIFT=$(want sift && echo 1 || echo 0) tools/bench_video.sh run "$dev/videos" "$dev/bin/gmatch" 2>&1 |
         tee "$out/bench_video.txt"
     fi
-    echo "== OpenCV SIFT+RANSAC on this machine"
-    "$dev/bench/run.sh" "$dev/bench" "$out/scores-sift.jsonl" python3 "$dev/bench/opencv_match.py" sift \
+    want sift && echo "== OpenCV SIFT+RANSAC on this machine" && "$dev/bench/run.sh" "$dev/bench" "$out/scores-sift.jsonl" python3 "$dev/bench/opencv_match.py" sift \
       2>"$out/scores-sift.err" | tee "$out/scores-sift.txt"
-    python3 - "$out"/scores-*.jsonl <<'PY'
+    ls "$out"/scores-*.jsonl >/dev/null 2>&1 && python3 - "$out"/scores-*.jsonl <<'PY'
 import json, sys
 for p in sys.argv[1:]:
     t = []
