@@ -52,6 +52,7 @@ enum {
     OPT_MAX_PIXELS,
     OPT_FRAMES,
     OPT_STEP,
+    OPT_DECODE,
 };
 
 typedef struct {
@@ -61,6 +62,7 @@ typedef struct {
     int threads_given;
     int verbosity;
     int64_t first, last, step; /* video frames [first, last) every step-th; last -1: to the end */
+    int decode;                /* 0 auto, 1 cpu, 2 nvdec (gm_video_decode's order) */
 } cli_opts;
 
 /* The progress bar of the video being matched; diagnostics erase it first. */
@@ -89,6 +91,8 @@ static void usage(FILE *f)
             "      --max-pixels N      refuse images over N pixels (default %" PRId64 ")\n"
             "      --frames A:B        video frames A to B-1 (from 0; A: or :B open-ended)\n"
             "      --step N            every N-th of those frames (default 1)\n"
+            "      --decode DEC        video decoder: auto (default: the CPU, measured\n"
+            "                          faster), cpu or nvdec (the GPU's decoder)\n"
             "  -q, --quiet             print nothing on stderr but errors (no progress bar)\n"
             "  -v, --verbose           print the device and the stage timings on stderr\n"
             "\n"
@@ -216,6 +220,7 @@ static void parse_options(int argc, char **argv, cli_opts *o)
         {"max-pixels", required_argument, NULL, OPT_MAX_PIXELS},
         {"frames", required_argument, NULL, OPT_FRAMES},
         {"step", required_argument, NULL, OPT_STEP},
+        {"decode", required_argument, NULL, OPT_DECODE},
         {"quiet", no_argument, NULL, 'q'},
         {"verbose", no_argument, NULL, 'v'},
         {NULL, 0, NULL, 0},
@@ -291,6 +296,16 @@ static void parse_options(int argc, char **argv, cli_opts *o)
         case OPT_STEP:
             if (parse_i64_range(optarg, 1, INT64_MAX, &o->step) != 0)
                 usage_error("--step: '%s' is not a positive integer", optarg);
+            break;
+        case OPT_DECODE:
+            if (strcmp(optarg, "auto") == 0)
+                o->decode = 0;
+            else if (strcmp(optarg, "cpu") == 0)
+                o->decode = 1;
+            else if (strcmp(optarg, "nvdec") == 0)
+                o->decode = 2;
+            else
+                usage_error("--decode: '%s' is not auto, cpu or nvdec", optarg);
             break;
         case 'q':
             o->verbosity = VERBOSITY_QUIET;
@@ -403,6 +418,8 @@ static gm_status open_video(const cli_opts *o, const gm_ref *ref, const char *q,
     gm_video_opts vo = gm_video_opts_default();
     vo.first = o->first, vo.last = o->last, vo.step = o->step;
     vo.max_pixels = o->params.max_pixels;
+    vo.decode = o->decode == 2 ? GM_VIDEO_DECODE_NVDEC
+                : o->decode == 1 ? GM_VIDEO_DECODE_CPU : GM_VIDEO_DECODE_AUTO;
     vo.workers = o->params.threads; /* 0: all cores */
     if (vo.workers == 0 && strncmp(gm_ref_device(ref), "cuda", 4) == 0)
         vo.workers = omp_get_num_procs() < GPU_VIDEO_WORKERS ? omp_get_num_procs()
@@ -449,7 +466,9 @@ static int video_sink(void *user, const gm_video_result *r)
 static int run_video(video_ctx *c, const gm_ref *ref, gm_video *v)
 {
     c->out_tty = isatty(fileno(c->out));
+    const char *decoder = gm_video_decoder(v);
     if (c->o->verbosity >= VERBOSITY_VERBOSE) {
+        diag_file(c->q, "decoder: %s", decoder);
         int w, h;
         double fps;
         gm_video_info(v, &w, &h, &fps);
@@ -474,9 +493,12 @@ static int run_video(video_ctx *c, const gm_ref *ref, gm_video *v)
         diag_file(c->q, "%s", gm_video_error(v));
         c->failed = 1;
     }
-    if (c->o->verbosity >= VERBOSITY_VERBOSE)
+    if (c->o->verbosity >= VERBOSITY_VERBOSE) {
+        if (gm_video_decoder(v) != decoder) /* NVDEC refused the stream on the way */
+            diag_file(c->q, "decoder: %s", gm_video_decoder(v));
         diag_file(c->q, "%" PRId64 " frames in %.2f s, %.1f fps", n, secs,
                   secs > 0 ? (double)n / secs : 0.0);
+    }
     return c->failed;
 }
 #endif

@@ -13,6 +13,7 @@
 
 #include "video.h"
 
+#include <dlfcn.h>
 #include <inttypes.h>
 #include <math.h>
 #include <pthread.h>
@@ -25,6 +26,7 @@
 
 #include <libavcodec/avcodec.h>
 #include <libavformat/avformat.h>
+#include <libavutil/hwcontext.h>
 #include <libavutil/imgutils.h>
 #include <libavutil/pixdesc.h>
 #include <libswscale/swscale.h>
@@ -36,12 +38,18 @@
 /* Consecutive decoder errors without a frame before the stream is given up
  * (a decoder that fails on every call must not hang the run). */
 #define MAX_DECODE_ERRORS 10000
+/* Why --decode auto is the CPU decoder (the figures: README, "Decoding"). */
+#define AUTO_WHY " (--decode auto: faster end to end than NVDEC on the H100 machine at every size measured)"
 
 struct gm_video {
     AVFormatContext *fc;
     AVCodecContext *dc;
     AVPacket *pkt;
     AVFrame *fr;
+    AVFrame *host;          /* fr copied from the GPU (NVDEC), reused */
+    AVBufferRef *hw;        /* the CUDA device of NVDEC, NULL for the CPU decoder */
+    int hw_refused;         /* NVDEC refused the stream (get_format fell back) */
+    char decoder[192];      /* gm_video_decoder */
     struct SwsContext *sws;
     int si;                 /* stream index */
     AVRational tb;          /* stream time base */
@@ -70,7 +78,7 @@ struct gm_video {
 gm_video_opts gm_video_opts_default(void)
 {
     gm_video_opts o = {.first = 0, .last = -1, .step = 1, .decode_threads = 0, .workers = 0,
-                       .frame_threads = 1, .max_pixels = 0};
+                       .frame_threads = 1, .max_pixels = 0, .decode = GM_VIDEO_DECODE_AUTO};
     return o;
 }
 
@@ -106,9 +114,11 @@ void gm_video_close(gm_video *v)
     if (!v)
         return;
     sws_freeContext(v->sws);
+    av_frame_free(&v->host);
     av_frame_free(&v->fr);
     av_packet_free(&v->pkt);
     avcodec_free_context(&v->dc);
+    av_buffer_unref(&v->hw);
     avformat_close_input(&v->fc);
     free(v);
 }
@@ -143,11 +153,124 @@ static int64_t count_selected(const gm_video_opts *o, int64_t n)
     return (hi - o->first + o->step - 1) / o->step;
 }
 
+/* ---- NVDEC ---------------------------------------------------------------- */
+
+/* Does FFmpeg decode this codec through a CUDA device (an nvdec hwaccel)? */
+static int codec_has_cuda(const AVCodec *codec)
+{
+    for (int i = 0;; i++) {
+        const AVCodecHWConfig *h = avcodec_get_hw_config(codec, i);
+        if (!h)
+            return 0;
+        if (h->device_type == AV_HWDEVICE_TYPE_CUDA &&
+            (h->methods & AV_CODEC_HW_CONFIG_METHOD_HW_DEVICE_CTX))
+            return 1;
+    }
+}
+
+/* The CUDA device for NVDEC into *hw, or -1 with the reason in err. */
+static int cuda_device(AVBufferRef **hw, char *err, size_t errlen)
+{
+    enum AVHWDeviceType t = AV_HWDEVICE_TYPE_NONE;
+    while ((t = av_hwdevice_iterate_types(t)) != AV_HWDEVICE_TYPE_NONE && t != AV_HWDEVICE_TYPE_CUDA)
+        ;
+    if (t != AV_HWDEVICE_TYPE_CUDA) {
+        snprintf(err, errlen, "hardware decoding unavailable: this FFmpeg was built without CUDA");
+        return -1;
+    }
+    /* loads libcuda.so.1 (the driver); NVDEC itself (libnvcuvid.so.1) is
+     * loaded when the decoder starts */
+    int e = av_hwdevice_ctx_create(hw, AV_HWDEVICE_TYPE_CUDA, NULL, NULL, 0);
+    if (e < 0) {
+        /* FFmpeg's code says little (EPERM for a missing driver): tell the
+         * driver's absence apart ourselves */
+        void *cuda = dlopen("libcuda.so.1", RTLD_LAZY | RTLD_LOCAL);
+        char m[AV_ERROR_MAX_STRING_SIZE];
+        av_msg(e, m, sizeof m);
+        if (cuda)
+            dlclose(cuda);
+        snprintf(err, errlen, "hardware decoding unavailable: %s%s%s",
+                 cuda ? "no usable CUDA device (FFmpeg: " : "no CUDA driver (libcuda.so.1)",
+                 cuda ? m : "", cuda ? ")" : "");
+        return -1;
+    }
+    return 0;
+}
+
+/* libavcodec's get_format: CUDA frames when offered; otherwise (a profile
+ * NVDEC lacks, or its hwaccel failed to start) the software format, so the
+ * stream is decoded on the CPU rather than lost. */
+static enum AVPixelFormat pick_format(AVCodecContext *dc, const enum AVPixelFormat *fmts)
+{
+    for (const enum AVPixelFormat *p = fmts; *p != AV_PIX_FMT_NONE; p++)
+        if (*p == AV_PIX_FMT_CUDA)
+            return *p;
+    for (const enum AVPixelFormat *p = fmts; *p != AV_PIX_FMT_NONE; p++) {
+        const AVPixFmtDescriptor *d = av_pix_fmt_desc_get(*p);
+        if (d && !(d->flags & AV_PIX_FMT_FLAG_HWACCEL)) {
+            ((gm_video *)dc->opaque)->hw_refused = 1;
+            return *p;
+        }
+    }
+    return AV_PIX_FMT_NONE;
+}
+
+/* Where the frames of v decode: NVDEC when asked for and the codec has it
+ * (v->hw set), else the CPU.  Before the decoder context is made.  Returns GM_OK or GM_ERR_DEVICE (err
+ * set). */
+static gm_status choose_decoder(gm_video *v, const AVCodec *codec, char *err, size_t errlen)
+{
+    if (v->o.decode != GM_VIDEO_DECODE_NVDEC)
+        return GM_OK;
+    if (cuda_device(&v->hw, err, errlen) != 0)
+        return GM_ERR_DEVICE;
+    /* only the stream's own decoder: FFmpeg 5.1's native av1 decoder has
+     * the cuda hwaccel (libdav1d, the default, has not) but no software
+     * path to fall back on, and NVDEC refused the test AV1 files on the
+     * H100 (0 frames) */
+    if (!codec_has_cuda(codec)) {
+        av_buffer_unref(&v->hw);
+        snprintf(v->decoder, sizeof v->decoder, "cpu: NVDEC does not decode through %s (no cuda "
+                 "hwaccel in FFmpeg for it)", codec->name);
+        return GM_OK;
+    }
+    snprintf(v->decoder, sizeof v->decoder, "nvdec (FFmpeg's cuda hwaccel, decoder %s, frames "
+             "copied to host memory)", codec->name);
+    return GM_OK;
+}
+
+/* Threads or the CUDA device on the decoder context. */
+static gm_status setup_decoder(gm_video *v)
+{
+    if (!v->hw) {
+        v->dc->thread_count = v->o.decode_threads; /* 0: libavcodec picks the core count */
+        v->dc->thread_type = FF_THREAD_FRAME | FF_THREAD_SLICE;
+        return GM_OK;
+    }
+    v->dc->hw_device_ctx = av_buffer_ref(v->hw);
+    if (!v->dc->hw_device_ctx)
+        return GM_ERR_NOMEM;
+    v->dc->opaque = v;
+    v->dc->get_format = pick_format;
+    /* one thread, as FFmpeg's hw_decode example: the GPU decodes, frame
+     * threads would only queue surfaces */
+    v->dc->thread_count = 1;
+    return GM_OK;
+}
+
+const char *gm_video_decoder(const gm_video *v)
+{
+    if (v->hw && v->hw_refused)
+        return "cpu, 1 thread: NVDEC refused the stream's profile or size";
+    return v->decoder;
+}
+
 gm_status gm_video_open(const char *path, const gm_video_opts *opts, gm_video **out, char *err,
                         size_t errlen)
 {
     *out = NULL;
-    if (!opts || opts->first < 0 || opts->step < 1 || (opts->last >= 0 && opts->last < opts->first)) {
+    if (!opts || opts->first < 0 || opts->step < 1 || (opts->last >= 0 && opts->last < opts->first) ||
+        opts->decode < GM_VIDEO_DECODE_AUTO || opts->decode > GM_VIDEO_DECODE_NVDEC) {
         snprintf(err, errlen, "invalid frame selection");
         return GM_ERR_INVALID;
     }
@@ -196,23 +319,35 @@ gm_status gm_video_open(const char *path, const gm_video_opts *opts, gm_video **
         st = GM_ERR_TOO_LARGE;
         goto fail;
     }
+    if ((st = choose_decoder(v, codec, err, errlen)) != GM_OK)
+        goto fail;
     st = GM_ERR_NOMEM;
     v->dc = avcodec_alloc_context3(codec);
     v->pkt = av_packet_alloc();
     v->fr = av_frame_alloc();
-    if (!v->dc || !v->pkt || !v->fr)
+    v->host = av_frame_alloc();
+    if (!v->dc || !v->pkt || !v->fr || !v->host)
         goto fail;
     if ((e = avcodec_parameters_to_context(v->dc, s->codecpar)) < 0)
         goto fail_av;
     v->dc->pkt_timebase = s->time_base;
-    v->dc->thread_count = opts->decode_threads; /* 0: libavcodec picks the core count */
-    v->dc->thread_type = FF_THREAD_FRAME | FF_THREAD_SLICE;
+    if ((st = setup_decoder(v)) != GM_OK)
+        goto fail;
+    st = GM_ERR_NOMEM;
     /* a damaged frame is an error, not a concealed picture: deterministic
      * under frame threading (concealment flags were not) and never a match
      * on half a picture */
     v->dc->err_recognition |= AV_EF_EXPLODE;
     if ((e = avcodec_open2(v->dc, codec, NULL)) < 0)
         goto fail_av;
+    if (!v->decoder[0]) {
+        /* 0 threads: a wrapped library (libdav1d) runs its own */
+        char th[32] = "its own threads";
+        if (v->dc->thread_count > 0)
+            snprintf(th, sizeof th, "%d threads", v->dc->thread_count);
+        snprintf(v->decoder, sizeof v->decoder, "cpu (libavcodec, %s)%s", th,
+                 v->o.decode == GM_VIDEO_DECODE_AUTO ? AUTO_WHY : "");
+    }
 
     v->tb = s->time_base;
     v->start = s->start_time != AV_NOPTS_VALUE ? s->start_time : 0;
@@ -451,6 +586,32 @@ static void feed(gm_video *v)
     }
 }
 
+/* The held frame fr to gray in f; a frame NVDEC decoded is first copied to
+ * host memory (NV12, P010, ...: its own format, then the usual path).
+ * GM_OK, GM_ERR_NOMEM, or another status with f->error set. */
+static gm_status convert_held(gm_video *v, gm_video_frame *f)
+{
+    const AVFrame *src = v->fr;
+    if (v->fr->format == AV_PIX_FMT_CUDA) {
+        av_frame_unref(v->host);
+        int e = av_hwframe_transfer_data(v->host, v->fr, 0);
+        if (e >= 0)
+            e = av_frame_copy_props(v->host, v->fr); /* color range: the gray table */
+        if (e < 0) {
+            char m[AV_ERROR_MAX_STRING_SIZE];
+            av_msg(e, m, sizeof m);
+            snprintf(f->error, sizeof f->error, "cannot copy the frame from the GPU: %s", m);
+            return e == AVERROR(ENOMEM) ? GM_ERR_NOMEM : GM_ERR_DEVICE;
+        }
+        src = v->host;
+    }
+    gm_status st = gm_video_convert(src, 0, &v->sws, f);
+    if (st != GM_OK && st != GM_ERR_NOMEM)
+        snprintf(f->error, sizeof f->error, "cannot convert pixel format %s to gray",
+                 av_get_pix_fmt_name(src->format));
+    return st;
+}
+
 gm_status gm_video_read(gm_video *v, gm_video_frame *f, int *got)
 {
     *got = 0;
@@ -479,14 +640,11 @@ gm_status gm_video_read(gm_video *v, gm_video_frame *f, int *got)
                 snprintf(f->error, sizeof f->error, "frame of %dx%d exceeds the pixel limit",
                          v->fr->width, v->fr->height);
             } else {
-                f->status = gm_video_convert(v->fr, 0, &v->sws, f);
+                f->status = convert_held(v, f);
                 if (f->status == GM_ERR_NOMEM) {
                     av_frame_unref(v->fr);
                     return GM_ERR_NOMEM;
                 }
-                if (f->status != GM_OK)
-                    snprintf(f->error, sizeof f->error, "cannot convert pixel format %s to gray",
-                             av_get_pix_fmt_name(v->fr->format));
             }
             av_frame_unref(v->fr);
             *got = 1;

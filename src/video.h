@@ -29,6 +29,17 @@
  * level), so a video frame and the same picture as a still see the same
  * contrast.  Other formats (RGB, palette, 10-bit) go through libswscale to
  * GRAY8.
+ *
+ * Decoders (gm_video_opts.decode): the CPU (libavcodec's software decoders,
+ * frame and slice threads), or NVDEC through FFmpeg's cuda hwaccel: frames
+ * decoded on the GPU are copied to host memory (av_hwframe_transfer_data:
+ * NV12, P010, ...) and then take the same gray path, so numbering, pts,
+ * selection, seeking and damage reports do not depend on the decoder.  A
+ * codec or profile NVDEC does not take (FFmpeg offers no CUDA format for it)
+ * is decoded on the CPU.  GM_VIDEO_DECODE_AUTO is the CPU decoder: measured
+ * faster end to end on the H100 machine at every size and codec tried
+ * (README, "Decoding").  Damage differs: NVDEC conceals a corrupt slice
+ * that the CPU decoder reports as a lost frame.
  */
 #ifndef GM_VIDEO_H
 #define GM_VIDEO_H
@@ -39,6 +50,12 @@
 #include "gmatch.h"
 
 typedef struct gm_video gm_video;
+
+typedef enum {
+    GM_VIDEO_DECODE_AUTO = 0, /* the measured choice: the CPU (see above) */
+    GM_VIDEO_DECODE_CPU,
+    GM_VIDEO_DECODE_NVDEC,    /* NVDEC or GM_ERR_DEVICE from gm_video_open */
+} gm_video_decode;
 
 typedef struct {
     int64_t first;        /* first frame selected (default 0) */
@@ -53,6 +70,7 @@ typedef struct {
                              4.2 s, 2 x 2 3.6 s, 1 x 1 7.2 s (a shared
                              machine, load about 3; two runs each) */
     int64_t max_pixels;   /* frames above it are error items; <= 0: GM_DEFAULT_MAX_PIXELS */
+    gm_video_decode decode; /* default GM_VIDEO_DECODE_AUTO */
 } gm_video_opts;
 
 gm_video_opts gm_video_opts_default(void);
@@ -74,7 +92,10 @@ void gm_video_frame_free(gm_video_frame *f);
 
 /* Open a video file.  GM_ERR_FORMAT when it is not a video libavformat and
  * libavcodec read (the message in err says "no video stream" for an
- * audio-only file); GM_ERR_INVALID for bad options.  On success the caller
+ * audio-only file); GM_ERR_INVALID for bad options; GM_ERR_DEVICE when
+ * o->decode is GM_VIDEO_DECODE_NVDEC and FFmpeg cannot make a CUDA device
+ * (no driver, no GPU, an FFmpeg without CUDA: err says "hardware decoding
+ * unavailable: " and why).  On success the caller
  * closes *out with gm_video_close. */
 gm_status gm_video_open(const char *path, const gm_video_opts *o, gm_video **out, char *err,
                         size_t errlen);
@@ -83,6 +104,12 @@ void gm_video_close(gm_video *v);
 /* The number of selected frames, from the container's frame count or its
  * duration times the frame rate; -1 when unknown. */
 int64_t gm_video_frames_total(const gm_video *v);
+
+/* Which decoder runs and why, one line for -v (never NULL; owned by v):
+ * "cpu, 16 threads (--decode auto: ...)", "nvdec (cuda hwaccel, frames
+ * copied to host memory)", "cpu: NVDEC does not decode mpeg4 ..."; after
+ * the first frames it also tells a profile NVDEC refused. */
+const char *gm_video_decoder(const gm_video *v);
 
 /* Width, height and frame rate of the stream as the container states them
  * (fps 0 when unknown). */

@@ -140,6 +140,11 @@ for m in 0 -5 x; do
     expect_rc 2 "bad --max-pixels '$m'" --max-pixels "$m" ref.png query.png
 done
 expect_rc 2 "bad --device" --device tpu ref.png query.png
+for d in gpu CPU '' nvdec2; do
+    expect_rc 2 "bad --decode '$d'" --decode "$d" ref.png query.png
+done
+check "bad --decode: names the choices" grep -q "^gmatch: --decode: 'nvdec2' is not auto, cpu or nvdec" err
+expect_rc 2 "--decode without its argument" ref.png query.png --decode
 # --device cuda: a match on a GPU; without one, a one-line reason and exit 1
 # (the reference cannot be prepared); in a build without CUDA, a usage error
 run --device cuda ref.png query.png
@@ -167,6 +172,10 @@ check "text: default prints nothing on stderr" test ! -s err
 
 expect_rc 0 "--seed 0 --threads 0 --device cpu" --seed 0 --threads 0 --device cpu ref.png query.png
 expect_rc 0 "--device auto" --device auto ref.png query.png
+# stills do not decode through FFmpeg: every --decode leaves them alone
+for d in auto cpu nvdec; do
+    expect_rc 0 "--decode $d on stills" --decode "$d" ref.png query.png
+done
 expect_rc 0 "options after operands (permuted)" ref.png query.png --format json
 check "options after operands: JSON output" grep -q '^{' out
 expect_rc 0 "-- ends the options" -- ref.png query.png

@@ -153,6 +153,61 @@ START_TEST(test_gray_vs_swscale)
 }
 END_TEST
 
+/* --decode cpu is the default decoder, item for item; --decode nvdec gives
+ * the same items (numbers, pts, pixels: H.264 decoding is bit-exact) where a
+ * GPU decodes, else GM_ERR_DEVICE with the one-line reason. */
+static void check_same_items(const gm_video_frame *a, int n, const gm_video_frame *b, int m)
+{
+    ck_assert_int_eq(m, n);
+    for (int i = 0; i < n; i++) {
+        ck_assert_int_eq(b[i].frame, a[i].frame);
+        ck_assert_int_eq(b[i].status, a[i].status);
+        ck_assert_double_eq_tol(b[i].pts_s, a[i].pts_s, 1e-9);
+        ck_assert_int_eq(b[i].img.width, a[i].img.width);
+        ck_assert_int_eq(b[i].img.height, a[i].img.height);
+        ck_assert_msg(memcmp(a[i].img.data, b[i].img.data,
+                             (size_t)a[i].img.width * a[i].img.height) == 0, "frame %d", i);
+    }
+}
+
+START_TEST(test_decoders)
+{
+    gm_video_opts o = gm_video_opts_default();
+    ck_assert_int_eq(o.decode, GM_VIDEO_DECODE_AUTO);
+    gm_video_frame *def, *cpu, *nv;
+    int n = read_all(CLIP, o, &def);
+    o.decode = GM_VIDEO_DECODE_CPU;
+    int m = read_all(CLIP, o, &cpu);
+    check_same_items(def, n, cpu, m);
+    free_items(cpu, m);
+
+    gm_video *v = NULL;
+    char err[256];
+    o.decode = GM_VIDEO_DECODE_NVDEC;
+    gm_status st = gm_video_open(CLIP, &o, &v, err, sizeof err);
+    if (st == GM_OK) {
+        ck_assert_msg(strncmp(gm_video_decoder(v), "nvdec", 5) == 0, "%s", gm_video_decoder(v));
+        gm_video_close(v);
+        m = read_all(CLIP, o, &nv);
+        check_same_items(def, n, nv, m);
+        free_items(nv, m);
+        o.first = 40, o.last = 45; /* a seek */
+        m = read_all(CLIP, o, &nv);
+        check_same_items(def + 40, 5, nv, m);
+        free_items(nv, m);
+    } else {
+        ck_assert_int_eq(st, GM_ERR_DEVICE);
+        ck_assert_ptr_null(v);
+        ck_assert_msg(strncmp(err, "hardware decoding unavailable: ", 31) == 0, "%s", err);
+        ck_assert_ptr_null(strchr(err, '\n'));
+    }
+    free_items(def, n);
+    o = gm_video_opts_default();
+    o.decode = (gm_video_decode)7;
+    ck_assert_int_eq(gm_video_open(CLIP, &o, &v, err, sizeof err), GM_ERR_INVALID);
+}
+END_TEST
+
 START_TEST(test_not_videos)
 {
     gm_video *v = NULL;
@@ -185,6 +240,7 @@ static Suite *video_suite(void)
     tcase_add_test(tc, test_selection);
     tcase_add_test(tc, test_gray_vs_swscale);
     tcase_add_test(tc, test_not_videos);
+    tcase_add_test(tc, test_decoders);
     suite_add_tcase(s, tc);
     return s;
 }

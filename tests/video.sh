@@ -74,6 +74,25 @@ expect_rc 0 "clip.mp4, text" text
 [ "$(awk '!/^#/ { print $2 }' "$tmp/text.out" | tr '\n' ' ')" = "$(seq -s ' ' 0 49) " ] ||
     fail "text: frame column"
 
+# ---- decoders: --decode cpu and auto are the default; nvdec the same on a GPU,
+# else one line and exit 1 for the video while the still in the run matches --
+for dec in cpu auto; do
+    run dec --decode $dec "$ref" "$d/clip.mp4"
+    expect_rc 0 "--decode $dec" dec
+    cmp -s "$tmp/dec.out" "$tmp/text.out" || fail "--decode $dec: output differs from the default"
+done
+run nv --decode nvdec "$ref" "$d/clip.mp4" "$ref"
+case $rc in
+0) cmp -s <(head -n 51 "$tmp/nv.out") "$tmp/text.out" || fail "--decode nvdec: output differs from --decode cpu" ;;
+1) [ "$(wc -l < "$tmp/nv.err")" -eq 1 ] && grep -q "^gmatch: $d/clip.mp4: hardware decoding unavailable: " "$tmp/nv.err" ||
+       fail "--decode nvdec without a GPU: one line ($(head -c 300 "$tmp/nv.err"))"
+   [ "$(awk '!/^#/ { print $1, $2, $3 }' "$tmp/nv.out" | tr '\n' ' ')" = "$d/clip.mp4 0 error $ref 0 match " ] ||
+       fail "--decode nvdec without a GPU: rows ($(head -c 300 "$tmp/nv.out"))" ;;
+*) fail "--decode nvdec: exit $rc ($(head -c 300 "$tmp/nv.err"))" ;;
+esac
+run dec -v --decode auto --frames 0:2 "$ref" "$d/clip.mp4"
+grep -q "clip.mp4: decoder: cpu" "$tmp/dec.err" || fail "-v --decode auto: the decoder line ($(head -c 300 "$tmp/dec.err"))"
+
 # ---- selection: the same frames as the full run (40:45 seeks) -----------------
 for sel in "40:45 1" "5:20 5" "33: 7" ":3 1"; do
     set -- $sel
