@@ -31,7 +31,7 @@ gm_status gm_basis_items_cuda(const gm_vote_basis *d_bases, uint32_t nb, const g
                               uint32_t n_cloud, uint32_t **d_keys, uint32_t **d_vals,
                               uint32_t *n_items, cudaStream_t stream);
 
-/* Each basis's share of the items (matcher.c's level share): d_share[b] =
+/* Each basis's share of the items (reference.c's level share): d_share[b] =
  * (items of basis b) / n_items, for b < nb, from the basis index of every
  * item (d_vals of gm_basis_items_cuda); equal to the CPU's float sums (a
  * count below 2^24 is exact in float, then one division).  d_count: nb

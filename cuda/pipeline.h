@@ -1,12 +1,14 @@
-/* pipeline.h: the GPU side of matcher.c (cuda/pipeline.c), C interface.
+/* pipeline.h: the GPU side of the pipeline (cuda/pipeline.c), C interface,
+ * called by src/reference.c and src/matcher.c.
  *
- * One context per prepared reference: a CUDA stream, the reference's device
- * tables and edge map, and device buffers sized for the largest frame seen,
+ * One context per prepared reference: the reference's device tables and
+ * edge map, and lanes of device buffers sized for the largest frame seen,
  * reused query after query (they grow, never shrink; no allocation per query
- * once the sizes are reached).  matcher.c keeps the flow (levels, pairings,
- * candidate picking, distinctiveness) in one place for both devices and
- * calls these for the stages; every stage gives the CPU stage's results
- * (integer stages exactly: see the tests/test_*_cuda.c suites).
+ * once the sizes are reached).  reference.c and matcher.c keep the flow
+ * (levels, pairings, candidate picking, distinctiveness) in one place for
+ * both devices and call these for the stages; every stage gives the CPU
+ * stage's results (integer stages exactly: see the tests/test_*_cuda.c
+ * suites).
  *
  * A context serves several threads at once: each query takes a lane (a
  * stream and its own buffers) for its whole match and gives it back;

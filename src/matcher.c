@@ -1,12 +1,9 @@
-/* matcher.c: the pipeline, reference side and query side.
+/* matcher.c: the query side of the pipeline (gm_match).
  *
- *   reference: per pyramid level (working size, and half of it): Sobel
- *              edges -> compaction -> points -> corners -> bases (compacting
- *              table: two-way index) -> (u,v,dir) items -> multi-value table;
- *              at level 0 also the edge-direction map for verification
- *   query:     the same up to the bases; m bases in a two-way index; votes
- *              into the m x n matrix; top-k reduction; each candidate's
- *              transform verified on the level-0 edges; the best refined.
+ *   the query's levels up to the bases (gm_side_build); m query bases in a
+ *   two-way index; votes into the m x n matrix; top-k reduction; each
+ *   candidate's transform verified on the reference's level-0 edges; the
+ *   best few refined; the distinctiveness test; the final model.
  *
  * Scale: one (reference level, query level) pairing covers query scales of
  * about 0.7 to 1.4 (corners and basis lengths stay comparable).  Pairing
@@ -16,52 +13,12 @@
  * and refined at full working resolution, so confidences are comparable.
  */
 #include <math.h>
-#include <omp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "internal.h"
-#ifdef GMATCH_WITH_CUDA
-#include "pipeline.h"
-#endif
+#include "matcher.h"
 
-#define GM_LEVELS 2        /* pyramid levels: working size, half of it */
-#define GM_MIN_LEVEL_SIDE 48 /* a level smaller than this a side is skipped */
-
-typedef struct {
-    int ok;            /* the level exists (image big enough) */
-    int f;             /* downscale factor: working pixel X is source pixel f*X + (f-1)/2 */
-    int w, h;
-    float lmin, lmax;  /* basis lengths, this level's pixels */
-    gm_points corners;
-    gm_compact bases;  /* two-way index: basis key <-> dense index */
-    gm_multi table;    /* (u, v, dir) -> dense basis indices */
-    float *share;      /* [bases] each basis's fraction of the table's items */
-#ifdef GMATCH_WITH_CUDA
-    gm_gpu_level *gpu; /* the index and the table on the device (GPU path: bases.unique only on the host) */
-#endif
-} ref_level;
-
-struct gm_ref {
-    gm_params p;
-    ref_level lv[GM_LEVELS];
-    gm_edge_map map;   /* level 0 edge directions, for verification */
-    double prep_ms;
-    char err[256];
-    char device[320]; /* what runs the matching, for -v */
-#ifdef GMATCH_WITH_CUDA
-    gm_gpu *gpu;       /* NULL: the CPU path */
-#endif
-};
-
-
-static _Thread_local char g_device_error[320];
-const char *gm_last_device_error(void) { return g_device_error; }
-
-/* Verification radius in working pixels: JPEG, noise and one cell of
- * quantization move edges by about a pixel. */
-#define GM_VERIFY_RADIUS 2
 /* Points tested per candidate: a sample of the query's edge pixels. */
 #ifndef GM_VERIFY_POINTS
 #define GM_VERIFY_POINTS 2000
@@ -73,314 +30,6 @@ const char *gm_last_device_error(void) { return g_device_error; }
 #define GM_REFINE_CANDS 3
 /* A pairing whose refined best reaches this confidence ends the search. */
 #define GM_EARLY_STOP 0.5
-
-gm_params gm_params_default(void)
-{
-    gm_params p;
-    memset(&p, 0, sizeof p);
-    p.seed = 1;
-    p.threads = 0;
-    p.device = GM_DEVICE_AUTO;
-    p.model = GM_MODEL_SIMILARITY;
-    p.min_confidence = 0.3;
-    p.max_pixels = GM_DEFAULT_MAX_PIXELS;
-    p.max_side = 1024;
-    p.ref_points = 600;
-    p.query_points = 500;
-    p.basis_points = 400;
-    p.ref_basis_prob = 0.2;
-    p.query_bases = 400;
-    p.top_k = 32;
-    return p;
-}
-
-static double now_ms(void) { return omp_get_wtime() * 1000.0; }
-
-/* Everything the query and the reference share up to the bases. */
-typedef struct {
-    int f, w, h;
-    uint8_t *work;     /* downscaled copy, NULL when f == 1 */
-    gm_view view;      /* working image */
-    gm_edges edges;
-    uint32_t *idx;
-    uint32_t n_idx;
-    gm_points all;     /* every edge pixel, sub-pixel */
-    gm_points cloud;   /* spread sample that votes / fills the table */
-    gm_points corners; /* basis endpoints */
-} side;
-
-static void side_free(side *s)
-{
-    free(s->work);
-    gm_edges_free(&s->edges);
-    free(s->idx);
-    free(s->all.p);
-    free(s->cloud.p);
-    free(s->corners.p);
-    memset(s, 0, sizeof *s);
-}
-
-/* extra: 1 for pyramid level 0, 2 for level 1 (half the working size). */
-static gm_status side_build(void *gpu, const gm_params *p, gm_view img, int extra,
-                            uint32_t cloud_target, uint32_t corner_target, side *s, char *err,
-                            size_t errlen)
-{
-    memset(s, 0, sizeof *s);
-    if (!img.data || img.width <= 0 || img.height <= 0) {
-        snprintf(err, errlen, "empty image");
-        return GM_ERR_EMPTY;
-    }
-    s->f = gm_downscale_factor(img.width, img.height, p->max_side) * extra;
-    if (img.width / s->f < 1 || img.height / s->f < 1) {
-        snprintf(err, errlen, "image too small for this level");
-        return GM_ERR_EMPTY;
-    }
-    s->view = img;
-    if (s->f > 1) {
-        s->w = img.width / s->f;
-        s->h = img.height / s->f;
-        s->work = malloc((size_t)s->w * s->h);
-        if (!s->work)
-            goto nomem;
-        gm_downscale_cpu(img, s->f, s->work);
-        s->view = (gm_view){s->work, s->w, s->h, s->w};
-    }
-    s->w = s->view.width;
-    s->h = s->view.height;
-    size_t area = (size_t)s->w * s->h;
-    int max_edges = (int)(area / 8 > 200000 ? 200000 : area / 8);
-    gm_status st;
-#ifdef GMATCH_WITH_CUDA
-    if (gpu) {
-        /* edges, points and corners on the device; the spread on the host */
-        if ((st = gm_gpu_side(gpu, s->view, max_edges, corner_target, &s->all, &s->corners)) != GM_OK)
-            goto fail;
-        if ((st = gm_points_spread_cpu(&s->all, s->w, s->h, cloud_target, &s->cloud)) != GM_OK)
-            goto fail;
-        return GM_OK;
-    }
-#else
-    (void)gpu;
-#endif
-    st = gm_edges_cpu(s->view, max_edges, &s->edges);
-    if (st != GM_OK)
-        goto fail;
-    s->idx = malloc((area ? area : 1) * sizeof *s->idx);
-    if (!s->idx)
-        goto nomem;
-    s->n_idx = gm_compact_flags_cpu(s->edges.edge, (uint32_t)area, s->idx);
-    if ((st = gm_edge_points_cpu(&s->edges, s->idx, s->n_idx, &s->all)) != GM_OK)
-        goto fail;
-    if ((st = gm_points_spread_cpu(&s->all, s->w, s->h, cloud_target, &s->cloud)) != GM_OK)
-        goto fail;
-    if ((st = gm_corners_cpu(&s->edges, corner_target, &s->corners)) != GM_OK)
-        goto fail;
-    return GM_OK;
-nomem:
-    st = GM_ERR_NOMEM;
-fail:
-    snprintf(err, errlen, "%s", gm_status_str(st));
-    side_free(s);
-    return st;
-}
-
-
-static void level_free(ref_level *l)
-{
-    free(l->corners.p);
-    gm_compact_free(&l->bases);
-    gm_multi_free(&l->table);
-    free(l->share);
-#ifdef GMATCH_WITH_CUDA
-    gm_gpu_level_free(l->gpu);
-#endif
-    memset(l, 0, sizeof *l);
-}
-
-/* Bases and tables of one reference level from its side. */
-static gm_status level_build(void *gpu, const gm_params *p, side *s, ref_level *l)
-{
-    l->f = s->f;
-    l->w = s->w;
-    l->h = s->h;
-    float diag = sqrtf((float)s->w * s->w + (float)s->h * s->h);
-    l->lmin = fmaxf(16.0f, 0.03f * diag);
-    l->lmax = 0.25f * diag;
-    gm_bases b = {0};
-    uint32_t *keys = NULL, *vals = NULL, n_items = 0;
-    gm_status st;
-    if ((st = gm_bases_select_cpu(&s->corners, l->lmin, l->lmax, p->ref_basis_prob,
-                                  p->seed ^ (uint64_t)l->f << 56, &b)) != GM_OK)
-        goto done;
-    /* at most (2 GM_UV_HALF)^2 x 16 distinct keys exist: size the table by that bound */
-    const uint32_t key_bound = 2 * GM_UV_HALF * 2 * GM_UV_HALF * GM_ANGLE_BINS;
-#ifdef GMATCH_WITH_CUDA
-    if (gpu) {
-        st = gm_gpu_level_build(gpu, &s->corners, &b, &s->cloud, key_bound, p->seed ^ 0xB0,
-                                p->seed ^ 0x7AB1E, &l->gpu, &l->bases.unique, &l->bases.u);
-        if (st != GM_OK)
-            goto done;
-        goto keep;
-    }
-#else
-    (void)gpu;
-#endif
-    /* the two-way basis index (paper 4.3): dense index <-> (i, j) */
-    if ((st = gm_compact_build_cpu(&l->bases, b.key, b.n, 0, p->seed ^ 0xB0, NULL)) != GM_OK)
-        goto done;
-    if ((st = gm_basis_items_cpu(&s->corners, l->bases.unique, l->bases.u, &s->cloud, &keys, &vals,
-                                 &n_items)) != GM_OK)
-        goto done;
-    st = gm_multi_build_cpu(&l->table, keys, vals, n_items, key_bound, p->seed ^ 0x7AB1E, NULL);
-    if (st != GM_OK)
-        goto done;
-    if (!(l->share = calloc(l->bases.u ? l->bases.u : 1, sizeof *l->share))) {
-        st = GM_ERR_NOMEM;
-        goto done;
-    }
-    for (uint32_t i = 0; i < n_items; i++)
-        l->share[vals[i]] += 1.0f;
-    for (uint32_t i = 0; i < l->bases.u; i++)
-        l->share[i] /= (float)(n_items ? n_items : 1);
-#ifdef GMATCH_WITH_CUDA
-keep:
-#endif
-    l->corners = s->corners;
-    s->corners.p = NULL;
-    l->ok = 1;
-done:
-    free(b.key);
-    free(keys);
-    free(vals);
-    return st;
-}
-
-/* The reference's levels and edge map, on the device of r (set before). */
-static gm_status ref_build(gm_ref *r, gm_view img)
-{
-    const gm_params *p = &r->p;
-    void *gpu = NULL; /* the GPU lane that builds, NULL on the CPU */
-    gm_status st = GM_OK;
-#ifdef GMATCH_WITH_CUDA
-    if (r->gpu && !(gpu = gm_gpu_acquire(r->gpu)))
-        return GM_ERR_DEVICE;
-#endif
-    for (int lv = 0; lv < GM_LEVELS && st == GM_OK; lv++) {
-        side s;
-        char err[128];
-        st = side_build(gpu, p, img, 1 << lv, (uint32_t)p->ref_points, (uint32_t)p->basis_points,
-                        &s, err, sizeof err);
-        if (st != GM_OK) {
-            if (lv > 0 && st != GM_ERR_DEVICE && st != GM_ERR_NOMEM)
-                st = GM_OK; /* a reference too small for the coarse level still works */
-            break;
-        }
-        if (lv > 0 && (s.w < GM_MIN_LEVEL_SIDE || s.h < GM_MIN_LEVEL_SIDE)) {
-            side_free(&s);
-            break;
-        }
-        if (lv == 0)
-            st = gm_edge_map_build_cpu(&s.all, s.w, s.h, GM_VERIFY_RADIUS, &r->map);
-#ifdef GMATCH_WITH_CUDA
-        if (lv == 0 && st == GM_OK && gpu)
-            st = gm_gpu_map(r->gpu, gpu, &r->map);
-#endif
-        if (st == GM_OK)
-            st = level_build(gpu, p, &s, &r->lv[lv]);
-        side_free(&s);
-    }
-#ifdef GMATCH_WITH_CUDA
-    if (gpu)
-        gm_gpu_release(r->gpu, gpu);
-#endif
-    return st;
-}
-
-/* Frees what ref_build made (the device context stays). */
-static void ref_clear(gm_ref *r)
-{
-    gm_edge_map_free(&r->map);
-    for (int lv = 0; lv < GM_LEVELS; lv++)
-        level_free(&r->lv[lv]);
-}
-
-gm_status gm_ref_prepare(const gm_params *p, gm_view img, gm_ref **out)
-{
-    *out = NULL;
-    g_device_error[0] = '\0';
-    double t0 = now_ms();
-    gm_ref *r = calloc(1, sizeof *r);
-    if (!r)
-        return GM_ERR_NOMEM;
-    r->p = *p;
-    if (p->threads > 0)
-        omp_set_num_threads(p->threads);
-    int threads = p->threads > 0 ? p->threads : omp_get_max_threads();
-    snprintf(r->device, sizeof r->device, "cpu, %d threads", threads);
-    gm_status st = GM_OK;
-#ifdef GMATCH_WITH_CUDA
-    if (p->device != GM_DEVICE_CPU) {
-        char why[256] = "";
-        st = gm_gpu_open(&r->gpu, why, sizeof why);
-        if (st == GM_OK) {
-            snprintf(r->device, sizeof r->device, "cuda: %s", gm_gpu_name(r->gpu));
-            st = ref_build(r, img);
-            if (st != GM_OK && (st == GM_ERR_DEVICE || st == GM_ERR_NOMEM)) {
-                snprintf(why, sizeof why, "%s: %s", gm_status_str(st), gm_cuda_last_error());
-                ref_clear(r);
-                gm_gpu_close(r->gpu);
-                r->gpu = NULL;
-            } else if (st != GM_OK) {
-                gm_ref_free(r);
-                return st;
-            }
-        }
-        if (!r->gpu) {
-            snprintf(g_device_error, sizeof g_device_error, "%s", why);
-            if (p->device == GM_DEVICE_CUDA) {
-                gm_ref_free(r);
-                return GM_ERR_DEVICE;
-            }
-            snprintf(r->device, sizeof r->device, "cpu, %d threads (auto: no usable GPU: %s)",
-                     threads, why);
-            st = GM_OK;
-        }
-    }
-    if (!r->gpu)
-#else
-    if (p->device == GM_DEVICE_CUDA) {
-        snprintf(g_device_error, sizeof g_device_error, "this build has no CUDA backend");
-        free(r);
-        return GM_ERR_DEVICE;
-    }
-    if (p->device == GM_DEVICE_AUTO)
-        snprintf(r->device, sizeof r->device, "cpu, %d threads (auto: built without CUDA)",
-                 threads);
-#endif
-        st = ref_build(r, img);
-    if (st != GM_OK) {
-        gm_ref_free(r);
-        return st;
-    }
-    r->prep_ms = now_ms() - t0;
-    *out = r;
-    return GM_OK;
-}
-
-void gm_ref_free(gm_ref *r)
-{
-    if (!r)
-        return;
-    ref_clear(r);
-#ifdef GMATCH_WITH_CUDA
-    gm_gpu_close(r->gpu);
-#endif
-    free(r);
-}
-
-const char *gm_ref_device(const gm_ref *r) { return r ? r->device : ""; }
-const char *gm_ref_error(const gm_ref *r) { return r ? r->err : "no reference"; }
-double gm_ref_time_ms(const gm_ref *r) { return r ? r->prep_ms : 0.0; }
 
 /* Every k-th point so that at most `cap` remain (keeps the spread along edges). */
 static gm_points stride_sample(const gm_points *all, uint32_t cap, gm_point *buf)
@@ -488,7 +137,7 @@ static gm_status run_pairing(const gm_ref *r, void *gpu, const ref_level *rl, co
                              gm_result *out)
 {
     const gm_params *p = &r->p;
-    double t0 = now_ms(), t1;
+    double t0 = gm_now_ms(), t1;
     gm_bases all_b = {0};
     gm_compact qidx;
     memset(&qidx, 0, sizeof qidx);
@@ -528,7 +177,7 @@ static gm_status run_pairing(const gm_ref *r, void *gpu, const ref_level *rl, co
     if ((st = gm_compact_build_cpu(&qidx, sel, nsel, 0, p->seed ^ 0x0B, NULL)) != GM_OK)
         goto done;
     uint32_t n_q = qidx.u, n_ref = rl->bases.u;
-    t1 = now_ms();
+    t1 = gm_now_ms();
     out->time.bases += t1 - t0;
     if (n_q == 0 || n_ref == 0 || qs->all.n < 8)
         goto done; /* nothing to vote with */
@@ -550,7 +199,7 @@ static gm_status run_pairing(const gm_ref *r, void *gpu, const ref_level *rl, co
             goto done;
         out->time.vote += tv;
         out->time.reduce += tr;
-        t1 = now_ms();
+        t1 = gm_now_ms();
     } else
 #endif
     {
@@ -560,10 +209,10 @@ static gm_status run_pairing(const gm_ref *r, void *gpu, const ref_level *rl, co
             goto done;
         }
         gm_vote_cpu(&rl->table, n_ref, &qs->corners, qidx.unique, n_q, &qs->cloud, votes);
-        t0 = now_ms();
+        t0 = gm_now_ms();
         out->time.vote += t0 - t1;
         nc = gm_reduce_topk_cpu(votes, rl->share, n_ref, n_q, k, cands);
-        t1 = now_ms();
+        t1 = gm_now_ms();
         out->time.reduce += t1 - t0;
     }
 
@@ -645,7 +294,7 @@ static gm_status run_pairing(const gm_ref *r, void *gpu, const ref_level *rl, co
             memcpy(ss->m, mr[i], sizeof mr[i]);
         }
     }
-    out->time.verify += now_ms() - t1;
+    out->time.verify += gm_now_ms() - t1;
 done:
     free(all_b.key);
     free(sel);
@@ -658,7 +307,7 @@ done:
 gm_status gm_match(const gm_ref *r, gm_view query, gm_result *out)
 {
     memset(out, 0, sizeof *out);
-    double t0 = now_ms();
+    double t0 = gm_now_ms();
     const gm_params *p = &r->p;
     side q[GM_LEVELS];
     memset(q, 0, sizeof q);
@@ -671,11 +320,11 @@ gm_status gm_match(const gm_ref *r, gm_view query, gm_result *out)
     if (r->gpu && !(gpu = gm_gpu_acquire(r->gpu)))
         return GM_ERR_DEVICE;
 #endif
-    gm_status st = side_build(gpu, p, query, 1, (uint32_t)p->query_points, corner_target, &q[0],
+    gm_status st = gm_side_build(gpu, p, query, 1, (uint32_t)p->query_points, corner_target, &q[0],
                               err, sizeof err);
     if (st != GM_OK)
         goto done;
-    out->time.edges = now_ms() - t0;
+    out->time.edges = gm_now_ms() - t0;
     vbuf = malloc(GM_VERIFY_POINTS * sizeof *vbuf);
     ss = calloc(1, sizeof *ss);
     if (!vbuf || !ss) {
@@ -697,10 +346,10 @@ gm_status gm_match(const gm_ref *r, gm_view query, gm_result *out)
             continue;
         int ql = pair_q[pi];
         if (ql > 0 && !q[ql].w) {
-            double te = now_ms();
-            st = side_build(gpu, p, query, 1 << ql, (uint32_t)p->query_points, corner_target,
+            double te = gm_now_ms();
+            st = gm_side_build(gpu, p, query, 1 << ql, (uint32_t)p->query_points, corner_target,
                             &q[ql], err, sizeof err);
-            out->time.edges += now_ms() - te;
+            out->time.edges += gm_now_ms() - te;
             if (st == GM_ERR_DEVICE || st == GM_ERR_NOMEM)
                 goto done;
             if (st != GM_OK || q[ql].w < GM_MIN_LEVEL_SIDE || q[ql].h < GM_MIN_LEVEL_SIDE) {
@@ -725,7 +374,7 @@ gm_status gm_match(const gm_ref *r, gm_view query, gm_result *out)
              * confidence decides. */
             double hm[9];
             memcpy(hm, hw, sizeof hm);
-            double tr = now_ms();
+            double tr = gm_now_ms();
             gm_verify_score v;
 #ifdef GMATCH_WITH_CUDA
             if (gpu) {
@@ -741,7 +390,7 @@ gm_status gm_match(const gm_ref *r, gm_view query, gm_result *out)
                 memcpy(hw, hm, sizeof hm);
                 score = v;
             }
-            out->time.verify += now_ms() - tr;
+            out->time.verify += gm_now_ms() - tr;
         }
         h_work_to_source(hw, q[0].f, r->lv[0].f, h);
         out->model = p->model;
@@ -776,7 +425,7 @@ done:
     free(vbuf);
     free(ss);
     for (int l = 0; l < GM_LEVELS; l++)
-        side_free(&q[l]);
-    out->time.total = now_ms() - t0;
+        gm_side_free(&q[l]);
+    out->time.total = gm_now_ms() - t0;
     return st;
 }
