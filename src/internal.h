@@ -146,7 +146,6 @@ gm_status gm_bases_select_cpu(const gm_points *pts, float lmin, float lmax, doub
 
 #include <math.h>
 
-
 /* The frame of one basis, precomputed: (u, v) = B * R^T (p - a) / |b - a|. */
 typedef struct {
     float ax, ay, ex, ey; /* e = B * (b - a) / |b - a|^2 */
@@ -230,9 +229,20 @@ typedef struct {
  * 0 when out of memory. */
 uint32_t gm_reduce_topk_cpu(const uint16_t *votes, const float *share, uint32_t n_ref,
                             uint32_t n_q, uint32_t k, gm_candidate *out);
+/* Its first step for one row q: the best cell (lowest index on ties), the
+ * row's total and the cell's score as described above. */
+gm_candidate gm_reduce_row_cpu(const uint16_t *row, const float *share, uint32_t n_ref, uint32_t q);
 /* Its second step: the k best of the per-row bests (best[] is sorted in
  * place), as the GPU path takes them from the device's per-row reduction. */
 uint32_t gm_reduce_select_cpu(gm_candidate *best, uint32_t n_q, uint32_t k, gm_candidate *out);
+/* (vote.c) gm_vote_cpu and the per-row step of gm_reduce_topk_cpu fused, as the GPU
+ * does it: each query basis's row is counted in a per-thread buffer that
+ * stays in cache and reduced at once to best[q] (equal to
+ * gm_reduce_row_cpu of gm_vote_cpu's row); the n_q x n_ref matrix is never
+ * written.  Returns GM_ERR_NOMEM when a thread's row cannot be allocated. */
+gm_status gm_vote_rows_cpu(const gm_multi *table, uint32_t n_ref, const float *share,
+                           const gm_points *qbasis_pts, const uint32_t *qbasis_keys, uint32_t n_q,
+                           const gm_points *qcloud, gm_candidate *best);
 
 /* ---- transform.c ----------------------------------------------------------- */
 /* Similarity [a -b tx; b a ty] carrying q0 -> r0 and q1 -> r1. */

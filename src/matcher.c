@@ -141,7 +141,7 @@ static gm_status run_pairing(const gm_ref *r, void *gpu, const ref_level *rl, co
     gm_bases all_b = {0};
     gm_compact qidx;
     memset(&qidx, 0, sizeof qidx);
-    uint16_t *votes = NULL;
+    gm_candidate *best = NULL; /* CPU path: the best cell of every row */
     gm_candidate *cands = NULL;
     uint32_t *sel = NULL;
     gm_status st;
@@ -203,15 +203,18 @@ static gm_status run_pairing(const gm_ref *r, void *gpu, const ref_level *rl, co
     } else
 #endif
     {
-        size_t nv;
-        if (!gm_mul_ok((size_t)n_q, (size_t)n_ref, &nv) || !(votes = malloc(nv * sizeof *votes))) {
+        /* votes and each row's best, one row at a time (the matrix is
+         * never written), then the k best rows */
+        if (!(best = malloc(n_q * sizeof *best))) {
             st = GM_ERR_NOMEM;
             goto done;
         }
-        gm_vote_cpu(&rl->table, n_ref, &qs->corners, qidx.unique, n_q, &qs->cloud, votes);
+        if ((st = gm_vote_rows_cpu(&rl->table, n_ref, rl->share, &qs->corners, qidx.unique, n_q,
+                                   &qs->cloud, best)) != GM_OK)
+            goto done;
         t0 = gm_now_ms();
         out->time.vote += t0 - t1;
-        nc = gm_reduce_topk_cpu(votes, rl->share, n_ref, n_q, k, cands);
+        nc = gm_reduce_select_cpu(best, n_q, k, cands);
         t1 = gm_now_ms();
         out->time.reduce += t1 - t0;
     }
@@ -299,7 +302,7 @@ done:
     free(all_b.key);
     free(sel);
     gm_compact_free(&qidx);
-    free(votes);
+    free(best);
     free(cands);
     return st;
 }

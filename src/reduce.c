@@ -17,6 +17,26 @@ static int cand_cmp(const void *a, const void *b)
     return p->ref_basis < q->ref_basis ? -1 : p->ref_basis > q->ref_basis;
 }
 
+gm_candidate gm_reduce_row_cpu(const uint16_t *row, const float *share, uint32_t n_ref, uint32_t q)
+{
+    uint32_t total = 0;
+    for (uint32_t r = 0; r < n_ref; r++)
+        total += row[r];
+    uint32_t bi = 0;
+    float bs = -INFINITY;
+    for (uint32_t r = 0; r < n_ref; r++) {
+        if (row[r] == 0)
+            continue;
+        float l = (float)total * share[r];
+        float z = ((float)row[r] - l) / sqrtf(l + 1.0f);
+        if (z > bs) {
+            bs = z;
+            bi = r;
+        }
+    }
+    return (gm_candidate){bi, q, row[bi], bs};
+}
+
 uint32_t gm_reduce_topk_cpu(const uint16_t *votes, const float *share, uint32_t n_ref,
                             uint32_t n_q, uint32_t k, gm_candidate *out)
 {
@@ -26,25 +46,8 @@ uint32_t gm_reduce_topk_cpu(const uint16_t *votes, const float *share, uint32_t 
     if (!best)
         return 0;
 #pragma omp parallel for schedule(static) if ((size_t)n_q * n_ref >= GM_PAR_PIXELS)
-    for (int64_t q = 0; q < (int64_t)n_q; q++) {
-        const uint16_t *row = votes + (size_t)q * n_ref;
-        uint32_t total = 0;
-        for (uint32_t r = 0; r < n_ref; r++)
-            total += row[r];
-        uint32_t bi = 0;
-        float bs = -INFINITY;
-        for (uint32_t r = 0; r < n_ref; r++) {
-            if (row[r] == 0)
-                continue;
-            float l = (float)total * share[r];
-            float z = ((float)row[r] - l) / sqrtf(l + 1.0f);
-            if (z > bs) {
-                bs = z;
-                bi = r;
-            }
-        }
-        best[q] = (gm_candidate){bi, (uint32_t)q, row[bi], bs};
-    }
+    for (int64_t q = 0; q < (int64_t)n_q; q++)
+        best[q] = gm_reduce_row_cpu(votes + (size_t)q * n_ref, share, n_ref, (uint32_t)q);
     uint32_t m = gm_reduce_select_cpu(best, n_q, k, out);
     free(best);
     return m;

@@ -162,6 +162,22 @@ START_TEST(test_matrix_brute_force)
             total += got[i];
         }
         EXPECT(total > 100); /* votes were cast */
+        /* the fused row-at-a-time vote and reduction: each row's best equals
+         * the per-row reduction of the whole matrix, with uneven shares */
+        float *share = xmalloc(rb.n, sizeof *share);
+        for (uint32_t i = 0; i < rb.n; i++)
+            share[i] = (float)(1 + i % 7) / (float)(4 * rb.n);
+        gm_candidate *rows = xmalloc(qb.n, sizeof *rows);
+        EXPECT_EQ(gm_vote_rows_cpu(&r.table, rb.n, share, &qbp, qb.key, qb.n, &qcl, rows), GM_OK);
+        for (uint32_t q = 0; q < qb.n; q++) {
+            gm_candidate c = gm_reduce_row_cpu(got + (size_t)q * rb.n, share, rb.n, q);
+            if (memcmp(&c, &rows[q], sizeof c) != 0)
+                ck_abort_msg("variant %d: row %u: fused best (%u, %u votes, %g), matrix (%u, %u, %g)",
+                             variant, q, rows[q].ref_basis, rows[q].votes, rows[q].score,
+                             c.ref_basis, c.votes, c.score);
+        }
+        free(rows);
+        free(share);
         free(got);
         free(want);
         free(qb.key);
