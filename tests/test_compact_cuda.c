@@ -193,18 +193,13 @@ END_TEST
 
 /* ---- edge points: the whole chain ------------------------------------------------------- */
 
-typedef struct {
-    uint8_t *buf;
-    int w, h;
-} img_t;
-
 static img_t smooth_image(int w, int h, int cell, int noise)
 {
     int gw = w / cell + 2, gh = h / cell + 2;
     uint8_t *g = xmalloc((size_t)gw * gh, 1);
     for (int i = 0; i < gw * gh; i++)
         g[i] = (uint8_t)rng_next();
-    img_t im = {xmalloc((size_t)w * h, 1), w, h};
+    img_t im = img_new(w, h, 0); /* test_util.h */
     for (int y = 0; y < h; y++)
         for (int x = 0; x < w; x++) {
             int cx = x / cell, cy = y / cell;

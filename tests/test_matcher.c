@@ -217,22 +217,6 @@ static uint8_t *warp(const uint8_t *ref, int rw, int rh, const double T[6], int 
     return warp_h(ref, rw, rh, H, qw, qh);
 }
 
-/* Largest distance between the images of the query's corners under two
- * 3x3 transforms. */
-static double h_corner_error(const double a[9], const double b[9], int qw, int qh)
-{
-    static const double cx[4] = {0, 1, 1, 0}, cy[4] = {0, 0, 1, 1};
-    double e = 0;
-    for (int i = 0; i < 4; i++) {
-        double x = cx[i] * (qw - 1), y = cy[i] * (qh - 1);
-        double wa = a[6] * x + a[7] * y + a[8], wb = b[6] * x + b[7] * y + b[8];
-        double dx = (a[0] * x + a[1] * y + a[2]) / wa - (b[0] * x + b[1] * y + b[2]) / wb;
-        double dy = (a[3] * x + a[4] * y + a[5]) / wa - (b[3] * x + b[4] * y + b[5]) / wb;
-        e = fmax(e, hypot(dx, dy));
-    }
-    return e;
-}
-
 static double corner_error(const double m[6], const double T[6], int qw, int qh)
 {
     static const double cx[4] = {0, 1, 1, 0}, cy[4] = {0, 0, 1, 1};
@@ -435,7 +419,7 @@ START_TEST(test_match_models)
         EXPECT_EQ(res.model, cases[c].model);
         EXPECT(res.confidence > 0.8); /* measured: 0.99, 0.97 */
         EXPECT(fabs(res.h[8] - 1) < 1e-12);
-        double e = h_corner_error(res.h, cases[c].H, qw, qh);
+        double e = h_corner_gap(res.h, cases[c].H, qw, qh);
         if (!(e < 1.0))
             ck_abort_msg("model %d: corner error %.3f px", (int)cases[c].model, e);
         if (cases[c].model == GM_MODEL_AFFINE)
@@ -463,7 +447,7 @@ START_TEST(test_match_affine_strong)
     uint8_t *q = warp_h(g_ref, RW, RH, H, 180, 160);
     gm_result res;
     EXPECT_EQ(gm_match(r, (gm_view){q, 180, 160, 180}, &res), GM_OK);
-    double e = h_corner_error(res.h, H, 180, 160);
+    double e = h_corner_gap(res.h, H, 180, 160);
     if (res.status != GM_MATCH_FOUND)
         ck_abort_msg("no match: confidence %.3f, h %.3f px from the truth", res.confidence, e);
     EXPECT(e < 1.0);

@@ -52,20 +52,6 @@ static gm_image load(const char *path)
     return img;
 }
 
-/* The largest distance between the images of a w x h query's corners. */
-static double corner_gap(const double *a, const double *b, int w, int h)
-{
-    const double cx[4] = {0, w - 1.0, w - 1.0, 0}, cy[4] = {0, 0, h - 1.0, h - 1.0};
-    double worst = 0;
-    for (int i = 0; i < 4; i++) {
-        double ax, ay, bx, by;
-        gm_h_apply(a, cx[i], cy[i], &ax, &ay);
-        gm_h_apply(b, cx[i], cy[i], &bx, &by);
-        worst = fmax(worst, hypot(ax - bx, ay - by));
-    }
-    return worst;
-}
-
 static void compare_pair(const char *ref_path, const char *q_path, gm_model model, int *found)
 {
     gm_image ri = load(ref_path), qi = load(q_path);
@@ -88,7 +74,7 @@ static void compare_pair(const char *ref_path, const char *q_path, gm_model mode
         ck_abort_msg("%s: cpu status %d votes %d, cuda status %d votes %d", q_path, a.status,
                      a.votes, b.status, b.votes);
     if (a.status == GM_MATCH_FOUND) {
-        double gap = corner_gap(a.h, b.h, qi.width, qi.height);
+        double gap = h_corner_gap(a.h, b.h, qi.width, qi.height);
         if (!(gap <= 0.01) || fabs(a.confidence - b.confidence) > 0.01)
             ck_abort_msg("%s (model %d): corners %.4g px apart, confidence %.4f vs %.4f", q_path,
                          (int)model, gap, a.confidence, b.confidence);
@@ -141,7 +127,7 @@ START_TEST(test_reuse)
         EXPECT_EQ(a.status, b.status);
         EXPECT_EQ(a.votes, b.votes);
         if (a.status == GM_MATCH_FOUND)
-            EXPECT(corner_gap(a.h, b.h, qi.width, qi.height) <= 0.01);
+            EXPECT(h_corner_gap(a.h, b.h, qi.width, qi.height) <= 0.01);
         gm_image_free(&qi);
     }
     /* a tiny query: no match and no error on either path */
@@ -177,7 +163,7 @@ static void *conc_worker(void *arg)
             if (gm_match(j->rg, gm_image_view(&j->q[i]), &b) != GM_OK ||
                 b.status != j->want[i].status || b.votes != j->want[i].votes ||
                 (b.status == GM_MATCH_FOUND &&
-                 !(corner_gap(b.h, j->want[i].h, j->q[i].width, j->q[i].height) <= 0.01)))
+                 !(h_corner_gap(b.h, j->want[i].h, j->q[i].width, j->q[i].height) <= 0.01)))
                 j->bad++;
         }
     return NULL;

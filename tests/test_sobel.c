@@ -19,23 +19,6 @@
 #include "internal.h"
 #include "test_util.h"
 
-/* An image with a stride wider than the row (padding filled with junk that
- * must never be read into the result). */
-typedef struct {
-    uint8_t *buf;
-    int w, h;
-    ptrdiff_t stride;
-} img_t;
-
-static img_t img_new(int w, int h, int pad)
-{
-    img_t im = {NULL, w, h, (ptrdiff_t)w + pad};
-    im.buf = xcalloc((size_t)im.stride * (size_t)h, 1);
-    memset(im.buf, 0xA5, (size_t)im.stride * (size_t)h);
-    return im;
-}
-
-static uint8_t *px(img_t *im, int x, int y) { return im->buf + (ptrdiff_t)y * im->stride + x; }
 static gm_view view_of(const img_t *im) { return (gm_view){im->buf, im->w, im->h, im->stride}; }
 
 static size_t at(const gm_edges *e, int x, int y) { return (size_t)y * (size_t)e->w + (size_t)x; }

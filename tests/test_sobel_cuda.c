@@ -20,23 +20,6 @@
 
 /* ---- images ------------------------------------------------------------------ */
 
-/* A host image with a stride wider than the row, the padding junk. */
-typedef struct {
-    uint8_t *buf;
-    int w, h;
-    ptrdiff_t stride;
-} img_t;
-
-static img_t img_new(int w, int h, int pad)
-{
-    img_t im = {NULL, w, h, (ptrdiff_t)w + pad};
-    im.buf = xmalloc((size_t)im.stride * (size_t)h, 1);
-    memset(im.buf, 0xA5, (size_t)im.stride * (size_t)h);
-    return im;
-}
-
-static uint8_t *px(img_t *im, int x, int y) { return im->buf + (ptrdiff_t)y * im->stride + x; }
-
 static img_t noise_image(int w, int h)
 {
     img_t im = img_new(w, h, 3);

@@ -8,6 +8,7 @@
 
 #include <check.h>
 #include <math.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -91,6 +92,52 @@ static inline void make_sim(double deg, double scale, double tx, double ty, doub
     m[3] = b;
     m[4] = a;
     m[5] = ty;
+}
+
+/* Largest distance between the images under the 3x3 transforms a and b
+ * (row-major, homogeneous) of the corners of the box [x0, x1] x [y0, y1]. */
+static inline double box_corner_gap(const double a[9], const double b[9], double x0, double y0,
+                                    double x1, double y1)
+{
+    const double cx[4] = {x0, x1, x1, x0}, cy[4] = {y0, y0, y1, y1};
+    double e = 0;
+    for (int i = 0; i < 4; i++) {
+        double x = cx[i], y = cy[i];
+        double wa = a[6] * x + a[7] * y + a[8], wb = b[6] * x + b[7] * y + b[8];
+        double dx = (a[0] * x + a[1] * y + a[2]) / wa - (b[0] * x + b[1] * y + b[2]) / wb;
+        double dy = (a[3] * x + a[4] * y + a[5]) / wa - (b[3] * x + b[4] * y + b[5]) / wb;
+        e = fmax(e, hypot(dx, dy));
+    }
+    return e;
+}
+
+/* The same at the corners of a qw x qh query. */
+static inline double h_corner_gap(const double a[9], const double b[9], int qw, int qh)
+{
+    return box_corner_gap(a, b, 0, 0, qw - 1.0, qh - 1.0);
+}
+
+/* ---- images ------------------------------------------------------------------ */
+
+/* A host image with a stride wider than the row, the padding filled with
+ * junk that must never be read into a result. */
+typedef struct {
+    uint8_t *buf;
+    int w, h;
+    ptrdiff_t stride;
+} img_t;
+
+static inline img_t img_new(int w, int h, int pad)
+{
+    img_t im = {NULL, w, h, (ptrdiff_t)w + pad};
+    im.buf = xmalloc((size_t)im.stride * (size_t)h, 1);
+    memset(im.buf, 0xA5, (size_t)im.stride * (size_t)h);
+    return im;
+}
+
+static inline uint8_t *px(img_t *im, int x, int y)
+{
+    return im->buf + (ptrdiff_t)y * im->stride + x;
 }
 
 /* ---- test data ------------------------------------------------------------- */

@@ -208,15 +208,7 @@ static double corner_dist(const gm_points *q, const double a[9], const double b[
         x1 = fmaxf(x1, q->p[k].x);
         y1 = fmaxf(y1, q->p[k].y);
     }
-    const double cx[4] = {x0, x1, x1, x0}, cy[4] = {y0, y0, y1, y1};
-    double e = 0;
-    for (int i = 0; i < 4; i++) {
-        double ax, ay, bx, by;
-        gm_h_apply(a, cx[i], cy[i], &ax, &ay);
-        gm_h_apply(b, cx[i], cy[i], &bx, &by);
-        e = fmax(e, hypot(ax - bx, ay - by));
-    }
-    return e;
+    return box_corner_gap(a, b, x0, y0, x1, y1);
 }
 
 /* ---- the comparisons ------------------------------------------------------------- */
