@@ -20,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 
 #include <omp.h>
@@ -64,9 +65,18 @@ struct gm_video {
     int64_t gap_lo, gap_hi; /* lost frames still to report, [gap_lo, gap_hi) */
     int held;               /* fr holds a decoded frame numbered held_n */
     int64_t held_n;
+    int held_bad;           /* 0 sound, 1 decoded with errors concealed, 2 decoded
+                               from a damaged reference (tainted) */
+    int tainted;            /* a decode error or a lost frame since the last keyframe */
+    int64_t after_damage;   /* frames decoded while tainted (error items) */
     double held_ms;         /* time spent decoding it, MILLISECONDS */
     int flushing, drained, stopped_early, finished;
     int errors_in_row;
+    int seeked;             /* reading began at a seek (o.first >= SEEK_MIN_FRAMES) */
+    int64_t decoded;        /* frames out of the decoder */
+    int64_t items;          /* items handed out by gm_video_read */
+    int empty_reported;     /* the one item of a video that gave none */
+    int tail_done;          /* the frames missing at the end were handed out */
 
     int64_t lost;           /* frames that did not decode (gaps) */
     int64_t bad_packets;    /* packets or calls the decoder refused */
@@ -143,6 +153,17 @@ static const AVInputFormat *probe_content(const char *url, char *err, size_t err
         return NULL;
     }
     return fmt;
+}
+
+/* Is this a demuxer of single pictures (TIFF, BMP, WebP, PNM, ... through
+ * image2 or an image pipe)?  Their decoders read whole-picture damage as
+ * errors anyway, but under AV_EF_EXPLODE some also refuse sound pictures
+ * for a warning (the TIFF decoder: "unknown or unsupported tag"), and
+ * with frame threads that refusal loses the only frame without an error. */
+static int single_picture(const AVInputFormat *f)
+{
+    size_t n = strlen(f->name);
+    return strcmp(f->name, "image2") == 0 || (n > 5 && strcmp(f->name + n - 5, "_pipe") == 0);
 }
 
 static int64_t count_selected(const gm_video_opts *o, int64_t n)
@@ -274,6 +295,16 @@ gm_status gm_video_open(const char *path, const gm_video_opts *opts, gm_video **
         snprintf(err, errlen, "invalid frame selection");
         return GM_ERR_INVALID;
     }
+    /* The still decoders have already read the start of the file: from a
+     * FIFO or a terminal those bytes are gone, and opening it again would
+     * wait forever for a writer that has left.  Videos come from files. */
+    struct stat sb;
+    if (stat(path, &sb) == 0 && !S_ISREG(sb.st_mode) && !S_ISBLK(sb.st_mode)) {
+        snprintf(err, errlen, "not a JPEG or PNG image; a video is read only from a regular "
+                 "file, and this is a %s", S_ISFIFO(sb.st_mode) ? "FIFO" : S_ISCHR(sb.st_mode)
+                 ? "character device" : S_ISSOCK(sb.st_mode) ? "socket" : "special file");
+        return GM_ERR_FORMAT;
+    }
     /* "file:" so that a name with a colon is not taken for a protocol */
     size_t ulen = strlen(path) + 6;
     char *url = malloc(ulen);
@@ -291,10 +322,21 @@ gm_status gm_video_open(const char *path, const gm_video_opts *opts, gm_video **
     if (v->o.max_pixels <= 0)
         v->o.max_pixels = GM_DEFAULT_MAX_PIXELS;
     int e = avformat_open_input(&v->fc, url, fmt, NULL);
-    if (e >= 0)
-        e = avformat_find_stream_info(v->fc, NULL);
+    /* a file that ends after its header (no frame at all) reads as one
+     * with no frame decoded, not as a damaged header */
+    if (e >= 0 && (e = avformat_find_stream_info(v->fc, NULL)) == AVERROR_EOF &&
+        v->fc->nb_streams > 0)
+        e = 0;
     if (e < 0) {
-        av_msg(e, err, errlen);
+        /* a header cut short, a damaged header: say what was being read */
+        char m[AV_ERROR_MAX_STRING_SIZE];
+        av_msg(e, m, sizeof m);
+        if (e == AVERROR_EOF)
+            snprintf(err, errlen, "no frame: the file ends in or right after its %s header",
+                     fmt->name);
+        else
+            snprintf(err, errlen, "cannot read the %s header: %s", fmt->name, m);
+        st = GM_ERR_CORRUPT;
         goto fail;
     }
     const AVCodec *codec = NULL;
@@ -337,7 +379,8 @@ gm_status gm_video_open(const char *path, const gm_video_opts *opts, gm_video **
     /* a damaged frame is an error, not a concealed picture: deterministic
      * under frame threading (concealment flags were not) and never a match
      * on half a picture */
-    v->dc->err_recognition |= AV_EF_EXPLODE;
+    if (!single_picture(v->fc->iformat))
+        v->dc->err_recognition |= AV_EF_EXPLODE;
     if ((e = avcodec_open2(v->dc, codec, NULL)) < 0)
         goto fail_av;
     if (!v->decoder[0]) {
@@ -370,15 +413,19 @@ gm_status gm_video_open(const char *path, const gm_video_opts *opts, gm_video **
         double t = ((double)v->o.first - 1.0) / v->fps;
         int64_t ts = v->start + (int64_t)floor(t / av_q2d(v->tb));
         if (av_seek_frame(v->fc, v->si, ts, AVSEEK_FLAG_BACKWARD) >= 0)
-            v->numbered = 0;
+            v->numbered = 0, v->seeked = 1;
         else
             av_seek_frame(v->fc, v->si, v->start, AVSEEK_FLAG_BACKWARD);
     }
     free(url);
     *out = v;
     return GM_OK;
-fail_av:
-    av_msg(e, err, errlen);
+fail_av: {
+    char m[AV_ERROR_MAX_STRING_SIZE];
+    av_msg(e, m, sizeof m);
+    snprintf(err, errlen, "cannot open the %s decoder: %s", codec->name, m);
+    st = e == AVERROR(ENOMEM) ? GM_ERR_NOMEM : GM_ERR_CORRUPT;
+}
 fail:
     free(url);
     gm_video_close(v);
@@ -523,8 +570,25 @@ static void finish(gm_video *v)
         k += (size_t)snprintf(e + k, len - k, "%s%" PRId64 " corrupt packets", k ? "; " : "",
                               v->bad_packets);
     if (v->concealed && k < len)
-        snprintf(e + k, len - k, "%s%" PRId64 " frames decoded with errors concealed",
-                 k ? "; " : "", v->concealed);
+        k += (size_t)snprintf(e + k, len - k, "%s%" PRId64 " frames decoded with errors "
+                              "concealed", k ? "; " : "", v->concealed);
+    if (v->after_damage && k < len)
+        snprintf(e + k, len - k, "%s%" PRId64 " frames decoded after damage not matched",
+                 k ? "; " : "", v->after_damage);
+}
+
+/* Does a frame refer to no other (a keyframe or an intra picture)?  Damage
+ * before it stops there. */
+static int is_keyframe(const AVFrame *fr)
+{
+#ifdef AV_FRAME_FLAG_KEY
+    if (fr->flags & AV_FRAME_FLAG_KEY)
+        return 1;
+#else
+    if (fr->key_frame)
+        return 1;
+#endif
+    return fr->pict_type == AV_PICTURE_TYPE_I;
 }
 
 /* The frame fr, just out of the decoder: its number, and the frames the
@@ -538,16 +602,23 @@ static void number_frame(gm_video *v)
         if (!v->numbered && p >= 0) {
             n = p;
         } else if (p > v->next) {
+            v->tainted = 1; /* what refers to the lost frames is wrong too */
             v->gap_lo = v->next, v->gap_hi = p;
             v->lost += p - v->next;
             n = p;
         }
     }
     v->numbered = 1;
+    v->decoded++;
     v->held = 1, v->held_n = n;
     v->next = n + 1;
-    if (v->fr->decode_error_flags || (v->fr->flags & AV_FRAME_FLAG_CORRUPT))
+    int concealed = v->fr->decode_error_flags || (v->fr->flags & AV_FRAME_FLAG_CORRUPT);
+    if (concealed)
         v->concealed++;
+    if (is_keyframe(v->fr) && !concealed)
+        v->tainted = 0;
+    v->held_bad = concealed ? 1 : v->tainted ? 2 : 0;
+    v->after_damage += v->held_bad == 2;
 }
 
 static void fill_pts(const gm_video *v, const AVFrame *fr, gm_video_frame *f)
@@ -581,7 +652,7 @@ static void feed(gm_video *v)
         e = avcodec_send_packet(v->dc, v->pkt);
         av_packet_unref(v->pkt);
         if (e < 0 && e != AVERROR(EAGAIN))
-            v->bad_packets++;
+            v->bad_packets++, v->tainted = 1;
         return;
     }
 }
@@ -612,6 +683,34 @@ static gm_status convert_held(gm_video *v, gm_video_frame *f)
     return st;
 }
 
+/* The one error item of a video that gave no item at all, so that every
+ * input gets its line: nothing decoded (frame 0, "no frame decoded" and
+ * the damage summary), or frames decoded but none selected (the first
+ * frame asked for, and how many frames the video has). */
+static void report_empty(gm_video *v, gm_video_frame *f)
+{
+    f->has_pts = 0, f->pts_s = 0;
+    if (v->decoded == 0 && !v->seeked) {
+        f->frame = 0, f->status = GM_ERR_CORRUPT;
+        snprintf(f->error, sizeof f->error, "no frame decoded%s%s", v->err[0] ? ": " : "",
+                 v->err);
+        return;
+    }
+    f->frame = v->o.first, f->status = GM_ERR_INVALID;
+    int64_t n = v->decoded > 0 ? v->next : v->expected;
+    char want[64];
+    if (v->o.last >= 0)
+        snprintf(want, sizeof want, "%" PRId64 ":%" PRId64, v->o.first, v->o.last);
+    else
+        snprintf(want, sizeof want, "%" PRId64 ":", v->o.first);
+    if (n >= 0)
+        snprintf(f->error, sizeof f->error, "no frame selected: frames %s asked for, the video "
+                 "has %" PRId64 " frames (0 to %" PRId64 ")", want, n, n - 1);
+    else
+        snprintf(f->error, sizeof f->error, "no frame selected: frames %s asked for, none "
+                 "decoded from there to the end", want);
+}
+
 gm_status gm_video_read(gm_video *v, gm_video_frame *f, int *got)
 {
     *got = 0;
@@ -623,7 +722,7 @@ gm_status gm_video_read(gm_video *v, gm_video_frame *f, int *got)
             f->frame = n, f->status = GM_ERR_CORRUPT;
             f->has_pts = v->fps > 0, f->pts_s = v->fps > 0 ? (double)n / v->fps : 0;
             snprintf(f->error, sizeof f->error, "frame could not be decoded (corrupt or missing data)");
-            *got = 1;
+            *got = 1, v->items++;
             return GM_OK;
         }
         if (v->held) {
@@ -635,7 +734,13 @@ gm_status gm_video_read(gm_video *v, gm_video_frame *f, int *got)
             }
             f->frame = n, f->error[0] = '\0';
             fill_pts(v, v->fr, f);
-            if ((int64_t)v->fr->width * v->fr->height > v->o.max_pixels) {
+            if (v->held_bad) {
+                f->status = GM_ERR_CORRUPT;
+                snprintf(f->error, sizeof f->error, "%s", v->held_bad == 1
+                         ? "frame decoded with errors concealed (damaged data)"
+                         : "frame decoded after damage before it (a lost or broken frame it may "
+                           "refer to); sound again from the next keyframe");
+            } else if ((int64_t)v->fr->width * v->fr->height > v->o.max_pixels) {
                 f->status = GM_ERR_TOO_LARGE;
                 snprintf(f->error, sizeof f->error, "frame of %dx%d exceeds the pixel limit",
                          v->fr->width, v->fr->height);
@@ -647,11 +752,29 @@ gm_status gm_video_read(gm_video *v, gm_video_frame *f, int *got)
                 }
             }
             av_frame_unref(v->fr);
-            *got = 1;
+            *got = 1, v->items++;
             return GM_OK;
+        }
+        if (v->drained && !v->tail_done) {
+            /* frames the container's index promises but the stream did not
+             * deliver (a truncated file): an error item each, so that
+             * every frame gets its line; not for a video that gave no
+             * frame at all, which is one item (report_empty) */
+            v->tail_done = 1;
+            int64_t end = v->o.last >= 0 && v->expected > v->o.last ? v->o.last : v->expected;
+            if (v->decoded > 0 && v->numbered && !v->stopped_early &&
+                v->fc->streams[v->si]->nb_frames > 0 && v->next < end) {
+                v->gap_lo = v->next, v->gap_hi = end;
+                continue;
+            }
         }
         if (v->drained) {
             finish(v);
+            if (v->items == 0 && !v->empty_reported) {
+                v->empty_reported = 1;
+                report_empty(v, f);
+                *got = 1;
+            }
             return GM_OK;
         }
         if (v->numbered && v->o.last >= 0 && v->next >= v->o.last) {
@@ -667,7 +790,7 @@ gm_status gm_video_read(gm_video *v, gm_video_frame *f, int *got)
         } else if (e == AVERROR_EOF || e == AVERROR(EAGAIN)) {
             v->drained = 1;
         } else {
-            v->bad_packets++;
+            v->bad_packets++, v->tainted = 1;
             if (++v->errors_in_row > MAX_DECODE_ERRORS)
                 v->drained = 1;
         }

@@ -83,7 +83,7 @@ typedef struct {
     int has_pts;
     double pts_s;         /* SECONDS from the stream start */
     gm_status status;
-    char error[160];
+    char error[384];
     gm_image img;         /* valid when status == GM_OK */
     size_t cap;           /* bytes allocated at img.data */
 } gm_video_frame;
@@ -118,6 +118,14 @@ void gm_video_info(const gm_video *v, int *width, int *height, double *fps);
 /* The next selected item into *f (its buffer is reused, grown as needed).
  * *got = 0 at the end.  Damage on the way (corrupt packets, a truncated
  * file) does not stop the reading; gm_video_lost tells about it at the end.
+ * Every video gives at least one item: one that gives no frame at all is an
+ * error item for frame 0 (GM_ERR_CORRUPT, "no frame decoded..."), and a
+ * selection that holds no frame is an error item for o.first
+ * (GM_ERR_INVALID, "... the video has N frames").  Frames decoded with errors
+ * concealed, or after a decode error or a lost frame until the next keyframe
+ * (they may refer to the damage), are error items (GM_ERR_CORRUPT), never
+ * pictures to match; so are the frames a container's index promises that a
+ * truncated file does not deliver.
  * Returns GM_OK, or GM_ERR_NOMEM. */
 gm_status gm_video_read(gm_video *v, gm_video_frame *f, int *got);
 

@@ -232,12 +232,42 @@ START_TEST(test_not_videos)
 }
 END_TEST
 
+/* Every video gives at least one item: a selection past the end is one
+ * error item at the first frame asked for, saying how many frames there
+ * are (with a seek: 400 >= SEEK_MIN_FRAMES; without: 60, 50); a video
+ * with no frame is one error item at frame 0. */
+START_TEST(test_empty_selection)
+{
+    const int64_t cases[][2] = {{400, 500}, {60, -1}, {50, 51}};
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        gm_video_opts o = gm_video_opts_default();
+        o.first = cases[c][0], o.last = cases[c][1];
+        gm_video *v;
+        char err[256];
+        ck_assert_int_eq(gm_video_open(CLIP, &o, &v, err, sizeof err), GM_OK);
+        gm_video_frame f;
+        memset(&f, 0, sizeof f);
+        int got;
+        ck_assert_int_eq(gm_video_read(v, &f, &got), GM_OK);
+        ck_assert_int_eq(got, 1);
+        ck_assert_int_eq(f.frame, o.first);
+        ck_assert_int_eq(f.status, GM_ERR_INVALID);
+        ck_assert_msg(strstr(f.error, "the video has 50 frames") != NULL, "%s", f.error);
+        ck_assert_int_eq(gm_video_read(v, &f, &got), GM_OK);
+        ck_assert_int_eq(got, 0);
+        gm_video_frame_free(&f);
+        gm_video_close(v);
+    }
+}
+END_TEST
+
 static Suite *video_suite(void)
 {
     Suite *s = suite_create("video");
     TCase *tc = tcase_create("cpu");
     tcase_add_test(tc, test_numbers_and_pts);
     tcase_add_test(tc, test_selection);
+    tcase_add_test(tc, test_empty_selection);
     tcase_add_test(tc, test_gray_vs_swscale);
     tcase_add_test(tc, test_not_videos);
     tcase_add_test(tc, test_decoders);

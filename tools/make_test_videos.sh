@@ -36,4 +36,8 @@ ff -i "$out/clip.mp4" -frames:v 6 -c:v libx264 -bf 0 -crf 23 "$tmp/a.ts"
 ff -ss 0.2 -i "$out/clip.mp4" -frames:v 6 -vf scale=256:144 -c:v libx264 -bf 0 -crf 23 \
    -output_ts_offset 0.2 "$tmp/b.ts"
 cat "$tmp/a.ts" "$tmp/b.ts" > "$out/sizes.ts"
+
+# a video track and no frame; the query as a TIFF (tests/damage.sh)
+ff -f lavfi -i color=c=gray:s=64x48:r=25 -frames:v 0 -c:v mpeg4 "$out/zero_frames.mkv"
+ff -i data/query.jpg -pix_fmt gray -compression_algo deflate data/query.tiff
 ls -l "$out"
