@@ -21,11 +21,13 @@
 /* Row i of the pair selection: the j != i at squared distance l2min..l2max
  * whose hash of (seed, i, j) is at most thr, in increasing j.  Writes their
  * keys i << 16 | j to out unless out is NULL; returns how many. */
-static uint32_t select_row(const gm_points *pts, uint32_t i, float l2min, float l2max,
-                           uint64_t seed, uint64_t thr, uint32_t *out)
+static uint32_t select_row(const gm_points *pts, uint32_t i, const uint32_t *near, uint32_t n_near,
+                           float l2min, float l2max, uint64_t seed, uint64_t thr, uint32_t *out)
 {
-    uint32_t n = pts->n, c = 0;
-    for (uint32_t j = 0; j < n; j++) {
+    /* near: the candidate j in increasing order (the grid's), NULL: all */
+    uint32_t n = near ? n_near : pts->n, c = 0;
+    for (uint32_t t = 0; t < n; t++) {
+        uint32_t j = near ? near[t] : t;
         if (j == i)
             continue;
         float dx = pts->p[j].x - pts->p[i].x, dy = pts->p[j].y - pts->p[i].y;
@@ -41,37 +43,6 @@ static uint32_t select_row(const gm_points *pts, uint32_t i, float l2min, float 
     return c;
 }
 
-gm_status gm_bases_select_cpu(const gm_points *pts, float lmin, float lmax, double prob,
-                              uint64_t seed, gm_bases *b)
-{
-    b->n = 0;
-    b->key = NULL;
-    uint32_t n = pts->n;
-    if (n > 65535)
-        return GM_ERR_INVALID;
-    uint64_t thr = prob >= 1.0 ? UINT64_MAX : (uint64_t)(prob * 18446744073709551616.0);
-    float l2min = lmin * lmin, l2max = lmax * lmax;
-    /* two passes: count, then fill; rows in parallel, order kept */
-    uint32_t *cnt = calloc((size_t)n + 1, sizeof *cnt);
-    if (!cnt)
-        return GM_ERR_NOMEM;
-#pragma omp parallel for schedule(dynamic, 8) if (n >= 128)
-    for (int64_t i = 0; i < (int64_t)n; i++)
-        cnt[i + 1] = select_row(pts, (uint32_t)i, l2min, l2max, seed, thr, NULL);
-    for (uint32_t i = 0; i < n; i++)
-        cnt[i + 1] += cnt[i];
-    b->key = malloc((cnt[n] ? cnt[n] : 1) * sizeof *b->key);
-    if (!b->key) {
-        free(cnt);
-        return GM_ERR_NOMEM;
-    }
-#pragma omp parallel for schedule(dynamic, 8) if (n >= 128)
-    for (int64_t i = 0; i < (int64_t)n; i++)
-        select_row(pts, (uint32_t)i, l2min, l2max, seed, thr, b->key + cnt[i]);
-    b->n = cnt[n];
-    free(cnt);
-    return GM_OK;
-}
 
 uint32_t gm_basis_key(gm_point a, gm_point b, gm_point p)
 {
@@ -158,5 +129,244 @@ gm_status gm_basis_items_cpu(const gm_points *basis_pts, const uint32_t *basis_k
     free(scratch);
     free(cnt);
     *n_items = n;
+    return GM_OK;
+}
+
+/* ---- local versions through a grid (fine reference levels) --------------- */
+
+/* Points bucketed by a square grid: cell c holds idx[start[c] .. start[c+1]),
+ * in increasing point index. */
+typedef struct {
+    float cell, x0, y0;
+    int gw, gh;
+    uint32_t *start, *idx;
+} pt_grid;
+
+static void grid_free(pt_grid *g)
+{
+    free(g->start);
+    free(g->idx);
+}
+
+static gm_status grid_build(const gm_points *pts, float cell, pt_grid *g)
+{
+    memset(g, 0, sizeof *g);
+    float x0 = 0, y0 = 0, x1 = 1, y1 = 1;
+    for (uint32_t k = 0; k < pts->n; k++) {
+        const gm_point *p = &pts->p[k];
+        if (k == 0 || p->x < x0) x0 = p->x;
+        if (k == 0 || p->y < y0) y0 = p->y;
+        if (k == 0 || p->x > x1) x1 = p->x;
+        if (k == 0 || p->y > y1) y1 = p->y;
+    }
+    g->cell = cell > 1.0f ? cell : 1.0f;
+    g->x0 = x0, g->y0 = y0;
+    g->gw = (int)((x1 - x0) / g->cell) + 1;
+    g->gh = (int)((y1 - y0) / g->cell) + 1;
+    size_t nc = (size_t)g->gw * g->gh;
+    g->start = calloc(nc + 1, sizeof *g->start);
+    g->idx = malloc((pts->n ? pts->n : 1) * sizeof *g->idx);
+    if (!g->start || !g->idx) {
+        grid_free(g);
+        return GM_ERR_NOMEM;
+    }
+    for (uint32_t k = 0; k < pts->n; k++) {
+        int cx = (int)((pts->p[k].x - x0) / g->cell), cy = (int)((pts->p[k].y - y0) / g->cell);
+        g->start[(size_t)cy * g->gw + cx + 1]++;
+    }
+    for (size_t c = 0; c < nc; c++)
+        g->start[c + 1] += g->start[c];
+    uint32_t *fill = malloc((nc ? nc : 1) * sizeof *fill);
+    if (!fill) {
+        grid_free(g);
+        return GM_ERR_NOMEM;
+    }
+    memcpy(fill, g->start, nc * sizeof *fill);
+    for (uint32_t k = 0; k < pts->n; k++) { /* increasing k: each cell stays sorted */
+        int cx = (int)((pts->p[k].x - x0) / g->cell), cy = (int)((pts->p[k].y - y0) / g->cell);
+        g->idx[fill[(size_t)cy * g->gw + cx]++] = k;
+    }
+    free(fill);
+    return GM_OK;
+}
+
+static int cmp_u32(const void *a, const void *b)
+{
+    uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+    return (x > y) - (x < y);
+}
+
+/* The indices of the points in the cells that a disc (cx, cy, r) touches,
+ * sorted when `sorted` (else cell by cell); out has room for every point. */
+static uint32_t grid_gather(const pt_grid *g, float cx, float cy, float r, int sorted,
+                            uint32_t *out)
+{
+    int gx0 = (int)floorf((cx - r - g->x0) / g->cell), gx1 = (int)floorf((cx + r - g->x0) / g->cell);
+    int gy0 = (int)floorf((cy - r - g->y0) / g->cell), gy1 = (int)floorf((cy + r - g->y0) / g->cell);
+    if (gx0 < 0) gx0 = 0;
+    if (gy0 < 0) gy0 = 0;
+    if (gx1 >= g->gw) gx1 = g->gw - 1;
+    if (gy1 >= g->gh) gy1 = g->gh - 1;
+    uint32_t n = 0;
+    for (int y = gy0; y <= gy1; y++)
+        for (int x = gx0; x <= gx1; x++) {
+            size_t c = (size_t)y * g->gw + x;
+            for (uint32_t k = g->start[c]; k < g->start[c + 1]; k++)
+                out[n++] = g->idx[k];
+        }
+    if (sorted)
+        qsort(out, n, sizeof *out, cmp_u32);
+    return n;
+}
+
+/* Both selections: every pair tested (grid == 0), or only the pairs of
+ * grid cells of side lmax that touch (grid == 1); the same output.  Two
+ * passes, count then fill, rows in parallel, order kept. */
+static gm_status select_pairs(const gm_points *pts, float lmin, float lmax, double prob,
+                              uint64_t seed, int grid, gm_bases *b)
+{
+    b->n = 0;
+    b->key = NULL;
+    uint32_t n = pts->n;
+    if (n > 65535)
+        return GM_ERR_INVALID;
+    uint64_t thr = prob >= 1.0 ? UINT64_MAX : (uint64_t)(prob * 18446744073709551616.0);
+    float l2min = lmin * lmin, l2max = lmax * lmax;
+    pt_grid g;
+    memset(&g, 0, sizeof g);
+    gm_status st = grid ? grid_build(pts, lmax, &g) : GM_OK;
+    if (st != GM_OK)
+        return st;
+    uint32_t *cnt = calloc((size_t)n + 1, sizeof *cnt);
+    int fail = cnt == NULL;
+    for (int pass = 0; pass < 2 && !fail; pass++) {
+#pragma omp parallel reduction(| : fail) if (n >= 128)
+        {
+            uint32_t *near = grid ? malloc((n ? n : 1) * sizeof *near) : NULL;
+            fail = grid && near == NULL;
+#pragma omp for schedule(dynamic, 64)
+            for (int64_t i = 0; i < (int64_t)n; i++) {
+                if (grid && !near)
+                    continue;
+                uint32_t m = grid ? grid_gather(&g, pts->p[i].x, pts->p[i].y, lmax, 1, near) : 0;
+                uint32_t c = select_row(pts, (uint32_t)i, near, m, l2min, l2max, seed, thr,
+                                        pass ? b->key + cnt[i] : NULL);
+                if (!pass)
+                    cnt[i + 1] = c;
+            }
+            free(near);
+        }
+        if (!pass && !fail) {
+            for (uint32_t i = 0; i < n; i++)
+                cnt[i + 1] += cnt[i];
+            b->key = malloc((cnt[n] ? cnt[n] : 1) * sizeof *b->key);
+            fail = b->key == NULL;
+        }
+    }
+    grid_free(&g);
+    if (fail) {
+        free(cnt);
+        free(b->key);
+        b->key = NULL;
+        return GM_ERR_NOMEM;
+    }
+    b->n = cnt[n];
+    free(cnt);
+    return GM_OK;
+}
+
+gm_status gm_bases_select_cpu(const gm_points *pts, float lmin, float lmax, double prob,
+                              uint64_t seed, gm_bases *b)
+{
+    return select_pairs(pts, lmin, lmax, prob, seed, 0, b);
+}
+
+gm_status gm_bases_select_local_cpu(const gm_points *pts, float lmin, float lmax, double prob,
+                                    uint64_t seed, gm_bases *b)
+{
+    return select_pairs(pts, lmin, lmax, prob, seed, 1, b);
+}
+
+/* A point keeps a key only while |u - B/2| < GM_UV_HALF and |v| < GM_UV_HALF
+ * cells, B cells a basis length: within this many basis lengths of the
+ * midpoint (the square's half-diagonal, and a margin). */
+#define GM_ITEM_REACH (1.4143f * GM_UV_HALF / GM_BASIS_B + 0.01f)
+
+gm_status gm_basis_items_local_cpu(const gm_points *basis_pts, const uint32_t *basis_keys,
+                                   uint32_t nb, const gm_points *cloud, uint32_t **keys,
+                                   uint32_t **vals, uint32_t *n_items)
+{
+    *keys = *vals = NULL;
+    *n_items = 0;
+    float lmax = 1.0f; /* the grid cell: the longest basis's reach */
+    for (uint32_t d = 0; d < nb; d++) {
+        gm_point a = basis_pts->p[basis_keys[d] >> 16], b = basis_pts->p[basis_keys[d] & 0xFFFF];
+        lmax = fmaxf(lmax, hypotf(b.x - a.x, b.y - a.y));
+    }
+    pt_grid g;
+    gm_status st = grid_build(cloud, GM_ITEM_REACH * lmax, &g);
+    if (st != GM_OK)
+        return st;
+    uint32_t *cnt = calloc((size_t)nb + 1, sizeof *cnt);
+    int fail = cnt == NULL;
+    for (int pass = 0; pass < 2 && !fail; pass++) {
+#pragma omp parallel reduction(| : fail)
+        {
+            uint64_t *seen = calloc((1u << 18) / 64, sizeof *seen);
+            uint32_t *near = malloc((cloud->n ? cloud->n : 1) * 2 * sizeof *near);
+            fail = !seen || !near;
+#pragma omp for schedule(dynamic, 16)
+            for (int64_t d = 0; d < (int64_t)nb; d++) {
+                if (!seen || !near)
+                    continue;
+                gm_point a = basis_pts->p[basis_keys[d] >> 16],
+                         b = basis_pts->p[basis_keys[d] & 0xFFFF];
+                gm_frame f = gm_frame_of(a, b);
+                float len = hypotf(b.x - a.x, b.y - a.y);
+                uint32_t m = grid_gather(&g, (a.x + b.x) / 2, (a.y + b.y) / 2,
+                                         GM_ITEM_REACH * len + 1.0f, 0, near);
+                uint32_t *keyv = near + cloud->n, c = 0;
+                for (uint32_t t = 0; t < m; t++) {
+                    const gm_point q = cloud->p[near[t]];
+                    if (gm_near_endpoint(a, b, q))
+                        continue;
+                    uint32_t key = gm_frame_key(&f, q);
+                    if (key == GM_KEY_EMPTY || (seen[key >> 6] >> (key & 63) & 1))
+                        continue;
+                    seen[key >> 6] |= 1ull << (key & 63);
+                    keyv[c++] = key;
+                }
+                for (uint32_t k = 0; k < c; k++)
+                    seen[keyv[k] >> 6] = 0;
+                if (!pass) {
+                    cnt[d + 1] = c;
+                } else {
+                    memcpy(*keys + cnt[d], keyv, c * sizeof *keyv);
+                    for (uint32_t k = 0; k < c; k++)
+                        (*vals)[cnt[d] + k] = (uint32_t)d;
+                }
+            }
+            free(seen);
+            free(near);
+        }
+        if (!pass && !fail) {
+            for (uint32_t d = 0; d < nb; d++)
+                cnt[d + 1] += cnt[d];
+            uint32_t n = cnt[nb];
+            *keys = malloc((n ? n : 1) * sizeof **keys);
+            *vals = malloc((n ? n : 1) * sizeof **vals);
+            fail = !*keys || !*vals;
+        }
+    }
+    grid_free(&g);
+    if (fail) {
+        free(cnt);
+        free(*keys);
+        free(*vals);
+        *keys = *vals = NULL;
+        return GM_ERR_NOMEM;
+    }
+    *n_items = cnt[nb];
+    free(cnt);
     return GM_OK;
 }

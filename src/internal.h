@@ -143,6 +143,12 @@ typedef struct {
  * probability prob (a hash of seed, i, j).  Caller frees b->key. */
 gm_status gm_bases_select_cpu(const gm_points *pts, float lmin, float lmax, double prob,
                               uint64_t seed, gm_bases *b);
+/* The same pairs, found through a grid of cell lmax instead of testing every
+ * pair: for the fine levels, whose bases are short beside the image (time
+ * linear in the points, not quadratic).  Output identical to
+ * gm_bases_select_cpu (tested). */
+gm_status gm_bases_select_local_cpu(const gm_points *pts, float lmin, float lmax, double prob,
+                                    uint64_t seed, gm_bases *b);
 
 #include <math.h>
 
@@ -198,6 +204,15 @@ uint32_t gm_basis_key(gm_point a, gm_point b, gm_point p);
 gm_status gm_basis_items_cpu(const gm_points *basis_pts, const uint32_t *basis_keys,
                              uint32_t nb, const gm_points *cloud, uint32_t **keys,
                              uint32_t **vals, uint32_t *n_items);
+/* The same items, each basis visiting only the cloud points of the grid
+ * cells its key range can reach (a point keeps a key only within 2 basis
+ * lengths of the basis midpoint in u and v), in two passes (count, fill)
+ * instead of a scratch of nb x cloud->n.  The same (key, basis) items as
+ * gm_basis_items_cpu, a basis's keys in another order (tested); votes count
+ * items, so the order plays no part. */
+gm_status gm_basis_items_local_cpu(const gm_points *basis_pts, const uint32_t *basis_keys,
+                                   uint32_t nb, const gm_points *cloud, uint32_t **keys,
+                                   uint32_t **vals, uint32_t *n_items);
 
 /* ---- vote.c --------------------------------------------------------------- */
 /* A query basis as the GPU voting kernel takes it: its frame (made on the

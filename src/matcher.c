@@ -28,6 +28,9 @@
 #define GM_MODEL_ITERS 10
 /* Candidates refined per pairing (the best by verification). */
 #define GM_REFINE_CANDS 3
+/* Refined transforms remembered over all pairings (3 on the working levels,
+ * up to GM_FINE_LEVELS + 1 on the fine ones). */
+#define GM_SEARCH_MAX ((4 + GM_FINE_LEVELS) * GM_REFINE_CANDS)
 /* A pairing whose refined best reaches this confidence ends the search. */
 #define GM_EARLY_STOP 0.5
 
@@ -88,20 +91,24 @@ static void h_work_to_source(const double hw[9], int fq, int fr, double h[9])
         h[i] /= h[8];
 }
 
-/* The best transform found so far, in level-0 working coordinates. */
+/* The best transform found so far, in the working coordinates of the
+ * reference level it was verified on (lvl: 0, or a fine level). */
 typedef struct {
     double m[6];
+    int lvl;
     gm_verify_score score;
     uint32_t votes;
     int found;
-    /* refined transforms, to skip candidates that repeat one */
-    double done[3 * GM_REFINE_CANDS][6];
+    /* refined transforms (level-0 working coordinates), to skip candidates
+     * that repeat one */
+    double done[GM_SEARCH_MAX][6];
     int n_done;
     /* every refined transform and its strict confidence, for the
      * distinctiveness test */
-    double refined[3 * GM_REFINE_CANDS][6];
-    double rconf[3 * GM_REFINE_CANDS];
+    double refined[GM_SEARCH_MAX][6];
+    double rconf[GM_SEARCH_MAX];
     int n_refined;
+    double m0[6]; /* the best in level-0 working coordinates */
 } search_state;
 
 /* Distinctiveness: a second transform, more than GM_DISTINCT_PX away at the
@@ -221,7 +228,13 @@ static gm_status run_pairing(const gm_ref *r, void *gpu, const ref_level *rl, co
 
     /* verification at level 0: one region over the candidates (each
      * candidate's loop is serial), not one region per candidate */
-    double ms[256][6];
+    /* a fine level is verified and refined on its own map (a host stage on
+     * both devices for now: gm_match passes no GPU lane for it); the working
+     * levels on level 0's */
+    const int fine = rl->fine;
+    const gm_edge_map *map = fine ? &rl->map : &r->map;
+    const int fv = fine ? rl->f : r->lv[0].f; /* the verifying map's factor */
+    double ms[256][6], m0[256][6];
     gm_verify_score sc[256];
     for (uint32_t c = 0; c < nc; c++) {
         uint32_t rk = rl->bases.unique[cands[c].ref_basis], qk = qidx.unique[cands[c].query_basis];
@@ -230,7 +243,8 @@ static gm_status run_pairing(const gm_ref *r, void *gpu, const ref_level *rl, co
         double mw[6], msrc[6];
         gm_similarity_from_pairs(qa.x, qa.y, qb.x, qb.y, ra.x, ra.y, rb.x, rb.y, mw);
         work_to_source(mw, qs->f, rl->f, msrc);
-        source_to_work(msrc, q0->f, r->lv[0].f, ms[c]);
+        source_to_work(msrc, q0->f, fv, ms[c]);
+        source_to_work(msrc, q0->f, r->lv[0].f, m0[c]);
     }
 #ifdef GMATCH_WITH_CUDA
     if (gpu) {
@@ -241,7 +255,7 @@ static gm_status run_pairing(const gm_ref *r, void *gpu, const ref_level *rl, co
     {
 #pragma omp parallel for schedule(dynamic, 1) if (nc > 1)
         for (int64_t c = 0; c < (int64_t)nc; c++)
-            sc[c] = gm_verify_cpu(&r->map, vq0, ms[c]);
+            sc[c] = gm_verify_cpu(map, vq0, ms[c]);
     }
     /* the best few that do not repeat an already refined transform... */
     int pick[GM_REFINE_CANDS], npick = 0;
@@ -255,11 +269,11 @@ static gm_status run_pairing(const gm_ref *r, void *gpu, const ref_level *rl, co
         sc[bi].total = UINT32_MAX; /* taken */
         int dup = 0;
         for (int d = 0; d < ss->n_done && !dup; d++)
-            dup = corner_dist(ms[bi], ss->done[d], q0->w, q0->h) < 2.0;
+            dup = corner_dist(m0[bi], ss->done[d], q0->w, q0->h) < 2.0;
         if (dup)
             continue;
-        if (ss->n_done < 3 * GM_REFINE_CANDS)
-            memcpy(ss->done[ss->n_done++], ms[bi], sizeof ms[bi]);
+        if (ss->n_done < GM_SEARCH_MAX)
+            memcpy(ss->done[ss->n_done++], m0[bi], sizeof m0[bi]);
         pick[npick++] = bi;
     }
     /* ...refined side by side, then scored in order (thread-independent) */
@@ -281,20 +295,25 @@ static gm_status run_pairing(const gm_ref *r, void *gpu, const ref_level *rl, co
 #pragma omp parallel for schedule(static, 1) if (npick > 1)
         for (int i = 0; i < npick; i++) {
             memcpy(mr[i], ms[pick[i]], sizeof mr[i]);
-            gm_refine_cpu(&r->map, vq0, mr[i], GM_REFINE_ITERS);
-            vr[i] = gm_verify_strict_cpu(&r->map, vq0, mr[i]);
+            gm_refine_cpu(map, vq0, mr[i], GM_REFINE_ITERS);
+            vr[i] = gm_verify_strict_cpu(map, vq0, mr[i]);
         }
     }
     for (int i = 0; i < npick; i++) {
-        if (ss->n_refined < 3 * GM_REFINE_CANDS) {
-            memcpy(ss->refined[ss->n_refined], mr[i], sizeof mr[i]);
+        double mr0[6], msrc[6];
+        work_to_source(mr[i], q0->f, fv, msrc);
+        source_to_work(msrc, q0->f, r->lv[0].f, mr0);
+        if (ss->n_refined < GM_SEARCH_MAX) {
+            memcpy(ss->refined[ss->n_refined], mr0, sizeof mr0);
             ss->rconf[ss->n_refined++] = vr[i].confidence;
         }
         if (!ss->found || vr[i].confidence > ss->score.confidence) {
             ss->found = 1;
             ss->score = vr[i];
             ss->votes = cands[pick[i]].votes;
+            ss->lvl = fine ? (int)(rl - r->lv) : 0;
             memcpy(ss->m, mr[i], sizeof mr[i]);
+            memcpy(ss->m0, mr0, sizeof mr0);
         }
     }
     out->time.verify += gm_now_ms() - t1;
@@ -341,9 +360,17 @@ gm_status gm_match(const gm_ref *r, gm_view query, gm_result *out)
 #endif
     if (r->map.pts.n == 0 || q[0].all.n < 8)
         goto done; /* nothing to match: a successful "no match" */
-    /* pairings (reference level, query level), most likely first */
-    static const int pair_r[3] = {0, 0, 1}, pair_q[3] = {0, 1, 0};
-    for (int pi = 0; pi < 3; pi++) {
+    /* pairings (reference level, query level), most likely first: the
+     * working levels, then each fine level coarse to fine with the query
+     * at its working size, the finest also with the query at half */
+    int pair_r[3 + GM_FINE_LEVELS + 1] = {0, 0, 1}, pair_q[3 + GM_FINE_LEVELS + 1] = {0, 1, 0};
+    int npair = 3, finest = -1;
+    for (int k = 0; k < GM_FINE_LEVELS; k++)
+        if (r->lv[GM_LEVELS + k].ok)
+            pair_r[npair] = GM_LEVELS + k, pair_q[npair++] = 0, finest = GM_LEVELS + k;
+    if (finest >= 0)
+        pair_r[npair] = finest, pair_q[npair++] = 1;
+    for (int pi = 0; pi < npair; pi++) {
         const ref_level *rl = &r->lv[pair_r[pi]];
         if (!rl->ok)
             continue;
@@ -360,13 +387,19 @@ gm_status gm_match(const gm_ref *r, gm_view query, gm_result *out)
                 continue;
             }
         }
-        if ((st = run_pairing(r, gpu, rl, &q[ql], &q[0], &vq0, ss, out)) != GM_OK)
+        /* fine levels are host stages on both devices (their tables, votes
+         * and maps live on the host), so the two give the same results */
+        if ((st = run_pairing(r, rl->fine ? NULL : gpu, rl, &q[ql], &q[0], &vq0, ss, out)) != GM_OK)
             goto done;
         if (ss->found && ss->score.confidence >= GM_EARLY_STOP)
             break;
     }
     if (ss->found) {
         double hw[9], h[9];
+        const ref_level *bl = &r->lv[ss->lvl];
+        const gm_edge_map *bmap = bl->fine ? &bl->map : &r->map;
+        void *bgpu = bl->fine ? NULL : gpu;
+        (void)bgpu;
         gm_h_from_m(ss->m, hw);
         gm_verify_score score = ss->score;
         if (p->model != GM_MODEL_SIMILARITY && ss->score.confidence >= 0.5 * p->min_confidence) {
@@ -380,14 +413,14 @@ gm_status gm_match(const gm_ref *r, gm_view query, gm_result *out)
             double tr = gm_now_ms();
             gm_verify_score v;
 #ifdef GMATCH_WITH_CUDA
-            if (gpu) {
+            if (bgpu) {
                 if ((st = gm_gpu_refine(gpu, p->model, hm, GM_MODEL_ITERS, 1, &v)) != GM_OK)
                     goto done;
             } else
 #endif
             {
-                gm_refine_model_cpu(&r->map, &vq0, p->model, hm, GM_MODEL_ITERS);
-                v = gm_verify_strict_h_cpu(&r->map, &vq0, hm);
+                gm_refine_model_cpu(bmap, &vq0, p->model, hm, GM_MODEL_ITERS);
+                v = gm_verify_strict_h_cpu(bmap, &vq0, hm);
             }
             if (v.confidence >= score.confidence) {
                 memcpy(hw, hm, sizeof hm);
@@ -395,13 +428,13 @@ gm_status gm_match(const gm_ref *r, gm_view query, gm_result *out)
             }
             out->time.verify += gm_now_ms() - tr;
         }
-        h_work_to_source(hw, q[0].f, r->lv[0].f, h);
+        h_work_to_source(hw, q[0].f, bl->f, h);
         out->model = p->model;
         memcpy(out->h, h, sizeof h);
         memcpy(out->m, h, sizeof out->m);
         double second = 0;
         for (int i = 0; i < ss->n_refined; i++)
-            if (corner_dist(ss->refined[i], ss->m, q[0].w, q[0].h) > GM_DISTINCT_PX &&
+            if (corner_dist(ss->refined[i], ss->m0, q[0].w, q[0].h) > GM_DISTINCT_PX &&
                 ss->rconf[i] > second)
                 second = ss->rconf[i];
         /* against the final model's confidence: under shear or perspective

@@ -13,6 +13,19 @@
 #endif
 
 #define GM_LEVELS 2        /* pyramid levels: working size, half of it */
+/* Fine levels: a reference larger than the working size is also indexed at
+ * finer factors (f0/2, f0/4, ... down to the source pixels), so that a
+ * query showing a small part of it meets that part at a comparable size.
+ * Their points and corners keep level 0's density per area, and their
+ * bases are local (at most GM_FINE_LMAX_REL of level 0's diagonal long,
+ * so that a basis sees the points within twice that), which keeps the
+ * bases and the table's items linear in the area (docs/photo.md). */
+#define GM_FINE_LEVELS 3
+#define GM_ALL_LEVELS (GM_LEVELS + GM_FINE_LEVELS)
+#define GM_FINE_LMAX_REL 0.125f
+#ifndef GM_FINE_BASIS_SHARE
+#define GM_FINE_BASIS_SHARE 0.5 /* of ref_basis_prob: a fine level's table stays short */
+#endif
 #define GM_MIN_LEVEL_SIDE 48 /* a level smaller than this a side is skipped */
 
 typedef struct {
@@ -24,6 +37,8 @@ typedef struct {
     gm_compact bases;  /* two-way index: basis key <-> dense index */
     gm_multi table;    /* (u, v, dir) -> dense basis indices */
     float *share;      /* [bases] each basis's fraction of the table's items */
+    int fine;          /* a fine level: verified on its own map, on the host */
+    gm_edge_map map;   /* a fine level's edge directions (level 0's is the reference's) */
 #ifdef GMATCH_WITH_CUDA
     gm_gpu_level *gpu; /* the index and the table on the device (GPU path: bases.unique only on the host) */
 #endif
@@ -31,7 +46,7 @@ typedef struct {
 
 struct gm_ref {
     gm_params p;
-    ref_level lv[GM_LEVELS];
+    ref_level lv[GM_ALL_LEVELS]; /* [0, GM_LEVELS): working size and half; then fine, coarse to fine */
     gm_edge_map map;   /* level 0 edge directions, for verification */
     double prep_ms;
     char err[256];
@@ -66,6 +81,9 @@ typedef struct {
 gm_status gm_side_build(void *gpu, const gm_params *p, gm_view img, int extra,
                         uint32_t cloud_target, uint32_t corner_target, side *s, char *err,
                         size_t errlen);
+/* The same at downscale factor f of the source, edges capped at max_edges. */
+gm_status gm_side_build_f(void *gpu, gm_view img, int f, int64_t max_edges, uint32_t cloud_target,
+                          uint32_t corner_target, side *s, char *err, size_t errlen);
 void gm_side_free(side *s);
 
 #endif

@@ -55,12 +55,25 @@ gm_status gm_side_build(void *gpu, const gm_params *p, gm_view img, int extra,
                         uint32_t cloud_target, uint32_t corner_target, side *s, char *err,
                         size_t errlen)
 {
+    if (!img.data || img.width <= 0 || img.height <= 0) {
+        memset(s, 0, sizeof *s);
+        snprintf(err, errlen, "empty image");
+        return GM_ERR_EMPTY;
+    }
+    return gm_side_build_f(gpu, img, gm_downscale_factor(img.width, img.height, p->max_side) * extra,
+                           200000, cloud_target, corner_target, s, err, errlen);
+}
+
+gm_status gm_side_build_f(void *gpu, gm_view img, int f, int64_t max_edges_cap,
+                          uint32_t cloud_target, uint32_t corner_target, side *s, char *err,
+                          size_t errlen)
+{
     memset(s, 0, sizeof *s);
     if (!img.data || img.width <= 0 || img.height <= 0) {
         snprintf(err, errlen, "empty image");
         return GM_ERR_EMPTY;
     }
-    s->f = gm_downscale_factor(img.width, img.height, p->max_side) * extra;
+    s->f = f;
     if (img.width / s->f < 1 || img.height / s->f < 1) {
         snprintf(err, errlen, "image too small for this level");
         return GM_ERR_EMPTY;
@@ -78,7 +91,7 @@ gm_status gm_side_build(void *gpu, const gm_params *p, gm_view img, int extra,
     s->w = s->view.width;
     s->h = s->view.height;
     size_t area = (size_t)s->w * s->h;
-    int max_edges = (int)(area / 8 > 200000 ? 200000 : area / 8);
+    int max_edges = (int)((int64_t)(area / 8) > max_edges_cap ? max_edges_cap : (int64_t)(area / 8));
     gm_status st;
 #ifdef GMATCH_WITH_CUDA
     if (gpu) {
@@ -120,6 +133,7 @@ static void level_free(ref_level *l)
     gm_compact_free(&l->bases);
     gm_multi_free(&l->table);
     free(l->share);
+    gm_edge_map_free(&l->map);
 #ifdef GMATCH_WITH_CUDA
     gm_gpu_level_free(l->gpu);
 #endif
@@ -127,7 +141,7 @@ static void level_free(ref_level *l)
 }
 
 /* Bases and tables of one reference level from its side. */
-static gm_status level_build(void *gpu, const gm_params *p, side *s, ref_level *l)
+static gm_status level_build(void *gpu, const gm_params *p, side *s, ref_level *l, float diag0)
 {
     l->f = s->f;
     l->w = s->w;
@@ -135,11 +149,16 @@ static gm_status level_build(void *gpu, const gm_params *p, side *s, ref_level *
     float diag = sqrtf((float)s->w * s->w + (float)s->h * s->h);
     l->lmin = fmaxf(16.0f, 0.03f * diag);
     l->lmax = 0.25f * diag;
+    if (l->fine) { /* local bases, level 0's lengths in this level's pixels */
+        l->lmin = fmaxf(16.0f, 0.03f * diag0);
+        l->lmax = GM_FINE_LMAX_REL * diag0;
+    }
     gm_bases b = {0};
     uint32_t *keys = NULL, *vals = NULL, n_items = 0;
     gm_status st;
-    if ((st = gm_bases_select_cpu(&s->corners, l->lmin, l->lmax, p->ref_basis_prob,
-                                  p->seed ^ (uint64_t)l->f << 56, &b)) != GM_OK)
+    double prob = p->ref_basis_prob * (l->fine ? GM_FINE_BASIS_SHARE : 1.0);
+    if ((st = (l->fine ? gm_bases_select_local_cpu : gm_bases_select_cpu)(
+             &s->corners, l->lmin, l->lmax, prob, p->seed ^ (uint64_t)l->f << 56, &b)) != GM_OK)
         goto done;
     /* at most (2 GM_UV_HALF)^2 x 16 distinct keys exist: size the table by that bound */
     const uint32_t key_bound = 2 * GM_UV_HALF * 2 * GM_UV_HALF * GM_ANGLE_BINS;
@@ -157,8 +176,8 @@ static gm_status level_build(void *gpu, const gm_params *p, side *s, ref_level *
     /* the two-way basis index (paper 4.3): dense index <-> (i, j) */
     if ((st = gm_compact_build_cpu(&l->bases, b.key, b.n, 0, p->seed ^ 0xB0, NULL)) != GM_OK)
         goto done;
-    if ((st = gm_basis_items_cpu(&s->corners, l->bases.unique, l->bases.u, &s->cloud, &keys, &vals,
-                                 &n_items)) != GM_OK)
+    if ((st = (l->fine ? gm_basis_items_local_cpu : gm_basis_items_cpu)(
+             &s->corners, l->bases.unique, l->bases.u, &s->cloud, &keys, &vals, &n_items)) != GM_OK)
         goto done;
     st = gm_multi_build_cpu(&l->table, keys, vals, n_items, key_bound, p->seed ^ 0x7AB1E, NULL);
     if (st != GM_OK)
@@ -215,7 +234,32 @@ static gm_status ref_build(gm_ref *r, gm_view img)
             st = gm_gpu_map(r->gpu, gpu, &r->map);
 #endif
         if (st == GM_OK)
-            st = level_build(gpu, p, &s, &r->lv[lv]);
+            st = level_build(gpu, p, &s, &r->lv[lv], 0.0f);
+        gm_side_free(&s);
+    }
+    /* fine levels, coarse to fine: factors f0/2, f0/4, ..., 1; host stages
+     * on both devices for now (built without the lane: the tables, the
+     * votes and the maps stay on the host, so CPU and GPU agree) */
+    const ref_level *l0 = &r->lv[0];
+    float diag0 = sqrtf((float)l0->w * l0->w + (float)l0->h * l0->h);
+    int fprev = l0->f;
+    for (int k = 0; k < GM_FINE_LEVELS && st == GM_OK && l0->ok && fprev > 1; k++) {
+        int f = fprev / 2 > 1 ? (fprev + 1) / 2 : 1;
+        if (f >= fprev)
+            break;
+        fprev = f;
+        double grow = ((double)(img.width / f) * (img.height / f)) / ((double)l0->w * l0->h);
+        side s;
+        char err[128];
+        st = gm_side_build_f(NULL, img, f, (int64_t)(200000 * grow), (uint32_t)(p->ref_points * grow),
+                             (uint32_t)fmin(p->basis_points * grow, 60000.0), &s, err, sizeof err);
+        if (st != GM_OK)
+            break;
+        ref_level *l = &r->lv[GM_LEVELS + k];
+        l->fine = 1;
+        st = gm_edge_map_build_cpu(&s.all, s.w, s.h, GM_VERIFY_RADIUS, &l->map);
+        if (st == GM_OK)
+            st = level_build(NULL, p, &s, l, diag0);
         gm_side_free(&s);
     }
 #ifdef GMATCH_WITH_CUDA
@@ -229,7 +273,7 @@ static gm_status ref_build(gm_ref *r, gm_view img)
 static void ref_clear(gm_ref *r)
 {
     gm_edge_map_free(&r->map);
-    for (int lv = 0; lv < GM_LEVELS; lv++)
+    for (int lv = 0; lv < GM_ALL_LEVELS; lv++)
         level_free(&r->lv[lv]);
 }
 

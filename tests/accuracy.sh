@@ -2,14 +2,20 @@
 # Integration: gmatch on data/bench (queries under known similarity transforms
 # plus negatives).  Every positive must be found with a mean corner error under
 # 3 px, every negative must be "none", and the run must be deterministic for a
-# seed whatever the thread count.
+# seed whatever the thread count.  data/large (small crops of a reference
+# larger than the working size: the fine levels) likewise, except that one
+# positive may be "none": never a wrong match, at most one missed.
 # usage: tests/accuracy.sh /path/to/gmatch   (from the repository root)
 set -u
 gm=${1:?usage: accuracy.sh GMATCH}
-bench=data/bench
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 fail=0
+for bench in data/bench data/large; do
+: > "$tmp/t1.jsonl"
+: > "$tmp/t2.jsonl"
+allowed_none=0
+[ "$bench" = data/large ] && allowed_none=1
 for ref in $(sed 's/.*"ref": "\([^"]*\)".*/\1/' "$bench/manifest.jsonl" | sort -u); do
   qs=$(grep "\"ref\": \"$ref\"" "$bench/manifest.jsonl" | sed 's/.*"query": "\([^"]*\)".*/\1/' | sed "s#^#$bench/#")
   # shellcheck disable=SC2086
@@ -17,8 +23,9 @@ for ref in $(sed 's/.*"ref": "\([^"]*\)".*/\1/' "$bench/manifest.jsonl" | sort -
   # shellcheck disable=SC2086
   "$gm" --format json --seed 7 --threads 2 "$bench/$ref" $qs >> "$tmp/t2.jsonl" || fail=1
 done
-python3 - "$tmp/t1.jsonl" "$bench/manifest.jsonl" <<'PY' || fail=1
+python3 - "$tmp/t1.jsonl" "$bench/manifest.jsonl" "$allowed_none" <<'PY' || fail=1
 import json, os, sys
+allowed_none = int(sys.argv[3])
 res = {}
 for l in open(sys.argv[1]):
     r = json.loads(l)
@@ -36,6 +43,10 @@ for l in open(sys.argv[2]):
             print("ok   %-36s none (confidence %.3f)" % (m["query"], r["confidence"]))
         continue
     if r["status"] != "match":
+        if r["status"] == "none" and allowed_none > 0:
+            allowed_none -= 1
+            print("ok   %-36s none (one positive may be missed here)" % m["query"])
+            continue
         print("FAIL: %s: expected a match, got %s" % (m["query"], r["status"])); bad += 1; continue
     # mean error of the query's corners (size from the JPEG's SOF marker)
     data = open(os.path.join(os.path.dirname(sys.argv[2]), m["query"]), "rb").read()
@@ -64,5 +75,6 @@ if ! diff <(strip "$tmp/t1.jsonl") <(strip "$tmp/t2.jsonl") >/dev/null; then
   diff <(strip "$tmp/t1.jsonl") <(strip "$tmp/t2.jsonl") | head -5
   fail=1
 fi
+done
 [ $fail = 0 ] && echo "accuracy: all passed"
 exit $fail

@@ -538,6 +538,56 @@ START_TEST(test_items_threads)
 }
 END_TEST
 
+/* The grid versions for the fine levels against the brute-force ones: the
+ * same bases in the same order; the same (key, basis) items as a set.
+ * Points spread over an image far larger than the basis lengths, and with
+ * negative and exactly-on-cell-edge coordinates. */
+static int cmp_item(const void *a, const void *b)
+{
+    const uint32_t *x = a, *y = b;
+    if (x[1] != y[1])
+        return (x[1] > y[1]) - (x[1] < y[1]);
+    return (x[0] > y[0]) - (x[0] < y[0]);
+}
+
+static uint32_t *item_pairs(const items_t *it)
+{
+    uint32_t *kv = xmalloc((size_t)it->n * 2 + 1, sizeof *kv);
+    for (uint32_t i = 0; i < it->n; i++)
+        kv[2 * i] = it->keys[i], kv[2 * i + 1] = it->vals[i];
+    qsort(kv, it->n, 2 * sizeof *kv, cmp_item);
+    return kv;
+}
+
+START_TEST(test_local_equals_brute_force)
+{
+    rng_state = 0x10CA1;
+    for (int t = 0; t < 4; t++) {
+        gm_points bp = random_points(600, 2000, 1200), cloud = random_points(3000, 2000, 1200);
+        bp.p[0].x = -3.5f, bp.p[1].y = -7.0f, bp.p[2].x = 96.0f, bp.p[3].x = 192.0f;
+        float lmin = 16, lmax = t == 3 ? 3000 : 96; /* t == 3: one grid cell holds all */
+        gm_bases a, b;
+        EXPECT_EQ(gm_bases_select_cpu(&bp, lmin, lmax, 0.3, (uint64_t)t, &a), GM_OK);
+        EXPECT_EQ(gm_bases_select_local_cpu(&bp, lmin, lmax, 0.3, (uint64_t)t, &b), GM_OK);
+        EXPECT_EQ(a.n, b.n);
+        EXPECT(a.n > 200);
+        EXPECT(memcmp(a.key, b.key, a.n * sizeof *a.key) == 0);
+        uint32_t nb = a.n > 2000 ? 2000 : a.n;
+        items_t x, y;
+        EXPECT_EQ(gm_basis_items_cpu(&bp, a.key, nb, &cloud, &x.keys, &x.vals, &x.n), GM_OK);
+        EXPECT_EQ(gm_basis_items_local_cpu(&bp, a.key, nb, &cloud, &y.keys, &y.vals, &y.n), GM_OK);
+        EXPECT_EQ(x.n, y.n);
+        EXPECT(x.n > 1000);
+        uint32_t *kx = item_pairs(&x), *ky = item_pairs(&y);
+        EXPECT(memcmp(kx, ky, (size_t)x.n * 2 * sizeof *kx) == 0);
+        free(kx), free(ky);
+        free(x.keys), free(x.vals), free(y.keys), free(y.vals);
+        free(a.key), free(b.key);
+        free(bp.p), free(cloud.p);
+    }
+}
+END_TEST
+
 static Suite *bases_suite(void)
 {
     Suite *s = suite_create("bases");
@@ -560,6 +610,7 @@ static Suite *bases_suite(void)
     tcase_add_test(it, test_items_hand);
     tcase_add_test(it, test_items_brute_force);
     tcase_add_test(it, test_items_threads);
+    tcase_add_test(it, test_local_equals_brute_force);
     suite_add_tcase(s, it);
     return s;
 }
