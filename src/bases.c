@@ -134,21 +134,13 @@ gm_status gm_basis_items_cpu(const gm_points *basis_pts, const uint32_t *basis_k
 
 /* ---- local versions through a grid (fine reference levels) --------------- */
 
-/* Points bucketed by a square grid: cell c holds idx[start[c] .. start[c+1]),
- * in increasing point index. */
-typedef struct {
-    float cell, x0, y0;
-    int gw, gh;
-    uint32_t *start, *idx;
-} pt_grid;
-
-static void grid_free(pt_grid *g)
+void gm_grid_free(gm_grid *g)
 {
     free(g->start);
     free(g->idx);
 }
 
-static gm_status grid_build(const gm_points *pts, float cell, pt_grid *g)
+gm_status gm_grid_build(const gm_points *pts, float cell, gm_grid *g)
 {
     memset(g, 0, sizeof *g);
     float x0 = 0, y0 = 0, x1 = 1, y1 = 1;
@@ -167,7 +159,7 @@ static gm_status grid_build(const gm_points *pts, float cell, pt_grid *g)
     g->start = calloc(nc + 1, sizeof *g->start);
     g->idx = malloc((pts->n ? pts->n : 1) * sizeof *g->idx);
     if (!g->start || !g->idx) {
-        grid_free(g);
+        gm_grid_free(g);
         return GM_ERR_NOMEM;
     }
     for (uint32_t k = 0; k < pts->n; k++) {
@@ -178,7 +170,7 @@ static gm_status grid_build(const gm_points *pts, float cell, pt_grid *g)
         g->start[c + 1] += g->start[c];
     uint32_t *fill = malloc((nc ? nc : 1) * sizeof *fill);
     if (!fill) {
-        grid_free(g);
+        gm_grid_free(g);
         return GM_ERR_NOMEM;
     }
     memcpy(fill, g->start, nc * sizeof *fill);
@@ -196,10 +188,7 @@ static int cmp_u32(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-/* The indices of the points in the cells that a disc (cx, cy, r) touches,
- * sorted when `sorted` (else cell by cell); out has room for every point. */
-static uint32_t grid_gather(const pt_grid *g, float cx, float cy, float r, int sorted,
-                            uint32_t *out)
+uint32_t gm_grid_gather(const gm_grid *g, float cx, float cy, float r, int sorted, uint32_t *out)
 {
     int gx0 = (int)floorf((cx - r - g->x0) / g->cell), gx1 = (int)floorf((cx + r - g->x0) / g->cell);
     int gy0 = (int)floorf((cy - r - g->y0) / g->cell), gy1 = (int)floorf((cy + r - g->y0) / g->cell);
@@ -232,9 +221,9 @@ static gm_status select_pairs(const gm_points *pts, float lmin, float lmax, doub
         return GM_ERR_INVALID;
     uint64_t thr = prob >= 1.0 ? UINT64_MAX : (uint64_t)(prob * 18446744073709551616.0);
     float l2min = lmin * lmin, l2max = lmax * lmax;
-    pt_grid g;
+    gm_grid g;
     memset(&g, 0, sizeof g);
-    gm_status st = grid ? grid_build(pts, lmax, &g) : GM_OK;
+    gm_status st = grid ? gm_grid_build(pts, lmax, &g) : GM_OK;
     if (st != GM_OK)
         return st;
     uint32_t *cnt = calloc((size_t)n + 1, sizeof *cnt);
@@ -248,7 +237,7 @@ static gm_status select_pairs(const gm_points *pts, float lmin, float lmax, doub
             for (int64_t i = 0; i < (int64_t)n; i++) {
                 if (grid && !near)
                     continue;
-                uint32_t m = grid ? grid_gather(&g, pts->p[i].x, pts->p[i].y, lmax, 1, near) : 0;
+                uint32_t m = grid ? gm_grid_gather(&g, pts->p[i].x, pts->p[i].y, lmax, 1, near) : 0;
                 uint32_t c = select_row(pts, (uint32_t)i, near, m, l2min, l2max, seed, thr,
                                         pass ? b->key + cnt[i] : NULL);
                 if (!pass)
@@ -263,7 +252,7 @@ static gm_status select_pairs(const gm_points *pts, float lmin, float lmax, doub
             fail = b->key == NULL;
         }
     }
-    grid_free(&g);
+    gm_grid_free(&g);
     if (fail) {
         free(cnt);
         free(b->key);
@@ -303,8 +292,8 @@ gm_status gm_basis_items_local_cpu(const gm_points *basis_pts, const uint32_t *b
         gm_point a = basis_pts->p[basis_keys[d] >> 16], b = basis_pts->p[basis_keys[d] & 0xFFFF];
         lmax = fmaxf(lmax, hypotf(b.x - a.x, b.y - a.y));
     }
-    pt_grid g;
-    gm_status st = grid_build(cloud, GM_ITEM_REACH * lmax, &g);
+    gm_grid g;
+    gm_status st = gm_grid_build(cloud, GM_ITEM_REACH * lmax, &g);
     if (st != GM_OK)
         return st;
     uint32_t *cnt = calloc((size_t)nb + 1, sizeof *cnt);
@@ -323,7 +312,7 @@ gm_status gm_basis_items_local_cpu(const gm_points *basis_pts, const uint32_t *b
                          b = basis_pts->p[basis_keys[d] & 0xFFFF];
                 gm_frame f = gm_frame_of(a, b);
                 float len = hypotf(b.x - a.x, b.y - a.y);
-                uint32_t m = grid_gather(&g, (a.x + b.x) / 2, (a.y + b.y) / 2,
+                uint32_t m = gm_grid_gather(&g, (a.x + b.x) / 2, (a.y + b.y) / 2,
                                          GM_ITEM_REACH * len + 1.0f, 0, near);
                 uint32_t *keyv = near + cloud->n, c = 0;
                 for (uint32_t t = 0; t < m; t++) {
@@ -358,7 +347,7 @@ gm_status gm_basis_items_local_cpu(const gm_points *basis_pts, const uint32_t *b
             fail = !*keys || !*vals;
         }
     }
-    grid_free(&g);
+    gm_grid_free(&g);
     if (fail) {
         free(cnt);
         free(*keys);

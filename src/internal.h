@@ -143,6 +143,19 @@ typedef struct {
  * probability prob (a hash of seed, i, j).  Caller frees b->key. */
 gm_status gm_bases_select_cpu(const gm_points *pts, float lmin, float lmax, double prob,
                               uint64_t seed, gm_bases *b);
+/* Points bucketed by a square grid: cell c holds idx[start[c] .. start[c+1]),
+ * in increasing point index.  gm_grid_gather writes the indices of the
+ * points in the cells that the disc (cx, cy, r) touches into out (room for
+ * every point), sorted when `sorted`, else cell by cell; returns how many. */
+typedef struct {
+    float cell, x0, y0;
+    int gw, gh;
+    uint32_t *start, *idx;
+} gm_grid;
+gm_status gm_grid_build(const gm_points *pts, float cell, gm_grid *g);
+uint32_t gm_grid_gather(const gm_grid *g, float cx, float cy, float r, int sorted, uint32_t *out);
+void gm_grid_free(gm_grid *g);
+
 /* The same pairs, found through a grid of cell lmax instead of testing every
  * pair: for the fine levels, whose bases are short beside the image (time
  * linear in the points, not quadratic).  Output identical to
@@ -259,6 +272,50 @@ gm_status gm_vote_rows_cpu(const gm_multi *table, uint32_t n_ref, const float *s
                            const gm_points *qbasis_pts, const uint32_t *qbasis_keys, uint32_t n_q,
                            const gm_points *qcloud, gm_candidate *best);
 
+/* ---- affine.c: three-point bases and affine-invariant keys ---------------- */
+#define GM_AFF_Q 16      /* cells per unit of the triangle's frame */
+#define GM_AFF_LO (-1)   /* u and v kept in [GM_AFF_LO, GM_AFF_LO + GM_AFF_CELLS / GM_AFF_Q) */
+#define GM_AFF_CELLS 48
+#define GM_AFF_BINS 16   /* direction of M^T n, 22.5 degrees a bin */
+#define GM_AFF_KEYS (1u << 16)
+
+typedef struct {
+    uint16_t a, b, c; /* corner indices, counter-clockwise */
+} gm_tri;
+
+typedef struct {
+    gm_tri *t;
+    uint32_t n;
+} gm_tris;
+
+/* The frame of triangle (a, b, c): M = [b - a, c - a], its inverse. */
+typedef struct {
+    float ax, ay;
+    float m00, m01, m10, m11;
+    float i00, i01, i10, i11;
+} gm_aframe;
+
+gm_aframe gm_aframe_of(gm_point a, gm_point b, gm_point c);
+/* The affine-invariant key of p in frame f, or GM_KEY_EMPTY. */
+uint32_t gm_aframe_key(const gm_aframe *f, gm_point p);
+/* Counter-clockwise triangles (a, b, c) of pts whose sides ab and ac are in
+ * [lmin, lmax] with sin(angle bac) >= min_sin, each kept with probability
+ * prob (a hash of seed and the triangle), ordered by (a, b, c).  Caller
+ * frees out->t. */
+gm_status gm_tris_select_cpu(const gm_points *pts, float lmin, float lmax, float min_sin,
+                             double prob, uint64_t seed, gm_tris *out);
+/* The (key, triangle index) items: each triangle and every cloud point in
+ * its key range, a key once per triangle.  Caller frees both. */
+gm_status gm_tri_items_cpu(const gm_points *pts, const gm_tris *t, const gm_points *cloud,
+                           uint32_t **keys, uint32_t **vals, uint32_t *n_items);
+/* gm_vote_rows_cpu for triangles: each query triangle's row of votes over
+ * the n_ref reference triangles, reduced to its best at once. */
+gm_status gm_tri_vote_rows_cpu(const gm_multi *table, uint32_t n_ref, const float *share,
+                               const gm_points *qpts, const gm_tri *qtris, uint32_t n_q,
+                               const gm_points *qcloud, gm_candidate *best);
+/* The affine map carrying triangle q onto triangle r; -1 when degenerate. */
+int gm_affine_from_tris(const gm_point q[3], const gm_point r[3], double m[6]);
+
 /* ---- transform.c ----------------------------------------------------------- */
 /* Similarity [a -b tx; b a ty] carrying q0 -> r0 and q1 -> r1. */
 void gm_similarity_from_pairs(double qx0, double qy0, double qx1, double qy1, double rx0,
@@ -271,6 +328,15 @@ int gm_similarity_fit_lines(const double *qx, const double *qy, const double *rx
 void gm_transform_apply(const double m[6], double x, double y, double *ox, double *oy);
 /* 3x3 transforms (row-major, h[8] = 1 for a homography). */
 void gm_h_from_m(const double m[6], double h[9]);
+/* Is h a view a camera can take of a w x hgt query's plane: the line at
+ * infinity outside the query, no mirror, at the corners and the centre a
+ * local scale within GM_H_MAX_SCALE_RATIO of each other (a far side shrunk
+ * to a third at the most, about 60 degrees of tilt) and a local stretch of
+ * at most GM_H_MAX_ANISO?  Degenerate fits (the query folded onto a sliver
+ * of edges) fail it. */
+#define GM_H_MAX_SCALE_RATIO 3.0
+#define GM_H_MAX_ANISO 3.0
+int gm_h_plausible(const double h[9], int w, int hgt);
 /* gm_h_apply, gm_h_normal and the fits' arithmetic: shared with the GPU. */
 #include "fit_core.h"
 /* Weighted point-to-line fit of the model (with a light point-to-point term),
@@ -311,5 +377,6 @@ void gm_refine_cpu(const gm_edge_map *map, const gm_points *q, double m[6], int 
 void gm_refine_model_cpu(const gm_edge_map *map, const gm_points *q, gm_model model, double h[9],
                          int iters);
 gm_verify_score gm_verify_strict_h_cpu(const gm_edge_map *map, const gm_points *q, const double h[9]);
+
 
 #endif

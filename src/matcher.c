@@ -30,7 +30,7 @@
 #define GM_REFINE_CANDS 3
 /* Refined transforms remembered over all pairings (3 on the working levels,
  * up to GM_FINE_LEVELS + 1 on the fine ones). */
-#define GM_SEARCH_MAX ((4 + GM_FINE_LEVELS) * GM_REFINE_CANDS)
+#define GM_SEARCH_MAX ((4 + GM_FINE_LEVELS + 2 * (1 + GM_FINE_LEVELS)) * GM_REFINE_CANDS)
 /* A pairing whose refined best reaches this confidence ends the search. */
 #define GM_EARLY_STOP 0.5
 
@@ -109,6 +109,8 @@ typedef struct {
     double rconf[GM_SEARCH_MAX];
     int n_refined;
     double m0[6]; /* the best in level-0 working coordinates */
+    int has_h;    /* the best came from triangles: h is its final model, score strict */
+    double h[9];
 } search_state;
 
 /* Distinctiveness: a second transform, more than GM_DISTINCT_PX away at the
@@ -312,6 +314,7 @@ static gm_status run_pairing(const gm_ref *r, void *gpu, const ref_level *rl, co
             ss->score = vr[i];
             ss->votes = cands[pick[i]].votes;
             ss->lvl = fine ? (int)(rl - r->lv) : 0;
+            ss->has_h = 0;
             memcpy(ss->m, mr[i], sizeof mr[i]);
             memcpy(ss->m0, mr0, sizeof mr0);
         }
@@ -323,6 +326,159 @@ done:
     gm_compact_free(&qidx);
     free(best);
     free(cands);
+    return st;
+}
+
+/* Region growing: an affine map right near its triangle (a view with
+ * perspective is locally affine) is refined on the query points within a
+ * radius of the triangle that grows by GM_GROW_STEP, affine while the
+ * region is less than half the query, the model after; each step's
+ * partners must lie within the refinement radius, so the map carries only
+ * as far as it explains the edges.  Then the model on every point. */
+#define GM_GROW_STEP 1.3
+static void grow_model(const gm_edge_map *map, const gm_points *q, gm_model model,
+                       const double seed[3], double h[9], gm_point *buf)
+{
+    double rmax = 0;
+    for (uint32_t k = 0; k < q->n; k++)
+        rmax = fmax(rmax, hypot(q->p[k].x - seed[0], q->p[k].y - seed[1]));
+    for (double rad = fmax(1.5 * seed[2], 24.0);; rad *= GM_GROW_STEP) {
+        gm_points sub = {buf, 0};
+        for (uint32_t k = 0; k < q->n; k++)
+            if (hypot(q->p[k].x - seed[0], q->p[k].y - seed[1]) <= rad)
+                buf[sub.n++] = q->p[k];
+        gm_refine_model_cpu(map, &sub, rad < 0.5 * rmax ? GM_MODEL_AFFINE : model, h, 4);
+        if (rad >= rmax)
+            break;
+    }
+    gm_refine_model_cpu(map, q, model, h, GM_MODEL_ITERS);
+}
+
+/* One (reference level, query level) pairing with triangles: the query's
+ * triangles vote in the level's affine table, the best rows' affine maps are
+ * verified on the level's map, the best few grown to the model (host
+ * stages on both devices).  Updates ss when one beats the best so far. */
+static gm_status run_affine_pairing(const gm_ref *r, const ref_level *rl, const side *qs,
+                                    const side *q0, const gm_points *vq0, search_state *ss,
+                                    gm_result *out)
+{
+    const gm_params *p = &r->p;
+    double t0 = gm_now_ms();
+    gm_tris all = {0};
+    gm_tri *sel = NULL;
+    gm_candidate *best = NULL, *cands = NULL;
+    gm_point *buf = NULL;
+    gm_status st = GM_OK;
+    if (rl->tris.n == 0 || qs->all.n < 8)
+        return GM_OK;
+    double ratio = (double)rl->f / qs->f;
+    /* a foreshortened view stretches one side against the other: a wider
+     * band than the similarity's */
+    float lmin = (float)(rl->tlmin / ratio) * 0.8f, lmax = (float)(rl->tlmax / ratio) * 1.25f;
+    if ((st = gm_tris_select_cpu(&qs->corners, lmin, lmax, GM_TRI_MIN_SIN * 0.8f, 1.0,
+                                 p->seed, &all)) != GM_OK)
+        goto done;
+    sel = malloc((all.n ? all.n : 1) * sizeof *sel);
+    if (!sel) {
+        st = GM_ERR_NOMEM;
+        goto done;
+    }
+    uint32_t nsel = 0;
+    {
+        uint32_t m = (uint32_t)p->query_bases;
+        double prob = all.n > m ? (double)m / all.n : 1.0;
+        uint64_t thr = prob >= 1.0 ? UINT64_MAX : (uint64_t)(prob * 18446744073709551616.0);
+        for (uint32_t i = 0; i < all.n; i++) {
+            const gm_tri *t = &all.t[i];
+            uint64_t id = (uint64_t)t->a << 40 | (uint64_t)t->b << 20 | t->c;
+            if (gm_mix64(p->seed ^ 0x3A1ull ^ id) <= thr)
+                sel[nsel++] = *t;
+        }
+    }
+    uint32_t k = (uint32_t)(p->top_k > 0 ? p->top_k : 1);
+    if (k > 256)
+        k = 256;
+    best = malloc((nsel ? nsel : 1) * sizeof *best);
+    cands = malloc(k * sizeof *cands);
+    buf = malloc((vq0->n ? vq0->n : 1) * sizeof *buf);
+    if (!best || !cands || !buf) {
+        st = GM_ERR_NOMEM;
+        goto done;
+    }
+    double t1 = gm_now_ms();
+    out->time.bases += t1 - t0;
+    if ((st = gm_tri_vote_rows_cpu(&rl->ttable, rl->tris.n, rl->tshare, &qs->corners, sel, nsel,
+                                   &qs->cloud, best)) != GM_OK)
+        goto done;
+    uint32_t nc = gm_reduce_select_cpu(best, nsel, k, cands);
+    double t2 = gm_now_ms();
+    out->time.vote += t2 - t1;
+    const gm_edge_map *map = rl->fine ? &rl->map : &r->map;
+    const int fv = rl->fine ? rl->f : r->lv[0].f;
+    double ms[256][6];
+    gm_verify_score sc[256];
+    for (uint32_t c = 0; c < nc; c++) {
+        const gm_tri *qt = &sel[cands[c].query_basis], *rt = &rl->tris.t[cands[c].ref_basis];
+        gm_point qv[3] = {qs->corners.p[qt->a], qs->corners.p[qt->b], qs->corners.p[qt->c]};
+        gm_point rv[3] = {rl->corners.p[rt->a], rl->corners.p[rt->b], rl->corners.p[rt->c]};
+        double mw[6], msrc[6];
+        sc[c].total = 0;
+        if (gm_affine_from_tris(qv, rv, mw) != 0) {
+            sc[c].total = UINT32_MAX;
+            continue;
+        }
+        work_to_source(mw, qs->f, rl->f, msrc);
+        source_to_work(msrc, q0->f, fv, ms[c]);
+    }
+#pragma omp parallel for schedule(dynamic, 1) if (nc > 1)
+    for (int64_t c = 0; c < (int64_t)nc; c++)
+        if (sc[c].total != UINT32_MAX)
+            sc[c] = gm_verify_cpu(map, vq0, ms[c]);
+    for (int n = 0; n < GM_REFINE_CANDS; n++) {
+        int bi = -1;
+        for (uint32_t c = 0; c < nc; c++)
+            if (sc[c].total != UINT32_MAX && (bi < 0 || sc[c].confidence > sc[bi].confidence))
+                bi = (int)c;
+        if (bi < 0)
+            break;
+        sc[bi].total = UINT32_MAX;
+        const gm_tri *qt = &sel[cands[bi].query_basis];
+        gm_point qa = qs->corners.p[qt->a], qb = qs->corners.p[qt->b], qc = qs->corners.p[qt->c];
+        double kf = (double)qs->f / q0->f, o = ((qs->f - 1) - (q0->f - 1)) / 2.0 / q0->f;
+        double seed[3] = {kf * (qa.x + qb.x + qc.x) / 3 + o, kf * (qa.y + qb.y + qc.y) / 3 + o,
+                          kf * fmax(hypot(qb.x - qa.x, qb.y - qa.y), hypot(qc.x - qa.x, qc.y - qa.y))};
+        double h[9];
+        gm_h_from_m(ms[bi], h);
+        grow_model(map, vq0, p->model, seed, h, buf);
+        gm_verify_score v = gm_verify_strict_h_cpu(map, vq0, h);
+        if (!gm_h_plausible(h, q0->w, q0->h))
+            v.confidence = 0; /* a degenerate fit: no camera sees the plane so */
+        double m0[6], hsrc[9];
+        h_work_to_source(h, q0->f, fv, hsrc);
+        double asrc[6] = {hsrc[0], hsrc[1], hsrc[2], hsrc[3], hsrc[4], hsrc[5]};
+        source_to_work(asrc, q0->f, r->lv[0].f, m0);
+        if (ss->n_refined < GM_SEARCH_MAX) {
+            memcpy(ss->refined[ss->n_refined], m0, sizeof m0);
+            ss->rconf[ss->n_refined++] = v.confidence;
+        }
+        if (!ss->found || v.confidence > ss->score.confidence) {
+            ss->found = 1;
+            ss->score = v;
+            ss->votes = cands[bi].votes;
+            ss->lvl = rl->fine ? (int)(rl - r->lv) : 0;
+            ss->has_h = 1;
+            memcpy(ss->h, h, sizeof h);
+            memcpy(ss->m, h, sizeof ss->m);
+            memcpy(ss->m0, m0, sizeof m0);
+        }
+    }
+    out->time.verify += gm_now_ms() - t2;
+done:
+    free(all.t);
+    free(sel);
+    free(best);
+    free(cands);
+    free(buf);
     return st;
 }
 
@@ -394,6 +550,30 @@ gm_status gm_match(const gm_ref *r, gm_view query, gm_result *out)
         if (ss->found && ss->score.confidence >= GM_EARLY_STOP)
             break;
     }
+    /* views with perspective: triangles on level 0 and the fine levels, the
+     * query at its working size and at half */
+    for (int li = 0; li < GM_ALL_LEVELS && p->model != GM_MODEL_SIMILARITY; li++) {
+        const ref_level *rl = &r->lv[li];
+        if (!rl->ok || rl->tris.n == 0)
+            continue;
+        if (ss->found && ss->score.confidence >= GM_EARLY_STOP)
+            break;
+        for (int ql = 0; ql < 2; ql++) {
+            if (ql > 0 && !q[ql].w) {
+                double te = gm_now_ms();
+                st = gm_side_build(gpu, p, query, 2, (uint32_t)p->query_points, corner_target,
+                                   &q[1], err, sizeof err);
+                out->time.edges += gm_now_ms() - te;
+                if (st == GM_ERR_DEVICE || st == GM_ERR_NOMEM)
+                    goto done;
+                st = GM_OK;
+            }
+            if (q[ql].w < GM_MIN_LEVEL_SIDE || q[ql].h < GM_MIN_LEVEL_SIDE)
+                continue;
+            if ((st = run_affine_pairing(r, rl, &q[ql], &q[0], &vq0, ss, out)) != GM_OK)
+                goto done;
+        }
+    }
     if (ss->found) {
         double hw[9], h[9];
         const ref_level *bl = &r->lv[ss->lvl];
@@ -402,7 +582,10 @@ gm_status gm_match(const gm_ref *r, gm_view query, gm_result *out)
         (void)bgpu;
         gm_h_from_m(ss->m, hw);
         gm_verify_score score = ss->score;
-        if (p->model != GM_MODEL_SIMILARITY && ss->score.confidence >= 0.5 * p->min_confidence) {
+        if (ss->has_h)
+            memcpy(hw, ss->h, sizeof hw);
+        if (p->model != GM_MODEL_SIMILARITY && !ss->has_h &&
+            ss->score.confidence >= 0.5 * p->min_confidence) {
             /* the verified similarity, refined to the chosen model; kept
              * only when the strict test does not get worse.  A view with
              * perspective fits a similarity only in part, so the refinement

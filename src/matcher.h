@@ -23,6 +23,10 @@
 #define GM_FINE_LEVELS 3
 #define GM_ALL_LEVELS (GM_LEVELS + GM_FINE_LEVELS)
 #define GM_FINE_LMAX_REL 0.125f
+/* Triangles: the fine levels' side band at every level, kept with this
+ * probability, angle at a between 30 and 150 degrees. */
+#define GM_TRI_PROB 0.1
+#define GM_TRI_MIN_SIN 0.5f
 #ifndef GM_FINE_BASIS_SHARE
 #define GM_FINE_BASIS_SHARE 0.5 /* of ref_basis_prob: a fine level's table stays short */
 #endif
@@ -38,6 +42,12 @@ typedef struct {
     gm_multi table;    /* (u, v, dir) -> dense basis indices */
     float *share;      /* [bases] each basis's fraction of the table's items */
     int fine;          /* a fine level: verified on its own map, on the host */
+    /* three-point bases and their affine-invariant table (src/affine.c),
+     * for the models with more freedom than a similarity; host stages */
+    gm_tris tris;
+    gm_multi ttable;   /* affine key -> triangle indices */
+    float *tshare;     /* [tris] each triangle's fraction of the table's items */
+    float tlmin, tlmax; /* triangle side lengths, this level's pixels */
     gm_edge_map map;   /* a fine level's edge directions (level 0's is the reference's) */
 #ifdef GMATCH_WITH_CUDA
     gm_gpu_level *gpu; /* the index and the table on the device (GPU path: bases.unique only on the host) */

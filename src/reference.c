@@ -134,14 +134,50 @@ static void level_free(ref_level *l)
     gm_multi_free(&l->table);
     free(l->share);
     gm_edge_map_free(&l->map);
+    free(l->tris.t);
+    gm_multi_free(&l->ttable);
+    free(l->tshare);
 #ifdef GMATCH_WITH_CUDA
     gm_gpu_level_free(l->gpu);
 #endif
     memset(l, 0, sizeof *l);
 }
 
+/* Item shares: each basis's fraction of n items (vals: basis indices). */
+static float *item_shares(const uint32_t *vals, uint32_t n, uint32_t nb)
+{
+    float *share = calloc(nb ? nb : 1, sizeof *share);
+    if (!share)
+        return NULL;
+    for (uint32_t i = 0; i < n; i++)
+        share[vals[i]] += 1.0f;
+    for (uint32_t i = 0; i < nb; i++)
+        share[i] /= (float)(n ? n : 1);
+    return share;
+}
+
+/* The triangles of a level and their affine-invariant table (host). */
+static gm_status level_build_tris(const gm_params *p, const side *s, ref_level *l, float diag0)
+{
+    l->tlmin = fmaxf(16.0f, 0.03f * diag0);
+    l->tlmax = GM_FINE_LMAX_REL * diag0;
+    uint32_t *keys = NULL, *vals = NULL, n = 0;
+    gm_status st = gm_tris_select_cpu(&s->corners, l->tlmin, l->tlmax, GM_TRI_MIN_SIN, GM_TRI_PROB,
+                                      p->seed ^ 0x7219ull ^ (uint64_t)l->f << 48, &l->tris);
+    if (st == GM_OK)
+        st = gm_tri_items_cpu(&s->corners, &l->tris, &s->cloud, &keys, &vals, &n);
+    if (st == GM_OK)
+        st = gm_multi_build_cpu(&l->ttable, keys, vals, n, GM_AFF_KEYS, p->seed ^ 0xAFF1, NULL);
+    if (st == GM_OK && !(l->tshare = item_shares(vals, n, l->tris.n)))
+        st = GM_ERR_NOMEM;
+    free(keys);
+    free(vals);
+    return st;
+}
+
 /* Bases and tables of one reference level from its side. */
-static gm_status level_build(void *gpu, const gm_params *p, side *s, ref_level *l, float diag0)
+static gm_status level_build(void *gpu, const gm_params *p, side *s, ref_level *l, float diag0,
+                             int tris)
 {
     l->f = s->f;
     l->w = s->w;
@@ -182,17 +218,16 @@ static gm_status level_build(void *gpu, const gm_params *p, side *s, ref_level *
     st = gm_multi_build_cpu(&l->table, keys, vals, n_items, key_bound, p->seed ^ 0x7AB1E, NULL);
     if (st != GM_OK)
         goto done;
-    if (!(l->share = calloc(l->bases.u ? l->bases.u : 1, sizeof *l->share))) {
+    if (!(l->share = item_shares(vals, n_items, l->bases.u))) {
         st = GM_ERR_NOMEM;
         goto done;
     }
-    for (uint32_t i = 0; i < n_items; i++)
-        l->share[vals[i]] += 1.0f;
-    for (uint32_t i = 0; i < l->bases.u; i++)
-        l->share[i] /= (float)(n_items ? n_items : 1);
 #ifdef GMATCH_WITH_CUDA
 keep:
 #endif
+    if (p->model != GM_MODEL_SIMILARITY && tris &&
+        (st = level_build_tris(p, s, l, diag0 > 0 ? diag0 : diag)) != GM_OK)
+        goto done;
     l->corners = s->corners;
     s->corners.p = NULL;
     l->ok = 1;
@@ -234,7 +269,7 @@ static gm_status ref_build(gm_ref *r, gm_view img)
             st = gm_gpu_map(r->gpu, gpu, &r->map);
 #endif
         if (st == GM_OK)
-            st = level_build(gpu, p, &s, &r->lv[lv], 0.0f);
+            st = level_build(gpu, p, &s, &r->lv[lv], 0.0f, lv == 0);
         gm_side_free(&s);
     }
     /* fine levels, coarse to fine: factors f0/2, f0/4, ..., 1; host stages
@@ -259,7 +294,7 @@ static gm_status ref_build(gm_ref *r, gm_view img)
         l->fine = 1;
         st = gm_edge_map_build_cpu(&s.all, s.w, s.h, GM_VERIFY_RADIUS, &l->map);
         if (st == GM_OK)
-            st = level_build(NULL, p, &s, l, diag0);
+            st = level_build(NULL, p, &s, l, diag0, k == 0);
         gm_side_free(&s);
     }
 #ifdef GMATCH_WITH_CUDA

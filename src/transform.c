@@ -76,3 +76,31 @@ int gm_model_fit_lines(gm_model model, const double *qx, const double *qy, const
 {
     return fit_lines(model, qx, qy, rx, ry, nx, ny, w, n, h0, h);
 }
+
+int gm_h_plausible(const double h[9], int w, int hgt)
+{
+    const double xs[5] = {0, w - 1.0, w - 1.0, 0, (w - 1) / 2.0};
+    const double ys[5] = {0, 0, hgt - 1.0, hgt - 1.0, (hgt - 1) / 2.0};
+    double smin = INFINITY, smax = 0, wmin = INFINITY, wmax = 0;
+    for (int i = 0; i < 5; i++) {
+        double x = xs[i], y = ys[i];
+        double ww = h[6] * x + h[7] * y + h[8];
+        if (!(ww > 0) || !isfinite(ww))
+            return 0; /* the line at infinity crosses the view */
+        double u = (h[0] * x + h[1] * y + h[2]) / ww, v = (h[3] * x + h[4] * y + h[5]) / ww;
+        double a = (h[0] - u * h[6]) / ww, b = (h[1] - u * h[7]) / ww;
+        double c = (h[3] - v * h[6]) / ww, d = (h[4] - v * h[7]) / ww;
+        double det = a * d - b * c;
+        if (!(det > 0))
+            return 0; /* mirrored or collapsed */
+        /* singular values of [a b; c d] */
+        double e = (a * a + b * b + c * c + d * d) / 2, f = sqrt(fmax(0, e * e - det * det));
+        double s1 = sqrt(e + f), s2 = det / s1;
+        if (s1 > GM_H_MAX_ANISO * s2)
+            return 0;
+        double sc = sqrt(det);
+        smin = fmin(smin, sc), smax = fmax(smax, sc);
+        wmin = fmin(wmin, ww), wmax = fmax(wmax, ww);
+    }
+    return smax <= GM_H_MAX_SCALE_RATIO * smin && wmax <= GM_H_MAX_SCALE_RATIO * wmin;
+}
