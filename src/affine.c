@@ -93,55 +93,30 @@ static uint32_t tri_row(const gm_points *pts, uint32_t a, const uint32_t *near, 
     return c;
 }
 
+typedef struct {
+    const gm_points *pts;
+    float l2min, l2max, min_sin;
+    uint64_t seed, thr;
+} tri_sel;
+
+static uint32_t tri_row_of(const void *ctx, uint32_t a, const uint32_t *near, uint32_t m, void *out)
+{
+    const tri_sel *c = ctx;
+    return tri_row(c->pts, a, near, m, c->l2min, c->l2max, c->min_sin, c->seed, c->thr, out);
+}
+
 gm_status gm_tris_select_cpu(const gm_points *pts, float lmin, float lmax, float min_sin,
                              double prob, uint64_t seed, gm_tris *out)
 {
     out->t = NULL;
     out->n = 0;
-    uint32_t n = pts->n;
-    if (n > 65535)
+    if (pts->n > 65535)
         return GM_ERR_INVALID;
-    uint64_t thr = prob >= 1.0 ? UINT64_MAX : (uint64_t)(prob * 18446744073709551616.0);
-    gm_grid g;
-    gm_status st = gm_grid_build(pts, lmax, &g);
-    if (st != GM_OK)
-        return st;
-    uint32_t *cnt = calloc((size_t)n + 1, sizeof *cnt);
-    int fail = cnt == NULL;
-    for (int pass = 0; pass < 2 && !fail; pass++) {
-#pragma omp parallel reduction(| : fail) if (n >= 64)
-        {
-            uint32_t *near = malloc((n ? n : 1) * sizeof *near);
-            fail = near == NULL;
-#pragma omp for schedule(dynamic, 16)
-            for (int64_t a = 0; a < (int64_t)n; a++) {
-                if (!near)
-                    continue;
-                uint32_t m = gm_grid_gather(&g, pts->p[a].x, pts->p[a].y, lmax, 1, near);
-                uint32_t c = tri_row(pts, (uint32_t)a, near, m, lmin * lmin, lmax * lmax, min_sin,
-                                     seed, thr, pass ? out->t + cnt[a] : NULL);
-                if (!pass)
-                    cnt[a + 1] = c;
-            }
-            free(near);
-        }
-        if (!pass && !fail) {
-            for (uint32_t a = 0; a < n; a++)
-                cnt[a + 1] += cnt[a];
-            out->t = malloc((cnt[n] ? cnt[n] : 1) * sizeof *out->t);
-            fail = out->t == NULL;
-        }
-    }
-    gm_grid_free(&g);
-    if (fail) {
-        free(cnt);
-        free(out->t);
-        out->t = NULL;
-        return GM_ERR_NOMEM;
-    }
-    out->n = cnt[n];
-    free(cnt);
-    return GM_OK;
+    tri_sel c = {pts, lmin * lmin, lmax * lmax, min_sin, seed, gm_prob_threshold(prob)};
+    void *items;
+    gm_status st = gm_grid_rows(pts, lmax, 1, sizeof *out->t, tri_row_of, &c, &items, &out->n);
+    out->t = items;
+    return st;
 }
 
 /* How far from vertex a a kept point can lie: |u| and |v| at most
@@ -152,113 +127,64 @@ static float tri_reach(const gm_point *a, const gm_point *b, const gm_point *c)
     return k * (hypotf(b->x - a->x, b->y - a->y) + hypotf(c->x - a->x, c->y - a->y)) + 1.0f;
 }
 
+typedef struct {
+    const gm_points *pts, *cloud;
+    const gm_tri *t;
+} tri_items;
+
+static uint32_t tri_keys(const void *ctx, uint32_t d, const gm_grid *g, uint32_t *near,
+                         uint64_t *seen, uint32_t *keyv)
+{
+    const tri_items *x = ctx;
+    const gm_point *a = &x->pts->p[x->t[d].a], *b = &x->pts->p[x->t[d].b], *c = &x->pts->p[x->t[d].c];
+    gm_aframe f = gm_aframe_of(*a, *b, *c);
+    uint32_t m = gm_grid_gather(g, a->x, a->y, tri_reach(a, b, c), 0, near), k = 0;
+    for (uint32_t s = 0; s < m; s++) {
+        gm_point q = x->cloud->p[near[s]];
+        if (!near_vertex(a, b, c, q))
+            k = gm_keys_add(seen, gm_aframe_key(&f, q), keyv, k);
+    }
+    gm_keys_clear(seen, keyv, k);
+    return k;
+}
+
 gm_status gm_tri_items_cpu(const gm_points *pts, const gm_tris *t, const gm_points *cloud,
                            uint32_t **keys, uint32_t **vals, uint32_t *n_items)
 {
-    *keys = *vals = NULL;
-    *n_items = 0;
     float reach = 1.0f;
     for (uint32_t d = 0; d < t->n; d++)
         reach = fmaxf(reach, tri_reach(&pts->p[t->t[d].a], &pts->p[t->t[d].b], &pts->p[t->t[d].c]));
-    gm_grid g;
-    gm_status st = gm_grid_build(cloud, reach / 2, &g);
-    if (st != GM_OK)
-        return st;
-    uint32_t *cnt = calloc((size_t)t->n + 1, sizeof *cnt);
-    int fail = cnt == NULL;
-    for (int pass = 0; pass < 2 && !fail; pass++) {
-#pragma omp parallel reduction(| : fail)
-        {
-            uint64_t *seen = calloc((GM_AFF_KEYS + 63) / 64, sizeof *seen);
-            uint32_t *near = malloc((cloud->n ? cloud->n : 1) * 2 * sizeof *near);
-            fail = !seen || !near;
-#pragma omp for schedule(dynamic, 16)
-            for (int64_t d = 0; d < (int64_t)t->n; d++) {
-                if (!seen || !near)
-                    continue;
-                const gm_point *a = &pts->p[t->t[d].a], *b = &pts->p[t->t[d].b],
-                               *c = &pts->p[t->t[d].c];
-                gm_aframe f = gm_aframe_of(*a, *b, *c);
-                uint32_t m = gm_grid_gather(&g, a->x, a->y, tri_reach(a, b, c), 0, near);
-                uint32_t *keyv = near + cloud->n, k = 0;
-                for (uint32_t s = 0; s < m; s++) {
-                    gm_point q = cloud->p[near[s]];
-                    if (near_vertex(a, b, c, q))
-                        continue;
-                    uint32_t key = gm_aframe_key(&f, q);
-                    if (key == GM_KEY_EMPTY || (seen[key >> 6] >> (key & 63) & 1))
-                        continue;
-                    seen[key >> 6] |= 1ull << (key & 63);
-                    keyv[k++] = key;
-                }
-                for (uint32_t s = 0; s < k; s++)
-                    seen[keyv[s] >> 6] = 0;
-                if (!pass) {
-                    cnt[d + 1] = k;
-                } else {
-                    memcpy(*keys + cnt[d], keyv, k * sizeof *keyv);
-                    for (uint32_t s = 0; s < k; s++)
-                        (*vals)[cnt[d] + s] = (uint32_t)d;
-                }
-            }
-            free(seen);
-            free(near);
-        }
-        if (!pass && !fail) {
-            for (uint32_t d = 0; d < t->n; d++)
-                cnt[d + 1] += cnt[d];
-            *keys = malloc((cnt[t->n] ? cnt[t->n] : 1) * sizeof **keys);
-            *vals = malloc((cnt[t->n] ? cnt[t->n] : 1) * sizeof **vals);
-            fail = !*keys || !*vals;
-        }
+    tri_items x = {pts, cloud, t->t};
+    return gm_grid_items(cloud, reach / 2, t->n, GM_AFF_KEYS, tri_keys, &x, keys, vals, n_items);
+}
+
+typedef struct {
+    const gm_multi *table;
+    const gm_points *qpts, *qcloud;
+    const gm_tri *qtris;
+} tri_rows;
+
+static void fill_tri_row(const void *ctx, uint32_t q, uint16_t *row)
+{
+    const tri_rows *x = ctx;
+    const gm_point *a = &x->qpts->p[x->qtris[q].a], *b = &x->qpts->p[x->qtris[q].b],
+                   *c = &x->qpts->p[x->qtris[q].c];
+    gm_aframe f = gm_aframe_of(*a, *b, *c);
+    for (uint32_t k = 0; k < x->qcloud->n; k++) {
+        if (near_vertex(a, b, c, x->qcloud->p[k]))
+            continue;
+        uint32_t key = gm_aframe_key(&f, x->qcloud->p[k]);
+        if (key != GM_KEY_EMPTY)
+            gm_vote_key(x->table, key, row);
     }
-    gm_grid_free(&g);
-    if (fail) {
-        free(cnt);
-        free(*keys);
-        free(*vals);
-        *keys = *vals = NULL;
-        return GM_ERR_NOMEM;
-    }
-    *n_items = cnt[t->n];
-    free(cnt);
-    return GM_OK;
 }
 
 gm_status gm_tri_vote_rows_cpu(const gm_multi *table, uint32_t n_ref, const float *share,
                                const gm_points *qpts, const gm_tri *qtris, uint32_t n_q,
                                const gm_points *qcloud, gm_candidate *best)
 {
-    int failed = 0;
-#pragma omp parallel reduction(| : failed)
-    {
-        uint16_t *row = malloc((n_ref ? n_ref : 1) * sizeof *row);
-        failed = row == NULL;
-#pragma omp for schedule(dynamic, 4)
-        for (int64_t q = 0; q < (int64_t)n_q; q++) {
-            if (!row)
-                continue;
-            memset(row, 0, (size_t)n_ref * sizeof *row);
-            const gm_point *a = &qpts->p[qtris[q].a], *b = &qpts->p[qtris[q].b],
-                           *c = &qpts->p[qtris[q].c];
-            gm_aframe f = gm_aframe_of(*a, *b, *c);
-            for (uint32_t k = 0; k < qcloud->n; k++) {
-                if (near_vertex(a, b, c, qcloud->p[k]))
-                    continue;
-                uint32_t key = gm_aframe_key(&f, qcloud->p[k]);
-                if (key == GM_KEY_EMPTY)
-                    continue;
-                const uint32_t *v;
-                uint32_t cnt = gm_multi_find(table, key, &v);
-                for (uint32_t i = 0; i < cnt; i++)
-                    if (row[v[i]] != UINT16_MAX)
-                        row[v[i]]++;
-            }
-            best[q] = gm_reduce_row_cpu(row, share, n_ref, (uint32_t)q);
-        }
-        free(row);
-    }
-    return failed ? GM_ERR_NOMEM : GM_OK;
+    tri_rows x = {table, qpts, qcloud, qtris};
+    return gm_rows_reduce_cpu(n_ref, share, n_q, fill_tri_row, &x, best);
 }
 
 int gm_affine_from_tris(const gm_point q[3], const gm_point r[3], double m[6])

@@ -208,22 +208,15 @@ uint32_t gm_grid_gather(const gm_grid *g, float cx, float cy, float r, int sorte
     return n;
 }
 
-/* Both selections: every pair tested (grid == 0), or only the pairs of
- * grid cells of side lmax that touch (grid == 1); the same output.  Two
- * passes, count then fill, rows in parallel, order kept. */
-static gm_status select_pairs(const gm_points *pts, float lmin, float lmax, double prob,
-                              uint64_t seed, int grid, gm_bases *b)
+gm_status gm_grid_rows(const gm_points *pts, float reach, int grid, size_t elem, gm_grid_row row,
+                       const void *ctx, void **items, uint32_t *n_items)
 {
-    b->n = 0;
-    b->key = NULL;
+    *items = NULL;
+    *n_items = 0;
     uint32_t n = pts->n;
-    if (n > 65535)
-        return GM_ERR_INVALID;
-    uint64_t thr = prob >= 1.0 ? UINT64_MAX : (uint64_t)(prob * 18446744073709551616.0);
-    float l2min = lmin * lmin, l2max = lmax * lmax;
     gm_grid g;
     memset(&g, 0, sizeof g);
-    gm_status st = grid ? gm_grid_build(pts, lmax, &g) : GM_OK;
+    gm_status st = grid ? gm_grid_build(pts, reach, &g) : GM_OK;
     if (st != GM_OK)
         return st;
     uint32_t *cnt = calloc((size_t)n + 1, sizeof *cnt);
@@ -237,9 +230,9 @@ static gm_status select_pairs(const gm_points *pts, float lmin, float lmax, doub
             for (int64_t i = 0; i < (int64_t)n; i++) {
                 if (grid && !near)
                     continue;
-                uint32_t m = grid ? gm_grid_gather(&g, pts->p[i].x, pts->p[i].y, lmax, 1, near) : 0;
-                uint32_t c = select_row(pts, (uint32_t)i, near, m, l2min, l2max, seed, thr,
-                                        pass ? b->key + cnt[i] : NULL);
+                uint32_t m = grid ? gm_grid_gather(&g, pts->p[i].x, pts->p[i].y, reach, 1, near) : 0;
+                uint32_t c = row(ctx, (uint32_t)i, grid ? near : NULL, m,
+                                 pass ? (char *)*items + elem * cnt[i] : NULL);
                 if (!pass)
                     cnt[i + 1] = c;
             }
@@ -248,20 +241,48 @@ static gm_status select_pairs(const gm_points *pts, float lmin, float lmax, doub
         if (!pass && !fail) {
             for (uint32_t i = 0; i < n; i++)
                 cnt[i + 1] += cnt[i];
-            b->key = malloc((cnt[n] ? cnt[n] : 1) * sizeof *b->key);
-            fail = b->key == NULL;
+            *items = malloc((cnt[n] ? cnt[n] : 1) * elem);
+            fail = *items == NULL;
         }
     }
     gm_grid_free(&g);
     if (fail) {
         free(cnt);
-        free(b->key);
-        b->key = NULL;
+        free(*items);
+        *items = NULL;
         return GM_ERR_NOMEM;
     }
-    b->n = cnt[n];
+    *n_items = cnt[n];
     free(cnt);
     return GM_OK;
+}
+
+typedef struct {
+    const gm_points *pts;
+    float l2min, l2max;
+    uint64_t seed, thr;
+} pair_sel;
+
+static uint32_t pair_row(const void *ctx, uint32_t i, const uint32_t *near, uint32_t m, void *out)
+{
+    const pair_sel *c = ctx;
+    return select_row(c->pts, i, near, m, c->l2min, c->l2max, c->seed, c->thr, out);
+}
+
+/* Both selections: every pair tested (grid == 0), or only the pairs of
+ * grid cells of side lmax that touch (grid == 1); the same output. */
+static gm_status select_pairs(const gm_points *pts, float lmin, float lmax, double prob,
+                              uint64_t seed, int grid, gm_bases *b)
+{
+    b->n = 0;
+    b->key = NULL;
+    if (pts->n > 65535)
+        return GM_ERR_INVALID;
+    pair_sel c = {pts, lmin * lmin, lmax * lmax, seed, gm_prob_threshold(prob)};
+    void *items;
+    gm_status st = gm_grid_rows(pts, lmax, grid, sizeof *b->key, pair_row, &c, &items, &b->n);
+    b->key = items;
+    return st;
 }
 
 gm_status gm_bases_select_cpu(const gm_points *pts, float lmin, float lmax, double prob,
@@ -281,19 +302,14 @@ gm_status gm_bases_select_local_cpu(const gm_points *pts, float lmin, float lmax
  * midpoint (the square's half-diagonal, and a margin). */
 #define GM_ITEM_REACH (1.4143f * GM_UV_HALF / GM_BASIS_B + 0.01f)
 
-gm_status gm_basis_items_local_cpu(const gm_points *basis_pts, const uint32_t *basis_keys,
-                                   uint32_t nb, const gm_points *cloud, uint32_t **keys,
-                                   uint32_t **vals, uint32_t *n_items)
+gm_status gm_grid_items(const gm_points *cloud, float cell, uint32_t nb, uint32_t key_bound,
+                        gm_item_keys fn, const void *ctx, uint32_t **keys, uint32_t **vals,
+                        uint32_t *n_items)
 {
     *keys = *vals = NULL;
     *n_items = 0;
-    float lmax = 1.0f; /* the grid cell: the longest basis's reach */
-    for (uint32_t d = 0; d < nb; d++) {
-        gm_point a = basis_pts->p[basis_keys[d] >> 16], b = basis_pts->p[basis_keys[d] & 0xFFFF];
-        lmax = fmaxf(lmax, hypotf(b.x - a.x, b.y - a.y));
-    }
     gm_grid g;
-    gm_status st = gm_grid_build(cloud, GM_ITEM_REACH * lmax, &g);
+    gm_status st = gm_grid_build(cloud, cell, &g);
     if (st != GM_OK)
         return st;
     uint32_t *cnt = calloc((size_t)nb + 1, sizeof *cnt);
@@ -301,32 +317,15 @@ gm_status gm_basis_items_local_cpu(const gm_points *basis_pts, const uint32_t *b
     for (int pass = 0; pass < 2 && !fail; pass++) {
 #pragma omp parallel reduction(| : fail)
         {
-            uint64_t *seen = calloc((1u << 18) / 64, sizeof *seen);
+            uint64_t *seen = calloc((key_bound + 63) / 64, sizeof *seen);
             uint32_t *near = malloc((cloud->n ? cloud->n : 1) * 2 * sizeof *near);
             fail = !seen || !near;
 #pragma omp for schedule(dynamic, 16)
             for (int64_t d = 0; d < (int64_t)nb; d++) {
                 if (!seen || !near)
                     continue;
-                gm_point a = basis_pts->p[basis_keys[d] >> 16],
-                         b = basis_pts->p[basis_keys[d] & 0xFFFF];
-                gm_frame f = gm_frame_of(a, b);
-                float len = hypotf(b.x - a.x, b.y - a.y);
-                uint32_t m = gm_grid_gather(&g, (a.x + b.x) / 2, (a.y + b.y) / 2,
-                                         GM_ITEM_REACH * len + 1.0f, 0, near);
-                uint32_t *keyv = near + cloud->n, c = 0;
-                for (uint32_t t = 0; t < m; t++) {
-                    const gm_point q = cloud->p[near[t]];
-                    if (gm_near_endpoint(a, b, q))
-                        continue;
-                    uint32_t key = gm_frame_key(&f, q);
-                    if (key == GM_KEY_EMPTY || (seen[key >> 6] >> (key & 63) & 1))
-                        continue;
-                    seen[key >> 6] |= 1ull << (key & 63);
-                    keyv[c++] = key;
-                }
-                for (uint32_t k = 0; k < c; k++)
-                    seen[keyv[k] >> 6] = 0;
+                uint32_t *keyv = near + cloud->n;
+                uint32_t c = fn(ctx, (uint32_t)d, &g, near, seen, keyv);
                 if (!pass) {
                     cnt[d + 1] = c;
                 } else {
@@ -358,4 +357,57 @@ gm_status gm_basis_items_local_cpu(const gm_points *basis_pts, const uint32_t *b
     *n_items = cnt[nb];
     free(cnt);
     return GM_OK;
+}
+
+uint32_t gm_keys_add(uint64_t *seen, uint32_t key, uint32_t *keyv, uint32_t c)
+{
+    if (key == GM_KEY_EMPTY || (seen[key >> 6] >> (key & 63) & 1))
+        return c;
+    seen[key >> 6] |= 1ull << (key & 63);
+    keyv[c] = key;
+    return c + 1;
+}
+
+void gm_keys_clear(uint64_t *seen, const uint32_t *keyv, uint32_t c)
+{
+    for (uint32_t k = 0; k < c; k++)
+        seen[keyv[k] >> 6] = 0;
+}
+
+typedef struct {
+    const gm_points *pts, *cloud;
+    const uint32_t *basis_keys;
+} pair_items;
+
+static uint32_t pair_keys(const void *ctx, uint32_t d, const gm_grid *g, uint32_t *near,
+                          uint64_t *seen, uint32_t *keyv)
+{
+    const pair_items *x = ctx;
+    gm_point a = x->pts->p[x->basis_keys[d] >> 16], b = x->pts->p[x->basis_keys[d] & 0xFFFF];
+    gm_frame f = gm_frame_of(a, b);
+    float len = hypotf(b.x - a.x, b.y - a.y);
+    uint32_t m = gm_grid_gather(g, (a.x + b.x) / 2, (a.y + b.y) / 2, GM_ITEM_REACH * len + 1.0f, 0,
+                                near);
+    uint32_t c = 0;
+    for (uint32_t t = 0; t < m; t++) {
+        const gm_point q = x->cloud->p[near[t]];
+        if (!gm_near_endpoint(a, b, q))
+            c = gm_keys_add(seen, gm_frame_key(&f, q), keyv, c);
+    }
+    gm_keys_clear(seen, keyv, c);
+    return c;
+}
+
+gm_status gm_basis_items_local_cpu(const gm_points *basis_pts, const uint32_t *basis_keys,
+                                   uint32_t nb, const gm_points *cloud, uint32_t **keys,
+                                   uint32_t **vals, uint32_t *n_items)
+{
+    float lmax = 1.0f; /* the grid cell: the longest basis's reach */
+    for (uint32_t d = 0; d < nb; d++) {
+        gm_point a = basis_pts->p[basis_keys[d] >> 16], b = basis_pts->p[basis_keys[d] & 0xFFFF];
+        lmax = fmaxf(lmax, hypotf(b.x - a.x, b.y - a.y));
+    }
+    pair_items x = {basis_pts, cloud, basis_keys};
+    return gm_grid_items(cloud, GM_ITEM_REACH * lmax, nb, 1u << 18, pair_keys, &x, keys, vals,
+                         n_items);
 }

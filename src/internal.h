@@ -155,6 +155,29 @@ typedef struct {
 gm_status gm_grid_build(const gm_points *pts, float cell, gm_grid *g);
 uint32_t gm_grid_gather(const gm_grid *g, float cx, float cy, float r, int sorted, uint32_t *out);
 void gm_grid_free(gm_grid *g);
+/* A selection made row by row in two passes (count, then fill), rows in
+ * parallel, order kept: row(ctx, i, near, m, out) counts the items of point
+ * i, or writes them to out when out is not NULL; near holds the m points of
+ * the grid cells within `reach` of point i (sorted), or is NULL when grid is
+ * 0 (every point is a candidate).  *items (n_items of elem bytes) is the
+ * caller's to free. */
+typedef uint32_t (*gm_grid_row)(const void *ctx, uint32_t i, const uint32_t *near, uint32_t m,
+                                void *out);
+gm_status gm_grid_rows(const gm_points *pts, float reach, int grid, size_t elem, gm_grid_row row,
+                       const void *ctx, void **items, uint32_t *n_items);
+/* Items made basis by basis in two passes (count, then fill), bases in
+ * parallel: fn(ctx, d, g, near, seen, keyv) writes basis d's distinct keys
+ * to keyv and returns how many (g: a grid of the cloud with cell `cell`;
+ * near: scratch for a gather; seen: a zeroed bitmap of key_bound bits that
+ * fn leaves zeroed, through gm_keys_add and gm_keys_clear).  The caller
+ * frees *keys and *vals. */
+typedef uint32_t (*gm_item_keys)(const void *ctx, uint32_t d, const gm_grid *g, uint32_t *near,
+                                 uint64_t *seen, uint32_t *keyv);
+gm_status gm_grid_items(const gm_points *cloud, float cell, uint32_t nb, uint32_t key_bound,
+                        gm_item_keys fn, const void *ctx, uint32_t **keys, uint32_t **vals,
+                        uint32_t *n_items);
+uint32_t gm_keys_add(uint64_t *seen, uint32_t key, uint32_t *keyv, uint32_t c);
+void gm_keys_clear(uint64_t *seen, const uint32_t *keyv, uint32_t c);
 
 /* The same pairs, found through a grid of cell lmax instead of testing every
  * pair: for the fine levels, whose bases are short beside the image (time
@@ -268,9 +291,31 @@ uint32_t gm_reduce_select_cpu(gm_candidate *best, uint32_t n_q, uint32_t k, gm_c
  * stays in cache and reduced at once to best[q] (equal to
  * gm_reduce_row_cpu of gm_vote_cpu's row); the n_q x n_ref matrix is never
  * written.  Returns GM_ERR_NOMEM when a thread's row cannot be allocated. */
+/* The loop both fuse: each of the n_q rows (n_ref counters, zeroed) filled
+ * by fill(ctx, q, row) on some thread, reduced to best[q] at once. */
+typedef void (*gm_row_fill)(const void *ctx, uint32_t q, uint16_t *row);
+gm_status gm_rows_reduce_cpu(uint32_t n_ref, const float *share, uint32_t n_q, gm_row_fill fill,
+                             const void *ctx, gm_candidate *best);
 gm_status gm_vote_rows_cpu(const gm_multi *table, uint32_t n_ref, const float *share,
                            const gm_points *qbasis_pts, const uint32_t *qbasis_keys, uint32_t n_q,
                            const gm_points *qcloud, gm_candidate *best);
+
+/* A hash threshold that keeps a share prob of uniform 64-bit hashes. */
+static inline uint64_t gm_prob_threshold(double prob)
+{
+    return prob >= 1.0 ? UINT64_MAX : (uint64_t)(prob * 18446744073709551616.0);
+}
+
+/* One key's votes: every basis stored under it gets one more (counts
+ * saturate at 65535). */
+static inline void gm_vote_key(const gm_multi *table, uint32_t key, uint16_t *row)
+{
+    const uint32_t *v;
+    uint32_t c = gm_multi_find(table, key, &v);
+    for (uint32_t i = 0; i < c; i++)
+        if (row[v[i]] != UINT16_MAX)
+            row[v[i]]++;
+}
 
 /* ---- affine.c: three-point bases and affine-invariant keys ---------------- */
 #define GM_AFF_Q 16      /* cells per unit of the triangle's frame */

@@ -138,6 +138,19 @@ static double corner_dist(const double a[6], const double b[6], int w, int h)
     return d / 4;
 }
 
+/* The candidate of highest confidence not yet taken (total UINT32_MAX marks
+ * the taken and the unusable), marked taken; -1 when none is left. */
+static int take_best(gm_verify_score *sc, uint32_t nc)
+{
+    int bi = -1;
+    for (uint32_t c = 0; c < nc; c++)
+        if (sc[c].total != UINT32_MAX && (bi < 0 || sc[c].confidence > sc[bi].confidence))
+            bi = (int)c;
+    if (bi >= 0)
+        sc[bi].total = UINT32_MAX;
+    return bi;
+}
+
 /* One (reference level, query level) pairing: bases, votes, top-k, each
  * candidate verified at level 0 (q0: the query's level-0 points), the best
  * few refined.  Updates st->best. */
@@ -172,7 +185,7 @@ static gm_status run_pairing(const gm_ref *r, void *gpu, const ref_level *rl, co
     uint32_t nsel = 0;
     {
         double prob = all_b.n > (uint32_t)p->query_bases ? (double)p->query_bases / all_b.n : 1.0;
-        uint64_t thr = prob >= 1.0 ? UINT64_MAX : (uint64_t)(prob * 18446744073709551616.0);
+        uint64_t thr = gm_prob_threshold(prob);
         for (uint32_t i = 0; i < all_b.n; i++)
             if (gm_mix64(p->seed ^ 0x51EC7ull ^ ((uint64_t)all_b.key[i] << 20)) <= thr)
                 sel[nsel++] = all_b.key[i];
@@ -262,13 +275,9 @@ static gm_status run_pairing(const gm_ref *r, void *gpu, const ref_level *rl, co
     /* the best few that do not repeat an already refined transform... */
     int pick[GM_REFINE_CANDS], npick = 0;
     while (npick < GM_REFINE_CANDS) {
-        int bi = -1;
-        for (uint32_t c = 0; c < nc; c++)
-            if (sc[c].total != UINT32_MAX && (bi < 0 || sc[c].confidence > sc[bi].confidence))
-                bi = (int)c;
+        int bi = take_best(sc, nc);
         if (bi < 0)
             break;
-        sc[bi].total = UINT32_MAX; /* taken */
         int dup = 0;
         for (int d = 0; d < ss->n_done && !dup; d++)
             dup = corner_dist(m0[bi], ss->done[d], q0->w, q0->h) < 2.0;
@@ -365,7 +374,6 @@ static gm_status run_affine_pairing(const gm_ref *r, const ref_level *rl, const 
     const gm_params *p = &r->p;
     double t0 = gm_now_ms();
     gm_tris all = {0};
-    gm_tri *sel = NULL;
     gm_candidate *best = NULL, *cands = NULL;
     gm_point *buf = NULL;
     gm_status st = GM_OK;
@@ -378,23 +386,15 @@ static gm_status run_affine_pairing(const gm_ref *r, const ref_level *rl, const 
     if ((st = gm_tris_select_cpu(&qs->corners, lmin, lmax, GM_TRI_MIN_SIN * 0.8f, 1.0,
                                  p->seed, &all)) != GM_OK)
         goto done;
-    sel = malloc((all.n ? all.n : 1) * sizeof *sel);
-    if (!sel) {
-        st = GM_ERR_NOMEM;
-        goto done;
+    /* m of them at random (a hash of the seed and the triangle), in place */
+    uint32_t nsel = 0, m = (uint32_t)p->query_bases;
+    uint64_t thr = gm_prob_threshold(all.n > m ? (double)m / all.n : 1.0);
+    for (uint32_t i = 0; i < all.n; i++) {
+        const gm_tri t = all.t[i];
+        if (gm_mix64(p->seed ^ 0x3A1ull ^ ((uint64_t)t.a << 40 | (uint64_t)t.b << 20 | t.c)) <= thr)
+            all.t[nsel++] = t;
     }
-    uint32_t nsel = 0;
-    {
-        uint32_t m = (uint32_t)p->query_bases;
-        double prob = all.n > m ? (double)m / all.n : 1.0;
-        uint64_t thr = prob >= 1.0 ? UINT64_MAX : (uint64_t)(prob * 18446744073709551616.0);
-        for (uint32_t i = 0; i < all.n; i++) {
-            const gm_tri *t = &all.t[i];
-            uint64_t id = (uint64_t)t->a << 40 | (uint64_t)t->b << 20 | t->c;
-            if (gm_mix64(p->seed ^ 0x3A1ull ^ id) <= thr)
-                sel[nsel++] = *t;
-        }
-    }
+    const gm_tri *sel = all.t;
     uint32_t k = (uint32_t)(p->top_k > 0 ? p->top_k : 1);
     if (k > 256)
         k = 256;
@@ -435,13 +435,9 @@ static gm_status run_affine_pairing(const gm_ref *r, const ref_level *rl, const 
         if (sc[c].total != UINT32_MAX)
             sc[c] = gm_verify_cpu(map, vq0, ms[c]);
     for (int n = 0; n < GM_REFINE_CANDS; n++) {
-        int bi = -1;
-        for (uint32_t c = 0; c < nc; c++)
-            if (sc[c].total != UINT32_MAX && (bi < 0 || sc[c].confidence > sc[bi].confidence))
-                bi = (int)c;
+        int bi = take_best(sc, nc);
         if (bi < 0)
             break;
-        sc[bi].total = UINT32_MAX;
         const gm_tri *qt = &sel[cands[bi].query_basis];
         gm_point qa = qs->corners.p[qt->a], qb = qs->corners.p[qt->b], qc = qs->corners.p[qt->c];
         double kf = (double)qs->f / q0->f, o = ((qs->f - 1) - (q0->f - 1)) / 2.0 / q0->f;
@@ -475,7 +471,6 @@ static gm_status run_affine_pairing(const gm_ref *r, const ref_level *rl, const 
     out->time.verify += gm_now_ms() - t2;
 done:
     free(all.t);
-    free(sel);
     free(best);
     free(cands);
     free(buf);

@@ -23,11 +23,10 @@
 
 #include "internal.h"
 
-/* Row q of the vote matrix into row (n_ref counters, zeroed here). */
+/* Row q of the vote matrix added into row (n_ref counters, zeroed by the caller). */
 static void vote_row(const gm_multi *table, uint32_t n_ref, const gm_points *qbasis_pts,
                      uint32_t qkey, const gm_points *qcloud, uint16_t *row)
 {
-    memset(row, 0, (size_t)n_ref * sizeof *row);
     gm_point a = qbasis_pts->p[qkey >> 16], b = qbasis_pts->p[qkey & 0xFFFF];
     gm_frame f = gm_frame_of(a, b);
     for (uint32_t k = 0; k < qcloud->n; k++) {
@@ -36,11 +35,7 @@ static void vote_row(const gm_multi *table, uint32_t n_ref, const gm_points *qba
         uint32_t key = gm_frame_key(&f, qcloud->p[k]);
         if (key == GM_KEY_EMPTY)
             continue;
-        const uint32_t *v;
-        uint32_t c = gm_multi_find(table, key, &v);
-        for (uint32_t i = 0; i < c; i++)
-            if (row[v[i]] != UINT16_MAX)
-                row[v[i]]++;
+        gm_vote_key(table, key, row);
     }
 }
 
@@ -49,13 +44,14 @@ void gm_vote_cpu(const gm_multi *table, uint32_t n_ref, const gm_points *qbasis_
                  uint16_t *votes)
 {
 #pragma omp parallel for schedule(dynamic, 4)
-    for (int64_t q = 0; q < (int64_t)n_q; q++)
+    for (int64_t q = 0; q < (int64_t)n_q; q++) {
+        memset(votes + (size_t)q * n_ref, 0, (size_t)n_ref * sizeof *votes);
         vote_row(table, n_ref, qbasis_pts, qbasis_keys[q], qcloud, votes + (size_t)q * n_ref);
+    }
 }
 
-gm_status gm_vote_rows_cpu(const gm_multi *table, uint32_t n_ref, const float *share,
-                           const gm_points *qbasis_pts, const uint32_t *qbasis_keys, uint32_t n_q,
-                           const gm_points *qcloud, gm_candidate *best)
+gm_status gm_rows_reduce_cpu(uint32_t n_ref, const float *share, uint32_t n_q, gm_row_fill fill,
+                             const void *ctx, gm_candidate *best)
 {
     int failed = 0;
 #pragma omp parallel reduction(| : failed)
@@ -66,10 +62,32 @@ gm_status gm_vote_rows_cpu(const gm_multi *table, uint32_t n_ref, const float *s
         for (int64_t q = 0; q < (int64_t)n_q; q++) {
             if (!row)
                 continue;
-            vote_row(table, n_ref, qbasis_pts, qbasis_keys[q], qcloud, row);
+            memset(row, 0, (size_t)n_ref * sizeof *row);
+            fill(ctx, (uint32_t)q, row);
             best[q] = gm_reduce_row_cpu(row, share, n_ref, (uint32_t)q);
         }
         free(row);
     }
     return failed ? GM_ERR_NOMEM : GM_OK;
+}
+
+typedef struct {
+    const gm_multi *table;
+    uint32_t n_ref;
+    const gm_points *qbasis_pts, *qcloud;
+    const uint32_t *qbasis_keys;
+} pair_rows;
+
+static void fill_pair_row(const void *ctx, uint32_t q, uint16_t *row)
+{
+    const pair_rows *c = ctx;
+    vote_row(c->table, c->n_ref, c->qbasis_pts, c->qbasis_keys[q], c->qcloud, row);
+}
+
+gm_status gm_vote_rows_cpu(const gm_multi *table, uint32_t n_ref, const float *share,
+                           const gm_points *qbasis_pts, const uint32_t *qbasis_keys, uint32_t n_q,
+                           const gm_points *qcloud, gm_candidate *best)
+{
+    pair_rows c = {table, n_ref, qbasis_pts, qcloud, qbasis_keys};
+    return gm_rows_reduce_cpu(n_ref, share, n_q, fill_pair_row, &c, best);
 }
