@@ -109,6 +109,9 @@ typedef enum {
     GM_MODEL_HOMOGRAPHY = 2, /* 8 dof, for views with perspective */
 } gm_model;
 
+/* "similarity", "affine" or "homography" ("unknown" otherwise). */
+GM_API const char *gm_model_name(gm_model m);
+
 typedef struct {
     uint64_t seed;          /* same seed, same output, whatever the thread count */
     int threads;            /* OpenMP threads; 0 = all cores */

@@ -263,6 +263,7 @@ static int record_json(FILE *f, const gm_output_rec *rec)
     if (rec->has_pts)
         set(o, "pts_s", json_dec(rec->pts_s, 6), &bad);
     set(o, "status", json_string(rec_status(rec)), &bad);
+    set(o, "model", json_string(gm_model_name(found ? rec->res->model : rec->model)), &bad);
     set(o, "votes", json_integer(ok ? rec->res->votes : 0), &bad);
     set(o, "confidence", json_dec(ok ? rec->res->confidence : 0.0, 6), &bad);
     if (found) {

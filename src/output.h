@@ -28,11 +28,13 @@
  * json (--format json): one object per line (JSON lines), keys exactly in
  * this order:
  *
- *     {"query":"q1.jpg","frame":0,"status":"match","votes":57,"confidence":0.8125,
+ *     {"query":"q1.jpg","frame":0,"status":"match","model":"similarity","votes":57,"confidence":0.8125,
  *      "matrix":[[1.057727,0.028525,90.173634],[-0.028525,1.057727,178.792245]],
  *      "scale":1.058112,"angle_deg":-1.545,"time_ms":12.345}
- *     {"query":"q2.jpg","frame":0,"status":"none","votes":4,"confidence":0.031,"time_ms":9.87}
- *     {"query":"x.jpg","frame":0,"status":"error","votes":0,"confidence":0.0,"time_ms":0.05,
+ *     {"query":"q2.jpg","frame":0,"status":"none","model":"similarity","votes":4,"confidence":0.031,
+ *      "time_ms":9.87}
+ *     {"query":"x.jpg","frame":0,"status":"error","model":"similarity","votes":0,"confidence":0.0,
+ *      "time_ms":0.05,
  *      "error":"cannot open file: No such file or directory"}
  *
  *   query       the name as given on the command line (a string)
@@ -40,6 +42,10 @@
  *   pts_s       presentation time of the frame in SECONDS; only present for
  *               video frames (from the stream start, 6 decimals)
  *   status      "match", "none" or "error"
+ *   model       "similarity", "affine" or "homography": the model of the
+ *               matrix (on every line: the model asked for when there is no
+ *               matrix), so that a script picks warpAffine or
+ *               warpPerspective without knowing the options
  *   votes       votes of the winning basis pair (0 for error)
  *   confidence  0..1 (0 for error), rounded to 6 decimals
  *   matrix      [[a,b,c],[d,e,f]] rounded to 6 decimals, match only; with

@@ -18,3 +18,16 @@ const char *gm_status_str(gm_status s)
     }
     return "unknown status";
 }
+
+const char *gm_model_name(gm_model m)
+{
+    switch (m) {
+    case GM_MODEL_SIMILARITY:
+        return "similarity";
+    case GM_MODEL_AFFINE:
+        return "affine";
+    case GM_MODEL_HOMOGRAPHY:
+        return "homography";
+    }
+    return "unknown";
+}

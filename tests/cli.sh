@@ -125,6 +125,9 @@ check "--model homography: text header has the columns g h" grep -q '^# query fr
 check "--model homography: a row has 15 columns" test "$(rows | awk '{print NF}')" = 15
 expect_rc 0 "--model homography --format json" --model homography --format json ref.png query.png
 check "--model homography: JSON matrix is 3x3 with h33 = 1" python3 -c 'import json,sys; m=json.loads(open("out").readline())["matrix"]; sys.exit(not (len(m) == 3 and all(len(r) == 3 for r in m) and m[2][2] == 1))'
+check "--model homography: JSON says model homography" python3 -c 'import json,sys; sys.exit(json.loads(open("out").readline())["model"] != "homography")'
+expect_rc 1 "--model affine --format json, a missing query" --model affine --format json ref.png missing.png
+check "--model affine: an error line says model affine" python3 -c 'import json,sys; sys.exit(json.loads(open("out").readline())["model"] != "affine")'
 expect_rc 0 "--model affine" --model affine --format json ref.png query.png
 check "--model affine: JSON matrix is 2x3" python3 -c 'import json,sys; m=json.loads(open("out").readline())["matrix"]; sys.exit(not (len(m) == 2 and all(len(r) == 3 for r in m)))'
 for t in -1 abc 2x '' 1e3 99999999999999999999; do
@@ -229,9 +232,9 @@ check "flat gray: '-' columns" test "$(rows | awk '{ print $6, $13 }')" = "- -"
 cat > jsoncheck.py <<'EOF'
 import json, sys
 KEYS = {
-    "match": ["query", "frame", "status", "votes", "confidence", "matrix", "scale", "angle_deg", "time_ms"],
-    "none": ["query", "frame", "status", "votes", "confidence", "time_ms"],
-    "error": ["query", "frame", "status", "votes", "confidence", "time_ms", "error"],
+    "match": ["query", "frame", "status", "model", "votes", "confidence", "matrix", "scale", "angle_deg", "time_ms"],
+    "none": ["query", "frame", "status", "model", "votes", "confidence", "time_ms"],
+    "error": ["query", "frame", "status", "model", "votes", "confidence", "time_ms", "error"],
 }
 ok = True
 lines = open("out", "rb").read().split(b"\n")
@@ -248,6 +251,8 @@ for raw in lines[:-1]:
             and isinstance(d["confidence"], (int, float)) and 0 <= d["confidence"] <= 1
             and isinstance(d["time_ms"], (int, float)) and d["time_ms"] >= 0):
         print("  bad value types: %r" % raw); ok = False
+    if d["model"] != "similarity":
+        print("  model %r, want similarity (the default)" % d["model"]); ok = False
     if d["status"] == "match":
         m = d["matrix"]
         if not (len(m) == 2 and all(len(row) == 3 for row in m)):

@@ -222,12 +222,12 @@ START_TEST(test_json_match)
     gm_output_rec rec = {.query = "q1.jpg", .frame = 0, .res = &r, .time_ms = 12.34567};
     char *s = render(GM_OUTPUT_JSON, &rec);
     /* Exact text: key order, compact form, shortest real forms. */
-    ck_assert_str_eq(s, "{\"query\":\"q1.jpg\",\"frame\":0,\"status\":\"match\",\"votes\":57,"
+    ck_assert_str_eq(s, "{\"query\":\"q1.jpg\",\"frame\":0,\"status\":\"match\",\"model\":\"similarity\",\"votes\":57,"
                         "\"confidence\":0.8125,\"matrix\":[[1.057727,0.028525,90.173634],"
                         "[-0.028525,1.057727,178.792245]],\"scale\":1.058112,"
                         "\"angle_deg\":-1.5447,\"time_ms\":12.346}\n");
     json_t *j = parse_line(s);
-    assert_keys(j, "query,frame,status,votes,confidence,matrix,scale,angle_deg,time_ms");
+    assert_keys(j, "query,frame,status,model,votes,confidence,matrix,scale,angle_deg,time_ms");
     ck_assert_str_eq(json_string_value(json_object_get(j, "query")), "q1.jpg");
     ck_assert(json_is_integer(json_object_get(j, "frame")));
     ck_assert_int_eq(json_integer_value(json_object_get(j, "frame")), 0);
@@ -260,7 +260,7 @@ START_TEST(test_json_none)
     gm_output_rec rec = {.query = "q2.jpg", .frame = 7, .res = &r, .time_ms = 9.87};
     char *s = render(GM_OUTPUT_JSON, &rec);
     json_t *j = parse_line(s);
-    assert_keys(j, "query,frame,status,votes,confidence,time_ms");
+    assert_keys(j, "query,frame,status,model,votes,confidence,time_ms");
     ck_assert_str_eq(json_string_value(json_object_get(j, "query")), "q2.jpg");
     ck_assert_int_eq(json_integer_value(json_object_get(j, "frame")), 7);
     ck_assert_str_eq(json_string_value(json_object_get(j, "status")), "none");
@@ -279,7 +279,7 @@ START_TEST(test_json_error)
                          .time_ms = 0.0123};
     char *s = render(GM_OUTPUT_JSON, &rec);
     json_t *j = parse_line(s);
-    assert_keys(j, "query,frame,status,votes,confidence,time_ms,error");
+    assert_keys(j, "query,frame,status,model,votes,confidence,time_ms,error");
     ck_assert_str_eq(json_string_value(json_object_get(j, "query")), "missing.jpg");
     ck_assert_int_eq(json_integer_value(json_object_get(j, "frame")), 0);
     ck_assert_str_eq(json_string_value(json_object_get(j, "status")), "error");
@@ -300,7 +300,7 @@ START_TEST(test_json_pts)
                          .res = &r, .time_ms = 3};
     char *s = render(GM_OUTPUT_JSON, &rec);
     json_t *j = parse_line(s);
-    assert_keys(j, "query,frame,pts_s,status,votes,confidence,matrix,scale,angle_deg,time_ms");
+    assert_keys(j, "query,frame,pts_s,status,model,votes,confidence,matrix,scale,angle_deg,time_ms");
     ck_assert_double_eq(real_at(j, "pts_s"), 1.0);
     json_decref(j);
     free(s);
@@ -308,7 +308,7 @@ START_TEST(test_json_pts)
                          .error = "decode failed"};
     s = render(GM_OUTPUT_JSON, &err);
     j = parse_line(s);
-    assert_keys(j, "query,frame,pts_s,status,votes,confidence,time_ms,error");
+    assert_keys(j, "query,frame,pts_s,status,model,votes,confidence,time_ms,error");
     json_decref(j);
     free(s);
 }
