@@ -101,12 +101,18 @@ GM_API gm_view gm_image_view(const gm_image *img);
 
 typedef enum { GM_DEVICE_AUTO = 0, GM_DEVICE_CPU = 1, GM_DEVICE_CUDA = 2 } gm_device;
 
-/* The transform reported.  The search is for a similarity in every case; the
- * verified similarity is then refined to the chosen model on the edges. */
+/* The transform reported.  The search is for a similarity first; the
+ * verified similarity is then refined to the chosen model on the edges.
+ * With affine, homography and auto, when no similarity is confident,
+ * three-point bases with affine-invariant keys search too (views with
+ * perspective are locally affine), grown from their triangle to the model. */
 typedef enum {
     GM_MODEL_SIMILARITY = 0, /* rotation, uniform scale, translation (4 dof) */
     GM_MODEL_AFFINE = 1,     /* 6 dof */
     GM_MODEL_HOMOGRAPHY = 2, /* 8 dof, for views with perspective */
+    GM_MODEL_AUTO = 3,       /* the simplest of the three that the edges support: a
+                                richer model only where it confirms clearly more of
+                                the query (gm_result.model says which) */
 } gm_model;
 
 /* "similarity", "affine" or "homography" ("unknown" otherwise). */

@@ -85,8 +85,9 @@ static void usage(FILE *f)
             "                          the same seed gives the same output\n"
             "      --threads N         CPU threads, 0 = all cores (default)\n"
             "      --device DEV        cpu, auto (default) or cuda\n"
-            "      --model M           similarity (default), affine or homography: the\n"
-            "                          verified similarity refined to this model\n"
+            "      --model M           similarity (default), affine, homography or auto:\n"
+            "                          the transform reported; auto: the simplest of the\n"
+            "                          three that the edges support (JSON: \"model\")\n"
             "      --min-confidence X  report no match below this confidence, 0..1 (default %g)\n"
             "      --max-pixels N      refuse images over N pixels (default %" PRId64 ")\n"
             "      --frames A:B        video frames A to B-1 (from 0; A: or :B open-ended)\n"
@@ -278,8 +279,10 @@ static void parse_options(int argc, char **argv, cli_opts *o)
                 o->params.model = GM_MODEL_AFFINE;
             else if (strcmp(optarg, "homography") == 0)
                 o->params.model = GM_MODEL_HOMOGRAPHY;
+            else if (strcmp(optarg, "auto") == 0)
+                o->params.model = GM_MODEL_AUTO;
             else
-                usage_error("--model: '%s' is not similarity, affine or homography", optarg);
+                usage_error("--model: '%s' is not similarity, affine, homography or auto", optarg);
             break;
         case OPT_MIN_CONFIDENCE:
             if (parse_unit_real(optarg, &o->params.min_confidence) != 0)

@@ -31,6 +31,10 @@
 /* Refined transforms remembered over all pairings (3 on the working levels,
  * up to GM_FINE_LEVELS + 1 on the fine ones). */
 #define GM_SEARCH_MAX ((4 + GM_FINE_LEVELS + 2 * (1 + GM_FINE_LEVELS)) * GM_REFINE_CANDS)
+/* --model auto: a model with more freedom is reported only when its strict
+ * confidence beats the simpler one's by this much (a share of the query's
+ * edge points that only it explains), a step at a time. */
+#define GM_AUTO_GAIN 0.03
 /* A pairing whose refined best reaches this confidence ends the search. */
 #define GM_EARLY_STOP 0.5
 
@@ -445,7 +449,8 @@ static gm_status run_affine_pairing(const gm_ref *r, const ref_level *rl, const 
                           kf * fmax(hypot(qb.x - qa.x, qb.y - qa.y), hypot(qc.x - qa.x, qc.y - qa.y))};
         double h[9];
         gm_h_from_m(ms[bi], h);
-        grow_model(map, vq0, p->model, seed, h, buf);
+        grow_model(map, vq0, p->model == GM_MODEL_AUTO ? GM_MODEL_HOMOGRAPHY : p->model, seed, h,
+                   buf);
         gm_verify_score v = gm_verify_strict_h_cpu(map, vq0, h);
         if (!gm_h_plausible(h, q0->w, q0->h))
             v.confidence = 0; /* a degenerate fit: no camera sees the plane so */
@@ -577,37 +582,54 @@ gm_status gm_match(const gm_ref *r, gm_view query, gm_result *out)
         (void)bgpu;
         gm_h_from_m(ss->m, hw);
         gm_verify_score score = ss->score;
-        if (ss->has_h)
+        /* the model of hw: the search's similarity, or the triangles' model */
+        gm_model chosen = GM_MODEL_SIMILARITY;
+        if (ss->has_h) {
             memcpy(hw, ss->h, sizeof hw);
-        if (p->model != GM_MODEL_SIMILARITY && !ss->has_h &&
-            ss->score.confidence >= 0.5 * p->min_confidence) {
-            /* the verified similarity, refined to the chosen model; kept
-             * only when the strict test does not get worse.  A view with
-             * perspective fits a similarity only in part, so the refinement
-             * starts below the reporting threshold and the model's own
-             * confidence decides. */
+            chosen = p->model == GM_MODEL_AUTO ? GM_MODEL_HOMOGRAPHY : p->model;
+        }
+        double tr = gm_now_ms();
+        /* the richer models from hw, each kept when the strict test says so
+         * (auto: only when clearly better, GM_AUTO_GAIN a step; the others:
+         * when not worse).  A view with perspective fits a similarity only in
+         * part, so the refinement starts below the reporting threshold and the
+         * model's own confidence decides. */
+        static const gm_model steps[2] = {GM_MODEL_AFFINE, GM_MODEL_HOMOGRAPHY};
+        for (int k = 0; k < 2 && p->model != GM_MODEL_SIMILARITY; k++) {
+            gm_model m = steps[k];
+            if (p->model != GM_MODEL_AUTO && m != p->model)
+                continue;
+            /* from the triangles' homography only the affine is tried */
+            if (ss->has_h ? m == chosen || m == GM_MODEL_HOMOGRAPHY
+                          : score.confidence < 0.5 * p->min_confidence)
+                continue;
             double hm[9];
-            memcpy(hm, hw, sizeof hm);
-            double tr = gm_now_ms();
             gm_verify_score v;
+            memcpy(hm, hw, sizeof hm);
 #ifdef GMATCH_WITH_CUDA
             if (bgpu) {
-                if ((st = gm_gpu_refine(gpu, p->model, hm, GM_MODEL_ITERS, 1, &v)) != GM_OK)
+                if ((st = gm_gpu_refine(gpu, m, hm, GM_MODEL_ITERS, 1, &v)) != GM_OK)
                     goto done;
             } else
 #endif
             {
-                gm_refine_model_cpu(bmap, &vq0, p->model, hm, GM_MODEL_ITERS);
+                gm_refine_model_cpu(bmap, &vq0, m, hm, GM_MODEL_ITERS);
                 v = gm_verify_strict_h_cpu(bmap, &vq0, hm);
             }
-            if (v.confidence >= score.confidence) {
+            if (m == GM_MODEL_HOMOGRAPHY && !gm_h_plausible(hm, q[0].w, q[0].h))
+                continue;
+            double need = p->model != GM_MODEL_AUTO ? 0.0
+                          : ss->has_h ? -GM_AUTO_GAIN /* the simpler, unless worse by the gain */
+                                      : GM_AUTO_GAIN;
+            if (v.confidence >= score.confidence + need) {
                 memcpy(hw, hm, sizeof hm);
                 score = v;
+                chosen = m;
             }
-            out->time.verify += gm_now_ms() - tr;
         }
+        out->time.verify += gm_now_ms() - tr;
         h_work_to_source(hw, q[0].f, bl->f, h);
-        out->model = p->model;
+        out->model = chosen;
         memcpy(out->h, h, sizeof h);
         memcpy(out->m, h, sizeof out->m);
         double second = 0;

@@ -188,7 +188,7 @@ int gm_output_parse_format(const char *s, gm_output_format *out)
 int gm_output_header(FILE *f, gm_output_format fmt, gm_model model)
 {
     if (fmt == GM_OUTPUT_TEXT)
-        fputs(model == GM_MODEL_HOMOGRAPHY
+        fputs(model == GM_MODEL_HOMOGRAPHY || model == GM_MODEL_AUTO
                   ? "# query frame status votes confidence a b c d e f g h scale angle_deg\n"
                   : "# query frame status votes confidence a b c d e f scale angle_deg\n",
               f);
@@ -207,14 +207,17 @@ static int record_text(FILE *f, const gm_output_rec *rec)
             ok ? round_dec(rec->res->confidence, 4) : 0.0);
     if (found) {
         const gm_result *r = rec->res;
-        const int homog = rec->model == GM_MODEL_HOMOGRAPHY;
+        /* auto: the homography's columns on every row (g h = 0 0 for the
+         * simpler models) */
+        const int homog = rec->model == GM_MODEL_HOMOGRAPHY || rec->model == GM_MODEL_AUTO;
         for (int i = 0; i < 6; i++)
             fprintf(f, " %.6f", round_dec(homog ? r->h[i] : r->m[i], 6));
         if (homog)
             fprintf(f, " %.10f %.10f", round_dec(r->h[6], 10), round_dec(r->h[7], 10));
         fprintf(f, " %.6f %.3f", round_dec(r->scale, 6), round_dec(r->angle_deg, 3));
     } else {
-        fputs(rec->model == GM_MODEL_HOMOGRAPHY ? " - - - - - - - - - -" : " - - - - - - - -", f);
+        fputs(rec->model == GM_MODEL_HOMOGRAPHY || rec->model == GM_MODEL_AUTO
+                  ? " - - - - - - - - - -" : " - - - - - - - -", f);
     }
     fputc('\n', f);
     if (fflush(f) != 0 || ferror(f))
@@ -268,7 +271,7 @@ static int record_json(FILE *f, const gm_output_rec *rec)
     set(o, "confidence", json_dec(ok ? rec->res->confidence : 0.0, 6), &bad);
     if (found) {
         const gm_result *r = rec->res;
-        const int homog = rec->model == GM_MODEL_HOMOGRAPHY;
+        const int homog = r->model == GM_MODEL_HOMOGRAPHY; /* the matrix's own model */
         json_t *m = json_array();
         for (int row = 0; m && row < (homog ? 3 : 2); row++) {
             json_t *a = json_array();

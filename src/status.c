@@ -28,6 +28,8 @@ const char *gm_model_name(gm_model m)
         return "affine";
     case GM_MODEL_HOMOGRAPHY:
         return "homography";
+    case GM_MODEL_AUTO:
+        return "auto";
     }
     return "unknown";
 }

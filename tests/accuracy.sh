@@ -84,12 +84,14 @@ if ! diff <(strip "$tmp/t1.jsonl") <(strip "$tmp/t2.jsonl") >/dev/null; then
   fail=1
 fi
 done
-# --model homography (three-point bases on top): never a wrong match on
-# data/large, the crops still found, the negative none
+# --model homography and auto (three-point bases on top): never a wrong
+# match on data/large, the crops still found, the negative none; auto's
+# model key names the matrix's shape
 qs=$(sed 's/.*"query": "\([^"]*\)".*/data\/large\/\1/' data/large/manifest.jsonl)
+for model in homography auto; do
 # shellcheck disable=SC2086
-"$gm" --format json --model homography data/large/ref_mosaic.jpg $qs > "$tmp/h.jsonl" || fail=1
-python3 - "$tmp/h.jsonl" data/large/manifest.jsonl <<'PY' || fail=1
+"$gm" --format json --model $model data/large/ref_mosaic.jpg $qs > "$tmp/h.jsonl" || fail=1
+python3 - "$tmp/h.jsonl" data/large/manifest.jsonl $model <<'PY' || fail=1
 import json, sys
 res = {r["query"].rsplit("/", 1)[1]: r for r in map(json.loads, open(sys.argv[1]))}
 bad, found = 0, 0
@@ -101,6 +103,8 @@ for m in map(json.loads, open(sys.argv[2])):
     if r["status"] != "match":
         continue
     T, M = m.get("T") or m["H"], r["matrix"]
+    if (len(M) == 3) != (r["model"] == "homography") or r["model"] == "auto":
+        print("FAIL: %s: model %s with a %dx3 matrix" % (m["query"], r["model"], len(M))); bad += 1
     def ap(A, x, y):
         z = A[2][0] * x + A[2][1] * y + A[2][2] if len(A) == 3 else 1.0
         return ((A[0][0] * x + A[0][1] * y + A[0][2]) / z, (A[1][0] * x + A[1][1] * y + A[1][2]) / z)
@@ -109,9 +113,11 @@ for m in map(json.loads, open(sys.argv[2])):
     ok = e < 3
     found += ok and "T" in m
     bad += not ok
-    print("%s %-36s homography, corner error %.2f px" % ("ok  " if ok else "FAIL:", m["query"], e))
-print("homography on data/large: %d crops found, %d wrong or false" % (found, bad))
+    print("%s %-36s %s (%s), corner error %.2f px" % ("ok  " if ok else "FAIL:", m["query"],
+                                                       sys.argv[3], r["model"], e))
+print("--model %s on data/large: %d crops found, %d wrong or false" % (sys.argv[3], found, bad))
 sys.exit(1 if bad or found < 3 else 0)
 PY
+done
 [ $fail = 0 ] && echo "accuracy: all passed"
 exit $fail

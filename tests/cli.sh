@@ -126,6 +126,10 @@ check "--model homography: a row has 15 columns" test "$(rows | awk '{print NF}'
 expect_rc 0 "--model homography --format json" --model homography --format json ref.png query.png
 check "--model homography: JSON matrix is 3x3 with h33 = 1" python3 -c 'import json,sys; m=json.loads(open("out").readline())["matrix"]; sys.exit(not (len(m) == 3 and all(len(r) == 3 for r in m) and m[2][2] == 1))'
 check "--model homography: JSON says model homography" python3 -c 'import json,sys; sys.exit(json.loads(open("out").readline())["model"] != "homography")'
+expect_rc 0 "--model auto --format json" --model auto --format json ref.png query.png
+check "--model auto: the model key names a model and the matrix's shape" python3 -c 'import json,sys; r=json.loads(open("out").readline()); sys.exit(not (r["model"] in ("similarity", "affine", "homography") and len(r["matrix"]) == (3 if r["model"] == "homography" else 2)))'
+expect_rc 0 "--model auto: text" --model auto ref.png query.png
+check "--model auto: text header has the columns g h" grep -q '^# query frame status votes confidence a b c d e f g h scale angle_deg$' out
 expect_rc 1 "--model affine --format json, a missing query" --model affine --format json ref.png missing.png
 check "--model affine: an error line says model affine" python3 -c 'import json,sys; sys.exit(json.loads(open("out").readline())["model"] != "affine")'
 expect_rc 0 "--model affine" --model affine --format json ref.png query.png

@@ -1,10 +1,12 @@
 #!/bin/bash
 # Benchmark: gmatch against OpenCV SIFT and ORB (+RANSAC) on the public bench,
-# in one run on one machine.  Prints each aligner's score table (score.py)
-# and the median and p90 time per query (time_ms of each result line).
+# in one run on one machine.  Prints each aligner's score table (score.py),
+# the median and p90 time per query (time_ms of each result line) and the
+# peak memory of the largest process (GNU time, when /usr/bin/time exists).
 #
 # usage: tools/bench.sh [BENCHDIR] [GMATCH] [-- extra gmatch args]
-#   BENCHDIR  default ../shared/bench (stills/, video/, real/)
+#   BENCHDIR  default ../shared/bench (stills/, video/, real/; or a folder
+#             holding photo/, as ../shared/bench/make_photo.sh makes it)
 #   GMATCH    default build/gmatch
 # Env: PARTS="stills real" limits the parts run (default: stills real);
 #      PEERS="sift orb" the OpenCV peers (empty to skip);
@@ -18,6 +20,9 @@ shift $(( $# > 2 ? 2 : $# ))
 [ "${1:-}" = "--" ] && shift
 extra=("$@")
 bench=$(cd "$bench" && pwd)
+# run.sh, score.py and the OpenCV peer live in the shared bench, whatever
+# folder of tiers is scored
+kit=$(cd "$top/../shared/bench" && pwd)
 parts=${PARTS:-stills real}
 peers=${PEERS-sift orb}
 models=${MODELS-similarity homography}
@@ -38,7 +43,15 @@ run_one() { # name cmd...
   local name=$1; shift
   echo
   echo "== $name"
-  "$bench/run.sh" "$out/b" "$out/$name.jsonl" "$@" 2>"$out/$name.err" | grep -v '^wall '
+  # peak memory: GNU time's maximum resident set of the largest process
+  # (run.sh's children: one aligner process per reference)
+  if [ -x /usr/bin/time ]; then
+    /usr/bin/time -f '%M' -o "$out/$name.rss" "$kit/run.sh" "$out/b" "$out/$name.jsonl" "$@" \
+      2>"$out/$name.err" | grep -v '^wall '
+    echo "peak memory: $(( $(tail -1 "$out/$name.rss") / 1024 )) MiB (largest process)"
+  else
+    "$kit/run.sh" "$out/b" "$out/$name.jsonl" "$@" 2>"$out/$name.err" | grep -v '^wall '
+  fi
   "$py" - "$out/$name.jsonl" <<'PY'
 import json, sys
 t = []
@@ -60,5 +73,5 @@ for m in $models; do
   run_one "gmatch-$m" "$gm" --format json --device cpu --model "$m" "${extra[@]}"
 done
 for k in $peers; do
-  run_one "opencv-$k" "$py" "$bench/opencv_match.py" "$k"
+  run_one "opencv-$k" "$py" "$kit/opencv_match.py" "$k"
 done

@@ -1,6 +1,7 @@
 /* bench_match.c: end-to-end time per query, split by stage, on each device.
  *
- * usage: bench_match [-r REPS] [-d cpu,cuda] MANIFEST.jsonl [MANIFEST.jsonl ...]
+ * usage: bench_match [-r REPS] [-d cpu,cuda] [-m MODEL] MANIFEST.jsonl [MANIFEST.jsonl ...]
+ *   MODEL: similarity (default), affine, homography or auto
  *
  * Every reference of the manifests (../shared/bench/stills/manifest.jsonl:
  * lines with "ref" and "query", paths relative to the manifest) is decoded
@@ -78,12 +79,15 @@ enum { ST_EDGES, ST_BASES, ST_VOTE, ST_REDUCE, ST_VERIFY, ST_TOTAL, ST_DECODE, S
 static const char *const k_stage[ST_N] = {"edges", "bases", "vote", "reduce",
                                           "verify", "total", "decode"};
 
+static gm_model g_model = GM_MODEL_SIMILARITY;
+
 static void run_device(gm_device dev, const pair *items, int n, int reps)
 {
     static double st[ST_N][MAX_ITEMS], prep[MAX_ITEMS];
     int nq = 0, nref = 0, matched = 0, failed = 0;
     gm_params p = gm_params_default();
     p.device = dev;
+    p.model = g_model;
     char device[512] = "";
     for (int i = 0; i < n;) {
         /* the run of items with this reference */
@@ -170,8 +174,15 @@ int main(int argc, char **argv)
             reps = atoi(argv[++a]);
         else if (!strcmp(argv[a], "-d") && a + 1 < argc)
             devs = argv[++a];
+        else if (!strcmp(argv[a], "-m") && a + 1 < argc) {
+            const char *m = argv[++a];
+            g_model = !strcmp(m, "affine")       ? GM_MODEL_AFFINE
+                      : !strcmp(m, "homography") ? GM_MODEL_HOMOGRAPHY
+                      : !strcmp(m, "auto")       ? GM_MODEL_AUTO
+                                                 : GM_MODEL_SIMILARITY;
+        }
         else {
-            fprintf(stderr, "usage: bench_match [-r REPS] [-d cpu,cuda] MANIFEST...\n");
+            fprintf(stderr, "usage: bench_match [-r REPS] [-d cpu,cuda] [-m MODEL] MANIFEST...\n");
             return 2;
         }
     }
