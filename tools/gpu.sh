@@ -22,6 +22,30 @@ pick=${GM_GPU_TESTS:-.}
 benches=" ${GM_GPU_BENCH:-hash match scores video sift} "
 want() { case "$benches" in *" $1 "*) return 0 ;; esac; return 1; }
 mode=${1:-run}
+if [ "$mode" = pack-photo ]; then
+  # The photo tier in its own call: a build without FFmpeg (small libraries),
+  # the CUDA tests, the public stills and real tiers and the photo tier's
+  # images (about 20 MB) into GM_GPU_DEV (default .device-photo); there:
+  # GM_GPU_DEV=.device-photo GM_GPU_BENCH="scores photo" tools/gpu.sh run.
+  set -e
+  photo=${2:-../photo-bench}
+  build=${GM_GPU_BUILD:-build-gpu-photo}
+  dev=${GM_GPU_DEV:-.device-photo}
+  cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DGMATCH_CUDA=ON -DGMATCH_FFMPEG=OFF \
+        -DGMATCH_WERROR=ON >/dev/null
+  cmake --build "$build" -j "$(nproc)"
+  rm -rf "$dev" && mkdir -p "$dev/bin" "$dev/bench"
+  cp "$build/gmatch" "$build/bench_match" "$build"/test_*_cuda "$dev/bin/"
+  # the public stills and real tiers too (no video without FFmpeg)
+  cp ../shared/bench/run.sh ../shared/bench/score.py "$dev/bench/"
+  cp -r ../shared/bench/stills ../shared/bench/real "$dev/bench/"
+  mkdir -p "$dev/photo-bench" && cp -r "$photo/photo" "$dev/photo-bench/"
+  ../shared/device/pack-libs.sh "$dev/libs.tar.xz" "$dev"/bin/*
+  strip "$dev"/bin/*
+  tar cJf "$dev/bin.tar.xz" -C "$dev" bin && rm -rf "$dev/bin"
+  du -sh "$dev"
+  exit 0
+fi
 if [ "$mode" = pack ]; then
   set -e
   cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DGMATCH_CUDA=ON -DGMATCH_WERROR=ON >/dev/null
@@ -103,6 +127,33 @@ a, b = load(sys.argv[1]), load(sys.argv[2])
 same = sum(1 for k in a if k in b and a[k].get("status") == b[k].get("status") and a[k].get("votes") == b[k].get("votes"))
 print("cpu vs cuda: %d of %d results with the same status and votes" % (same, len(a)))
 PY
+    if want photo && [ -d "$dev/photo-bench/photo" ]; then
+      for m in ${GM_GPU_MODELS:-similarity auto}; do
+        for d in cuda cpu; do
+          echo "== photo tier, gmatch --device $d --model $m"
+          "$dev/bench/run.sh" "$dev/photo-bench" "$out/photo-$m-$d.jsonl" "$dev/bin/gmatch" --format json \
+            --device "$d" --model "$m" 2>"$out/photo-$m-$d.err" | tee "$out/photo-$m-$d.txt"
+        done
+        python3 - "$out/photo-$m-cpu.jsonl" "$out/photo-$m-cuda.jsonl" "$m" <<'PY'
+import json, sys
+def load(p):
+    return {(r["query"], r["frame"]): r for r in map(json.loads, open(p))}
+a, b = load(sys.argv[1]), load(sys.argv[2])
+same, worst = 0, 0.0
+for k, r in a.items():
+    s = b.get(k)
+    if s and s["status"] == r["status"] and s["votes"] == r["votes"] and s.get("model") == r.get("model"):
+        same += 1
+        if "matrix" in r and "matrix" in s:
+            worst = max(worst, max(abs(x - y) for ra, rb in zip(r["matrix"], s["matrix"]) for x, y in zip(ra, rb)))
+print("photo --model %s, cpu vs cuda: %d of %d results with the same status, votes and model; "
+      "largest matrix entry difference %.3g" % (sys.argv[3], same, len(a), worst))
+PY
+        echo "== bench_match, photo tier, --model $m"
+        "$dev/bin/bench_match" -r 3 -m "$m" "$dev/photo-bench/photo/manifest.jsonl" 2>&1 |
+          tee "$out/bench_match_photo_$m.log"
+      done
+    fi
     if want video && [ -d "$dev/videos" ]; then
       echo "== video throughput (tools/bench_video.sh)"
       BENCH=$dev/bench DEVICES="cuda cpu" REPS=3 SIFT=$(want sift && echo 1 || echo 0) tools/bench_video.sh run "$dev/videos" "$dev/bin/gmatch" 2>&1 |
