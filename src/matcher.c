@@ -367,6 +367,40 @@ static void grow_model(const gm_edge_map *map, const gm_points *q, gm_model mode
     gm_refine_model_cpu(map, q, model, h, GM_MODEL_ITERS);
 }
 
+/* How far a homography's corners move when a quarter of the query's points
+ * is left out (each quadrant in turn, the fit refined from h on the rest):
+ * the largest move of a corner, working pixels.  Leaving out the only
+ * edges near a corner lets it swing. */
+#define GM_H_SPREAD_PX 3.0
+static double h_corner_spread(const gm_edge_map *map, const gm_points *q, const double h[9], int w,
+                              int hgt)
+{
+    gm_point *buf = malloc((q->n ? q->n : 1) * sizeof *buf);
+    if (!buf)
+        return 0;
+    const double cx[4] = {0, w - 1.0, w - 1.0, 0}, cy[4] = {0, 0, hgt - 1.0, hgt - 1.0};
+    double worst = 0;
+    for (int quad = 0; quad < 4; quad++) {
+        gm_points sub = {buf, 0};
+        for (uint32_t k = 0; k < q->n; k++) {
+            int qx = q->p[k].x >= w / 2.0, qy = q->p[k].y >= hgt / 2.0;
+            if (qx + 2 * qy != quad)
+                buf[sub.n++] = q->p[k];
+        }
+        double hj[9];
+        memcpy(hj, h, sizeof hj);
+        gm_refine_model_cpu(map, &sub, GM_MODEL_HOMOGRAPHY, hj, 4);
+        for (int c = 0; c < 4; c++) {
+            double ax, ay, bx, by;
+            gm_h_apply(h, cx[c], cy[c], &ax, &ay);
+            gm_h_apply(hj, cx[c], cy[c], &bx, &by);
+            worst = fmax(worst, hypot(ax - bx, ay - by));
+        }
+    }
+    free(buf);
+    return worst;
+}
+
 /* One (reference level, query level) pairing with triangles: the query's
  * triangles vote in the level's affine table, the best rows' affine maps are
  * verified on the level's map, the best few grown to the model (host
@@ -589,6 +623,10 @@ gm_status gm_match(const gm_ref *r, gm_view query, gm_result *out)
             chosen = p->model == GM_MODEL_AUTO ? GM_MODEL_HOMOGRAPHY : p->model;
         }
         double tr = gm_now_ms();
+        double alt[9];
+        memcpy(alt, hw, sizeof alt);
+        gm_verify_score alt_score = score;
+        gm_model alt_model = ss->has_h ? GM_MODEL_HOMOGRAPHY : GM_MODEL_SIMILARITY;
         /* the richer models from hw, each kept when the strict test says so
          * (auto: only when clearly better, GM_AUTO_GAIN a step; the others:
          * when not worse).  A view with perspective fits a similarity only in
@@ -622,9 +660,30 @@ gm_status gm_match(const gm_ref *r, gm_view query, gm_result *out)
                           : ss->has_h ? -GM_AUTO_GAIN /* the simpler, unless worse by the gain */
                                       : GM_AUTO_GAIN;
             if (v.confidence >= score.confidence + need) {
+                memcpy(alt, hw, sizeof alt); /* the simpler one, in case */
+                alt_score = score, alt_model = chosen;
                 memcpy(hw, hm, sizeof hm);
                 score = v;
                 chosen = m;
+            } else if (m != GM_MODEL_HOMOGRAPHY) {
+                memcpy(alt, hm, sizeof alt);
+                alt_score = v, alt_model = m;
+            }
+        }
+        /* a homography whose corners the edges do not pin down: where a
+         * part of the view has no edges, its perspective terms extrapolate
+         * freely.  Under auto the simpler model then stands; otherwise the
+         * confidence falls with the spread. */
+        if (chosen == GM_MODEL_HOMOGRAPHY) {
+            double spread = h_corner_spread(bmap, &vq0, hw, q[0].w, q[0].h);
+            if (spread > GM_H_SPREAD_PX) {
+                if (p->model == GM_MODEL_AUTO && alt_model != GM_MODEL_HOMOGRAPHY) {
+                    memcpy(hw, alt, sizeof alt);
+                    score = alt_score;
+                    chosen = alt_model;
+                } else {
+                    score.confidence *= GM_H_SPREAD_PX / spread;
+                }
             }
         }
         out->time.verify += gm_now_ms() - tr;
