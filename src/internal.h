@@ -422,6 +422,16 @@ void gm_refine_cpu(const gm_edge_map *map, const gm_points *q, double m[6], int 
 void gm_refine_model_cpu(const gm_edge_map *map, const gm_points *q, gm_model model, double h[9],
                          int iters);
 gm_verify_score gm_verify_strict_h_cpu(const gm_edge_map *map, const gm_points *q, const double h[9]);
+/* How well the edges pin a transform down: the standard deviation, in the
+ * map's pixels, of the worst-placed corner of a w x hgt query under h, from
+ * the normal matrix of the point-to-line residuals of its partners (within
+ * 1 pixel) for a small similarity after h.  Edges that all run one way (a
+ * straight line) or along one arc leave a direction free and the corners
+ * uncertain; INFINITY when a direction is unconstrained. */
+#define GM_SIGMA_PX 0.5             /* a partner's noise, pixels */
+#define GM_SIGMA_PIXELS_PER_OBS 8.0 /* edge pixels per independent measurement */
+double gm_corner_sigma_cpu(const gm_edge_map *map, const gm_points *q, const double h[9], int w,
+                           int hgt);
 
 
 #endif

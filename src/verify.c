@@ -98,6 +98,86 @@ gm_verify_score gm_verify_strict_h_cpu(const gm_edge_map *map, const gm_points *
     return gm_score_of(q->n, hits, bg);
 }
 
+double gm_corner_sigma_cpu(const gm_edge_map *map, const gm_points *q, const double h[9], int w,
+                           int hgt)
+{
+    const gm_map_view v = view_of(map);
+    /* the perturbation: a similarity about the query's mapped centre after h,
+     * theta = (a, b, tx, ty): p' = h(x) + [a -b; b a] (h(x) - c0) + (tx, ty);
+     * every partner's point-to-line residual n . (p' - e) gives one row */
+    double c0x, c0y;
+    gm_h_apply(h, (w - 1) / 2.0, (hgt - 1) / 2.0, &c0x, &c0y);
+    double n[4][4] = {{0}};
+    uint32_t pairs = 0;
+    for (uint32_t k = 0; k < q->n; k++) {
+        gm_point p = q->p[k];
+        gm_corr c;
+        if (!gm_refine_match(&v, h, p, cosf(p.angle), sinf(p.angle), 1, 1.0, &c))
+            continue;
+        double x, y;
+        gm_h_apply(h, p.x, p.y, &x, &y);
+        double dx = x - c0x, dy = y - c0y;
+        double g[4] = {c.nx * dx + c.ny * dy, -c.nx * dy + c.ny * dx, c.nx, c.ny};
+        for (int i = 0; i < 4; i++)
+            for (int j = 0; j < 4; j++)
+                n[i][j] += g[i] * g[j];
+        pairs++;
+    }
+    if (pairs < 8)
+        return INFINITY;
+    /* neighbouring edge pixels are not independent measurements: one in
+     * GM_SIGMA_PIXELS_PER_OBS counts, each with GM_SIGMA_PX of noise */
+    double scale = GM_SIGMA_PX * GM_SIGMA_PX * GM_SIGMA_PIXELS_PER_OBS;
+    /* invert the 4x4 normal matrix (Gauss-Jordan with pivoting) */
+    double a[4][8];
+    for (int i = 0; i < 4; i++)
+        for (int j = 0; j < 8; j++)
+            a[i][j] = j < 4 ? n[i][j] : (j - 4 == i);
+    for (int col = 0; col < 4; col++) {
+        int piv = col;
+        for (int r = col + 1; r < 4; r++)
+            if (fabs(a[r][col]) > fabs(a[piv][col]))
+                piv = r;
+        if (fabs(a[piv][col]) < 1e-12)
+            return INFINITY; /* a direction the edges do not constrain at all */
+        for (int j = 0; j < 8; j++) {
+            double t = a[col][j];
+            a[col][j] = a[piv][j];
+            a[piv][j] = t;
+        }
+        double d = a[col][col];
+        for (int j = 0; j < 8; j++)
+            a[col][j] /= d;
+        for (int r = 0; r < 4; r++)
+            if (r != col) {
+                double f = a[r][col];
+                for (int j = 0; j < 8; j++)
+                    a[r][j] -= f * a[col][j];
+            }
+    }
+    /* each corner's displacement covariance, its larger eigenvalue */
+    const double cx[4] = {0, w - 1.0, w - 1.0, 0}, cy[4] = {0, 0, hgt - 1.0, hgt - 1.0};
+    double worst = 0;
+    for (int c = 0; c < 4; c++) {
+        double x, y;
+        gm_h_apply(h, cx[c], cy[c], &x, &y);
+        double dx = x - c0x, dy = y - c0y;
+        const double jx[4] = {dx, -dy, 1, 0}, jy[4] = {dy, dx, 0, 1};
+        double sxx = 0, sxy = 0, syy = 0;
+        for (int i = 0; i < 4; i++)
+            for (int j = 0; j < 4; j++) {
+                double inv = a[i][4 + j] * scale;
+                sxx += jx[i] * inv * jx[j];
+                sxy += jx[i] * inv * jy[j];
+                syy += jy[i] * inv * jy[j];
+            }
+        double tr = sxx + syy, det = sxx * syy - sxy * sxy;
+        double l1 = tr / 2 + sqrt(fmax(0, tr * tr / 4 - det));
+        worst = fmax(worst, sqrt(fmax(0, l1)));
+    }
+    return worst;
+}
+
 gm_verify_score gm_verify_strict_cpu(const gm_edge_map *map, const gm_points *q, const double m[6])
 {
     double h[9];
