@@ -35,6 +35,10 @@
  * confidence beats the simpler one's by this much (a share of the query's
  * edge points that only it explains), a step at a time. */
 #define GM_AUTO_GAIN 0.03
+/* A fine level's answer refined on the finest level is kept at this share
+ * of its strict confidence or more (the finer map, 1-pixel test, counts a
+ * little fewer hits on blurred photographs). */
+#define GM_FINEST_KEEP 0.8
 /* The corners' standard deviation (gm_corner_sigma_cpu, working pixels)
  * above which the confidence falls: correct answers on the public and
  * photo tiers measured 0.1 to 0.5 (clouds, sand), a crop of a flat-shaded
@@ -98,6 +102,30 @@ static void h_work_to_source(const double hw[9], int fq, int fr, double h[9])
     mat3_mul(sr, t, h);
     for (int i = 0; i < 9; i++)
         h[i] /= h[8];
+}
+
+/* A level-0 source transform to working coordinates of factors fq, fr:
+ * S_r^-1 h S_q (the inverse of h_work_to_source). */
+static void h_source_to_work(const double h[9], int fq, int fr, double hw[9])
+{
+    const double sq[9] = {fq, 0, (fq - 1) / 2.0, 0, fq, (fq - 1) / 2.0, 0, 0, 1};
+    const double sri[9] = {1.0 / fr, 0, -(fr - 1) / 2.0 / fr, 0, 1.0 / fr, -(fr - 1) / 2.0 / fr,
+                           0, 0, 1};
+    double t[9];
+    mat3_mul(h, sq, t);
+    mat3_mul(sri, t, hw);
+    for (int i = 0; i < 9; i++)
+        hw[i] /= hw[8];
+}
+
+/* The fine level of the smallest factor, NULL when there is none. */
+static const ref_level *finest_level(const gm_ref *r)
+{
+    const ref_level *f = NULL;
+    for (int k = 0; k < GM_FINE_LEVELS; k++)
+        if (r->lv[GM_LEVELS + k].ok)
+            f = &r->lv[GM_LEVELS + k];
+    return f;
 }
 
 /* The best transform found so far, in the working coordinates of the
@@ -616,9 +644,6 @@ gm_status gm_match(const gm_ref *r, gm_view query, gm_result *out)
     if (ss->found) {
         double hw[9], h[9];
         const ref_level *bl = &r->lv[ss->lvl];
-        const gm_edge_map *bmap = bl->fine ? &bl->map : &r->map;
-        void *bgpu = bl->fine ? NULL : gpu;
-        (void)bgpu;
         gm_h_from_m(ss->m, hw);
         gm_verify_score score = ss->score;
         /* the model of hw: the search's similarity, or the triangles' model */
@@ -627,6 +652,25 @@ gm_status gm_match(const gm_ref *r, gm_view query, gm_result *out)
             memcpy(hw, ss->h, sizeof hw);
             chosen = p->model == GM_MODEL_AUTO ? GM_MODEL_HOMOGRAPHY : p->model;
         }
+        /* found on a fine level: refined again on the finest, whose pixels
+         * are the reference's own (a level at factor 2 places edges to 2
+         * source pixels); kept when its strict test is not much worse */
+        const ref_level *fl = finest_level(r);
+        if (bl->fine && fl && fl->f < bl->f) {
+            double hs[9], hf[9];
+            h_work_to_source(hw, q[0].f, bl->f, hs);
+            h_source_to_work(hs, q[0].f, fl->f, hf);
+            gm_refine_model_cpu(&fl->map, &vq0, chosen, hf, GM_MODEL_ITERS);
+            gm_verify_score vf = gm_verify_strict_h_cpu(&fl->map, &vq0, hf);
+            if (vf.confidence >= GM_FINEST_KEEP * score.confidence) {
+                memcpy(hw, hf, sizeof hw);
+                score = vf;
+                bl = fl;
+            }
+        }
+        const gm_edge_map *bmap = bl->fine ? &bl->map : &r->map;
+        void *bgpu = bl->fine ? NULL : gpu;
+        (void)bgpu;
         double tr = gm_now_ms();
         double alt[9];
         memcpy(alt, hw, sizeof alt);

@@ -279,7 +279,8 @@ static gm_status ref_build(gm_ref *r, gm_view img)
     float diag0 = sqrtf((float)l0->w * l0->w + (float)l0->h * l0->h);
     int fprev = l0->f;
     for (int k = 0; k < GM_FINE_LEVELS && st == GM_OK && l0->ok && fprev > 1; k++) {
-        int f = fprev / 2 > 1 ? (fprev + 1) / 2 : 1;
+        int f = (fprev + 1) / 2; /* 6, 3, 2, 1: steps of 2 at most, so the
+                                    pairings' scale ranges meet */
         if (f >= fprev)
             break;
         fprev = f;
