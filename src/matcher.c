@@ -91,31 +91,38 @@ static void mat3_mul(const double a[9], const double b[9], double c[9])
             c[3 * i + j] = a[3 * i] * b[j] + a[3 * i + 1] * b[3 + j] + a[3 * i + 2] * b[6 + j];
 }
 
-/* A level-0 working-frame 3x3 transform to source pixels: S_r h S_q^-1. */
-static void h_work_to_source(const double hw[9], int fq, int fr, double h[9])
+/* S_f (working pixel X -> source pixel f X + (f-1)/2) or its inverse. */
+static void scale_of(int f, int inverse, double s[9])
 {
-    const double sr[9] = {fr, 0, (fr - 1) / 2.0, 0, fr, (fr - 1) / 2.0, 0, 0, 1};
-    const double sqi[9] = {1.0 / fq, 0, -(fq - 1) / 2.0 / fq, 0, 1.0 / fq, -(fq - 1) / 2.0 / fq,
-                           0, 0, 1};
-    double t[9];
-    mat3_mul(hw, sqi, t);
-    mat3_mul(sr, t, h);
-    for (int i = 0; i < 9; i++)
-        h[i] /= h[8];
+    double k = inverse ? 1.0 / f : f, o = inverse ? -(f - 1) / 2.0 / f : (f - 1) / 2.0;
+    const double m[9] = {k, 0, o, 0, k, o, 0, 0, 1};
+    memcpy(s, m, sizeof m);
 }
 
-/* A level-0 source transform to working coordinates of factors fq, fr:
- * S_r^-1 h S_q (the inverse of h_work_to_source). */
+/* out = A h B, normalized to out[8] = 1. */
+static void h_between(const double a[9], const double h[9], const double b[9], double out[9])
+{
+    double t[9];
+    mat3_mul(h, b, t);
+    mat3_mul(a, t, out);
+    for (int i = 0; i < 9; i++)
+        out[i] /= out[8];
+}
+
+/* A working-frame 3x3 transform (query factor fq, reference factor fr) to
+ * source pixels: S_r h S_q^-1; and back: S_r^-1 h S_q. */
+static void h_work_to_source(const double hw[9], int fq, int fr, double h[9])
+{
+    double sr[9], sqi[9];
+    scale_of(fr, 0, sr), scale_of(fq, 1, sqi);
+    h_between(sr, hw, sqi, h);
+}
+
 static void h_source_to_work(const double h[9], int fq, int fr, double hw[9])
 {
-    const double sq[9] = {fq, 0, (fq - 1) / 2.0, 0, fq, (fq - 1) / 2.0, 0, 0, 1};
-    const double sri[9] = {1.0 / fr, 0, -(fr - 1) / 2.0 / fr, 0, 1.0 / fr, -(fr - 1) / 2.0 / fr,
-                           0, 0, 1};
-    double t[9];
-    mat3_mul(h, sq, t);
-    mat3_mul(sri, t, hw);
-    for (int i = 0; i < 9; i++)
-        hw[i] /= hw[8];
+    double sri[9], sq[9];
+    scale_of(fr, 1, sri), scale_of(fq, 0, sq);
+    h_between(sri, h, sq, hw);
 }
 
 /* The fine level of the smallest factor, NULL when there is none. */
