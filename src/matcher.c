@@ -135,6 +135,14 @@ static const ref_level *finest_level(const gm_ref *r)
     return f;
 }
 
+/* The map a level's candidates are verified and refined on, and its
+ * factor: a fine level's own, else level 0's (the working levels share it). */
+static const gm_edge_map *level_map(const gm_ref *r, const ref_level *rl, int *f)
+{
+    *f = rl->fine ? rl->f : r->lv[0].f;
+    return rl->fine ? &rl->map : &r->map;
+}
+
 /* The best transform found so far, in the working coordinates of the
  * reference level it was verified on (lvl: 0, or a fine level). */
 typedef struct {
@@ -193,6 +201,32 @@ static int take_best(gm_verify_score *sc, uint32_t nc)
     if (bi >= 0)
         sc[bi].total = UINT32_MAX;
     return bi;
+}
+
+/* A refined answer (h: its model's 3x3 in the working coordinates of the
+ * query's level 0 and the reference map of factor fv) into the search
+ * state: the list for the distinctiveness test, and the best so far.
+ * from_tris: h is the triangles' final model (else a similarity). */
+static void ss_record(search_state *ss, const gm_ref *r, const side *q0, const ref_level *rl,
+                      int fv, const double h[9], gm_verify_score v, uint32_t votes, int from_tris)
+{
+    double hsrc[9], m0[6];
+    h_work_to_source(h, q0->f, fv, hsrc);
+    source_to_work(hsrc, q0->f, r->lv[0].f, m0); /* the affine part, for distances */
+    if (ss->n_refined < GM_SEARCH_MAX) {
+        memcpy(ss->refined[ss->n_refined], m0, sizeof m0);
+        ss->rconf[ss->n_refined++] = v.confidence;
+    }
+    if (!ss->found || v.confidence > ss->score.confidence) {
+        ss->found = 1;
+        ss->score = v;
+        ss->votes = votes;
+        ss->lvl = rl->fine ? (int)(rl - r->lv) : 0;
+        ss->has_h = from_tris;
+        memcpy(ss->h, h, sizeof ss->h);
+        memcpy(ss->m, h, sizeof ss->m);
+        memcpy(ss->m0, m0, sizeof m0);
+    }
 }
 
 /* One (reference level, query level) pairing: bases, votes, top-k, each
@@ -290,9 +324,8 @@ static gm_status run_pairing(const gm_ref *r, void *gpu, const ref_level *rl, co
     /* a fine level is verified and refined on its own map (a host stage on
      * both devices for now: gm_match passes no GPU lane for it); the working
      * levels on level 0's */
-    const int fine = rl->fine;
-    const gm_edge_map *map = fine ? &rl->map : &r->map;
-    const int fv = fine ? rl->f : r->lv[0].f; /* the verifying map's factor */
+    int fv; /* the verifying map's factor */
+    const gm_edge_map *map = level_map(r, rl, &fv);
     double ms[256][6], m0[256][6];
     gm_verify_score sc[256];
     for (uint32_t c = 0; c < nc; c++) {
@@ -355,22 +388,9 @@ static gm_status run_pairing(const gm_ref *r, void *gpu, const ref_level *rl, co
         }
     }
     for (int i = 0; i < npick; i++) {
-        double mr0[6], msrc[6];
-        work_to_source(mr[i], q0->f, fv, msrc);
-        source_to_work(msrc, q0->f, r->lv[0].f, mr0);
-        if (ss->n_refined < GM_SEARCH_MAX) {
-            memcpy(ss->refined[ss->n_refined], mr0, sizeof mr0);
-            ss->rconf[ss->n_refined++] = vr[i].confidence;
-        }
-        if (!ss->found || vr[i].confidence > ss->score.confidence) {
-            ss->found = 1;
-            ss->score = vr[i];
-            ss->votes = cands[pick[i]].votes;
-            ss->lvl = fine ? (int)(rl - r->lv) : 0;
-            ss->has_h = 0;
-            memcpy(ss->m, mr[i], sizeof mr[i]);
-            memcpy(ss->m0, mr0, sizeof mr0);
-        }
+        double hr[9];
+        gm_h_from_m(mr[i], hr);
+        ss_record(ss, r, q0, rl, fv, hr, vr[i], cands[pick[i]].votes, 0);
     }
     out->time.verify += gm_now_ms() - t1;
 done:
@@ -491,8 +511,8 @@ static gm_status run_affine_pairing(const gm_ref *r, const ref_level *rl, const 
     uint32_t nc = gm_reduce_select_cpu(best, nsel, k, cands);
     double t2 = gm_now_ms();
     out->time.vote += t2 - t1;
-    const gm_edge_map *map = rl->fine ? &rl->map : &r->map;
-    const int fv = rl->fine ? rl->f : r->lv[0].f;
+    int fv;
+    const gm_edge_map *map = level_map(r, rl, &fv);
     double ms[256][6];
     gm_verify_score sc[256];
     for (uint32_t c = 0; c < nc; c++) {
@@ -528,24 +548,7 @@ static gm_status run_affine_pairing(const gm_ref *r, const ref_level *rl, const 
         gm_verify_score v = gm_verify_strict_h_cpu(map, vq0, h);
         if (!gm_h_plausible(h, q0->w, q0->h))
             v.confidence = 0; /* a degenerate fit: no camera sees the plane so */
-        double m0[6], hsrc[9];
-        h_work_to_source(h, q0->f, fv, hsrc);
-        double asrc[6] = {hsrc[0], hsrc[1], hsrc[2], hsrc[3], hsrc[4], hsrc[5]};
-        source_to_work(asrc, q0->f, r->lv[0].f, m0);
-        if (ss->n_refined < GM_SEARCH_MAX) {
-            memcpy(ss->refined[ss->n_refined], m0, sizeof m0);
-            ss->rconf[ss->n_refined++] = v.confidence;
-        }
-        if (!ss->found || v.confidence > ss->score.confidence) {
-            ss->found = 1;
-            ss->score = v;
-            ss->votes = cands[bi].votes;
-            ss->lvl = rl->fine ? (int)(rl - r->lv) : 0;
-            ss->has_h = 1;
-            memcpy(ss->h, h, sizeof h);
-            memcpy(ss->m, h, sizeof ss->m);
-            memcpy(ss->m0, m0, sizeof m0);
-        }
+        ss_record(ss, r, q0, rl, fv, h, v, cands[bi].votes, 1);
     }
     out->time.verify += gm_now_ms() - t2;
 done:
@@ -556,6 +559,32 @@ done:
     return st;
 }
 
+/* Query level ql (0: the working size, built by gm_match first; 1: half
+ * of it), built on first use, whatever pairing asks, and never twice.  1
+ * when it is there to match with; 0 when not, with *st set when the build
+ * failed for want of memory or device (a level too small is no failure). */
+static int query_level(void *gpu, const gm_params *p, gm_view query, int ql,
+                       uint32_t corner_target, side *q, int *tried, gm_result *out,
+                       gm_status *st)
+{
+    *st = GM_OK;
+    if (!tried[ql]) {
+        tried[ql] = 1;
+        char err[128];
+        double te = gm_now_ms();
+        gm_status s = gm_side_build(gpu, p, query, 1 << ql, (uint32_t)p->query_points,
+                                    corner_target, &q[ql], err, sizeof err);
+        out->time.edges += gm_now_ms() - te;
+        if (s == GM_ERR_DEVICE || s == GM_ERR_NOMEM) {
+            *st = s;
+            return 0;
+        }
+    }
+    /* the working size matches whatever its size; a coarser level only
+     * when it keeps enough pixels */
+    return ql == 0 || (q[ql].w >= GM_MIN_LEVEL_SIDE && q[ql].h >= GM_MIN_LEVEL_SIDE);
+}
+
 gm_status gm_match(const gm_ref *r, gm_view query, gm_result *out)
 {
     memset(out, 0, sizeof *out);
@@ -563,6 +592,7 @@ gm_status gm_match(const gm_ref *r, gm_view query, gm_result *out)
     const gm_params *p = &r->p;
     side q[GM_LEVELS];
     memset(q, 0, sizeof q);
+    int tried[GM_LEVELS] = {1}; /* level 0 is built right below */
     char err[128];
     uint32_t corner_target = (uint32_t)p->basis_points / 2;
     gm_point *vbuf = NULL;
@@ -605,17 +635,10 @@ gm_status gm_match(const gm_ref *r, gm_view query, gm_result *out)
         if (!rl->ok)
             continue;
         int ql = pair_q[pi];
-        if (ql > 0 && !q[ql].w) {
-            double te = gm_now_ms();
-            st = gm_side_build(gpu, p, query, 1 << ql, (uint32_t)p->query_points, corner_target,
-                            &q[ql], err, sizeof err);
-            out->time.edges += gm_now_ms() - te;
-            if (st == GM_ERR_DEVICE || st == GM_ERR_NOMEM)
+        if (!query_level(gpu, p, query, ql, corner_target, q, tried, out, &st)) {
+            if (st != GM_OK)
                 goto done;
-            if (st != GM_OK || q[ql].w < GM_MIN_LEVEL_SIDE || q[ql].h < GM_MIN_LEVEL_SIDE) {
-                st = GM_OK; /* too small for this level */
-                continue;
-            }
+            continue;
         }
         /* fine levels are host stages on both devices (their tables, votes
          * and maps live on the host), so the two give the same results */
@@ -632,18 +655,14 @@ gm_status gm_match(const gm_ref *r, gm_view query, gm_result *out)
             continue;
         if (ss->found && ss->score.confidence >= GM_EARLY_STOP)
             break;
-        for (int ql = 0; ql < 2; ql++) {
-            if (ql > 0 && !q[ql].w) {
-                double te = gm_now_ms();
-                st = gm_side_build(gpu, p, query, 2, (uint32_t)p->query_points, corner_target,
-                                   &q[1], err, sizeof err);
-                out->time.edges += gm_now_ms() - te;
-                if (st == GM_ERR_DEVICE || st == GM_ERR_NOMEM)
+        for (int ql = 0; ql < GM_LEVELS; ql++) {
+            if (!query_level(gpu, p, query, ql, corner_target, q, tried, out, &st)) {
+                if (st != GM_OK)
                     goto done;
-                st = GM_OK;
+                continue;
             }
             if (q[ql].w < GM_MIN_LEVEL_SIDE || q[ql].h < GM_MIN_LEVEL_SIDE)
-                continue;
+                continue; /* too few pixels for triangles */
             if ((st = run_affine_pairing(r, rl, &q[ql], &q[0], &vq0, ss, out)) != GM_OK)
                 goto done;
         }
@@ -675,7 +694,8 @@ gm_status gm_match(const gm_ref *r, gm_view query, gm_result *out)
                 bl = fl;
             }
         }
-        const gm_edge_map *bmap = bl->fine ? &bl->map : &r->map;
+        int bf;
+        const gm_edge_map *bmap = level_map(r, bl, &bf);
         void *bgpu = bl->fine ? NULL : gpu;
         (void)bgpu;
         double tr = gm_now_ms();
@@ -743,7 +763,7 @@ gm_status gm_match(const gm_ref *r, gm_view query, gm_result *out)
             }
         }
         out->time.verify += gm_now_ms() - tr;
-        h_work_to_source(hw, q[0].f, bl->f, h);
+        h_work_to_source(hw, q[0].f, bf, h);
         out->model = chosen;
         memcpy(out->h, h, sizeof h);
         memcpy(out->m, h, sizeof out->m);

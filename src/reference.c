@@ -55,11 +55,6 @@ gm_status gm_side_build(void *gpu, const gm_params *p, gm_view img, int extra,
                         uint32_t cloud_target, uint32_t corner_target, side *s, char *err,
                         size_t errlen)
 {
-    if (!img.data || img.width <= 0 || img.height <= 0) {
-        memset(s, 0, sizeof *s);
-        snprintf(err, errlen, "empty image");
-        return GM_ERR_EMPTY;
-    }
     return gm_side_build_f(gpu, img, gm_downscale_factor(img.width, img.height, p->max_side) * extra,
                            200000, cloud_target, corner_target, s, err, errlen);
 }
@@ -182,6 +177,8 @@ static gm_status level_build_tris(const gm_params *p, const side *s, ref_level *
 }
 
 /* Bases and tables of one reference level from its side. */
+/* diag0: level 0's diagonal (the fine levels' and the triangles' lengths);
+ * tris: also the triangles' table, when the model is not a similarity. */
 static gm_status level_build(void *gpu, const gm_params *p, side *s, ref_level *l, float diag0,
                              int tris)
 {
@@ -231,8 +228,7 @@ static gm_status level_build(void *gpu, const gm_params *p, side *s, ref_level *
 #ifdef GMATCH_WITH_CUDA
 keep:
 #endif
-    if (p->model != GM_MODEL_SIMILARITY && tris &&
-        (st = level_build_tris(p, s, l, diag0 > 0 ? diag0 : diag)) != GM_OK)
+    if (p->model != GM_MODEL_SIMILARITY && tris && (st = level_build_tris(p, s, l, diag0)) != GM_OK)
         goto done;
     l->corners = s->corners;
     s->corners.p = NULL;
@@ -250,6 +246,7 @@ static gm_status ref_build(gm_ref *r, gm_view img)
     const gm_params *p = &r->p;
     void *gpu = NULL; /* the GPU lane that builds, NULL on the CPU */
     gm_status st = GM_OK;
+    float diag0 = 0; /* level 0's diagonal, its pixels */
 #ifdef GMATCH_WITH_CUDA
     if (r->gpu && !(gpu = gm_gpu_acquire(r->gpu)))
         return GM_ERR_DEVICE;
@@ -274,15 +271,16 @@ static gm_status ref_build(gm_ref *r, gm_view img)
         if (lv == 0 && st == GM_OK && gpu)
             st = gm_gpu_map(r->gpu, gpu, &r->map);
 #endif
+        if (lv == 0) /* the fine levels' and the triangles' lengths derive from it */
+            diag0 = sqrtf((float)s.w * s.w + (float)s.h * s.h);
         if (st == GM_OK)
-            st = level_build(gpu, p, &s, &r->lv[lv], 0.0f, lv == 0);
+            st = level_build(gpu, p, &s, &r->lv[lv], diag0, lv == 0);
         gm_side_free(&s);
     }
     /* fine levels, coarse to fine: factors f0/2, f0/4, ..., 1; host stages
      * on both devices for now (built without the lane: the tables, the
      * votes and the maps stay on the host, so CPU and GPU agree) */
     const ref_level *l0 = &r->lv[0];
-    float diag0 = sqrtf((float)l0->w * l0->w + (float)l0->h * l0->h);
     int fprev = l0->f;
     for (int k = 0; k < GM_FINE_LEVELS && st == GM_OK && l0->ok && fprev > 1; k++) {
         int f = (fprev + 1) / 2; /* 6, 3, 2, 1: steps of 2 at most, so the
