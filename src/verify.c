@@ -128,34 +128,8 @@ double gm_corner_sigma_cpu(const gm_edge_map *map, const gm_points *q, const dou
     /* neighbouring edge pixels are not independent measurements: one in
      * GM_SIGMA_PIXELS_PER_OBS counts, each with GM_SIGMA_PX of noise */
     double scale = GM_SIGMA_PX * GM_SIGMA_PX * GM_SIGMA_PIXELS_PER_OBS;
-    /* invert the 4x4 normal matrix (Gauss-Jordan with pivoting) */
-    double a[4][8];
-    for (int i = 0; i < 4; i++)
-        for (int j = 0; j < 8; j++)
-            a[i][j] = j < 4 ? n[i][j] : (j - 4 == i);
-    for (int col = 0; col < 4; col++) {
-        int piv = col;
-        for (int r = col + 1; r < 4; r++)
-            if (fabs(a[r][col]) > fabs(a[piv][col]))
-                piv = r;
-        if (fabs(a[piv][col]) < 1e-12)
-            return INFINITY; /* a direction the edges do not constrain at all */
-        for (int j = 0; j < 8; j++) {
-            double t = a[col][j];
-            a[col][j] = a[piv][j];
-            a[piv][j] = t;
-        }
-        double d = a[col][col];
-        for (int j = 0; j < 8; j++)
-            a[col][j] /= d;
-        for (int r = 0; r < 4; r++)
-            if (r != col) {
-                double f = a[r][col];
-                for (int j = 0; j < 8; j++)
-                    a[r][j] -= f * a[col][j];
-            }
-    }
-    /* each corner's displacement covariance, its larger eigenvalue */
+    /* each corner's displacement covariance J N^-1 J^T (J: the corner's
+     * 2 x 4 Jacobian in theta), its larger eigenvalue */
     const double cx[4] = {0, w - 1.0, w - 1.0, 0}, cy[4] = {0, 0, hgt - 1.0, hgt - 1.0};
     double worst = 0;
     for (int c = 0; c < 4; c++) {
@@ -163,14 +137,23 @@ double gm_corner_sigma_cpu(const gm_edge_map *map, const gm_points *q, const dou
         gm_h_apply(h, cx[c], cy[c], &x, &y);
         double dx = x - c0x, dy = y - c0y;
         const double jx[4] = {dx, -dy, 1, 0}, jy[4] = {dy, dx, 0, 1};
-        double sxx = 0, sxy = 0, syy = 0;
-        for (int i = 0; i < 4; i++)
-            for (int j = 0; j < 4; j++) {
-                double inv = a[i][4 + j] * scale;
-                sxx += jx[i] * inv * jx[j];
-                sxy += jx[i] * inv * jy[j];
-                syy += jy[i] * inv * jy[j];
+        double u[2][8]; /* N^-1 jx, N^-1 jy */
+        for (int e = 0; e < 2; e++) {
+            double A[8][8], b[8];
+            for (int i = 0; i < 4; i++) {
+                for (int j = 0; j < 4; j++)
+                    A[i][j] = n[i][j];
+                b[i] = e ? jy[i] : jx[i];
             }
+            if (gm_solve_n(4, A, b, u[e]) != 0)
+                return INFINITY; /* a direction the edges do not constrain at all */
+        }
+        double sxx = 0, sxy = 0, syy = 0;
+        for (int i = 0; i < 4; i++) {
+            sxx += jx[i] * u[0][i] * scale;
+            sxy += jx[i] * u[1][i] * scale;
+            syy += jy[i] * u[1][i] * scale;
+        }
         double tr = sxx + syy, det = sxx * syy - sxy * sxy;
         double l1 = tr / 2 + sqrt(fmax(0, tr * tr / 4 - det));
         worst = fmax(worst, sqrt(fmax(0, l1)));

@@ -496,6 +496,40 @@ START_TEST(test_strict_cos)
 }
 END_TEST
 
+/* gm_corner_sigma_cpu: the scene's own edges (every direction) pin the
+ * corners to well under a pixel; the edges that run one way only (normals
+ * within 2.6 degrees of x) leave y nearly free: the sigma is more than ten
+ * times larger and past 2 px; fewer than 8 partners: infinite. */
+START_TEST(test_corner_sigma)
+{
+    int w = 240, h = 200;
+    uint8_t *im = render(w, h, IDENT);
+    gm_points all = edge_points(im, w, h);
+    gm_edge_map map;
+    EXPECT_EQ(gm_edge_map_build_cpu(&all, w, h, 2, &map), GM_OK);
+    double hid[9];
+    gm_h_from_m(IDENT, hid);
+    double s_all = gm_corner_sigma_cpu(&map, &all, hid, w, h);
+    if (!(s_all < 0.5))
+        ck_abort_msg("every edge: sigma %.3f px", s_all);
+    gm_point *one = malloc(all.n * sizeof *one);
+    gm_points ow = {one, 0};
+    for (uint32_t k = 0; k < all.n; k++)
+        if (fabsf(cosf(all.p[k].angle)) > 0.999f)
+            one[ow.n++] = all.p[k];
+    EXPECT(ow.n >= 8);
+    double s_one = gm_corner_sigma_cpu(&map, &ow, hid, w, h);
+    if (!(s_one > 10 * s_all && s_one > 2.0))
+        ck_abort_msg("edges one way: sigma %.3f px (every edge %.3f)", s_one, s_all);
+    gm_points few = {all.p, 7};
+    EXPECT(isinf(gm_corner_sigma_cpu(&map, &few, hid, w, h)));
+    free(one);
+    free(all.p);
+    free(im);
+    gm_edge_map_free(&map);
+}
+END_TEST
+
 static Suite *verify_suite(void)
 {
     Suite *s = suite_create("verify");
@@ -511,6 +545,7 @@ static Suite *verify_suite(void)
     tcase_set_timeout(sc, 60);
     tcase_add_test(sc, test_verify_scores);
     tcase_add_test(sc, test_strict_cos);
+    tcase_add_test(sc, test_corner_sigma);
     suite_add_tcase(s, sc);
     TCase *rf = tcase_create("refine");
     tcase_set_timeout(rf, 120);
