@@ -786,35 +786,31 @@ gm_status gm_match(const gm_ref *r, gm_view query, gm_result *out)
                 alt_score = v, alt_model = m;
             }
         }
-        /* a homography whose corners the edges do not pin down: where a
-         * part of the view has no edges, its perspective terms extrapolate
-         * freely.  Under auto the simpler model then stands; otherwise the
-         * confidence falls with the spread. */
-        if (chosen == GM_MODEL_HOMOGRAPHY) {
+        /* the corners' spread (h_corner_spread): a model whose corners the
+         * edges do not pin down.  A homography's perspective terms
+         * extrapolate freely where a part of the view has no edges; under
+         * auto the simpler model then stands, and passes the same test.  On
+         * the public and photo tiers and the other photographs
+         * (docs/calibration.md) no answer within 3 pixels of the truth moved
+         * by more than 2.5 working pixels; answers 7 to 530 pixels off (a
+         * similarity fitted to a tilted view, an affine on a negative) moved
+         * by 3.5 to 42.  Past GM_H_SPREAD_PX the confidence falls with the
+         * spread.  It only lowers the confidence, so a simpler model already
+         * below the threshold is spared it (3.7 ms a public still
+         * otherwise). */
+        while (chosen == GM_MODEL_HOMOGRAPHY || score.confidence >= p->min_confidence) {
             double spread = h_corner_spread(bmap, &vq0, chosen, hw, q[0].w, q[0].h);
-            if (spread > GM_H_SPREAD_PX) {
-                if (p->model == GM_MODEL_AUTO && alt_model != GM_MODEL_HOMOGRAPHY) {
-                    memcpy(hw, alt, sizeof alt);
-                    score = alt_score;
-                    chosen = alt_model;
-                } else {
-                    score.confidence *= GM_H_SPREAD_PX / spread;
-                }
+            if (spread <= GM_H_SPREAD_PX)
+                break;
+            if (chosen == GM_MODEL_HOMOGRAPHY && p->model == GM_MODEL_AUTO &&
+                alt_model != GM_MODEL_HOMOGRAPHY) {
+                memcpy(hw, alt, sizeof alt);
+                score = alt_score;
+                chosen = alt_model;
+                continue;
             }
-        }
-        /* the simpler model, found so or left by the test above, passes
-         * the same test: its corners too move when the edges that pin them
-         * are left out.  On the public and photo tiers and the other
-         * photographs (docs/calibration.md) no answer within 3 pixels of the
-         * truth moved by more than 2.5 working pixels; answers 7 to 530
-         * pixels off (a similarity fitted to a tilted view, an affine on a
-         * negative) moved by 3.5 to 42.  It only lowers the confidence, so
-         * an answer already below the threshold is spared it (3.7 ms a
-         * public still otherwise) */
-        if (chosen != GM_MODEL_HOMOGRAPHY && score.confidence >= p->min_confidence) {
-            double spread = h_corner_spread(bmap, &vq0, chosen, hw, q[0].w, q[0].h);
-            if (spread > GM_H_SPREAD_PX)
-                score.confidence *= GM_H_SPREAD_PX / spread;
+            score.confidence *= GM_H_SPREAD_PX / spread;
+            break;
         }
         out->time.verify += gm_now_ms() - tr;
         h_work_to_source(hw, q[0].f, bf, h);
