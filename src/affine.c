@@ -170,13 +170,15 @@ static void fill_tri_row(const void *ctx, uint32_t q, uint16_t *row)
     const gm_point *a = &x->qpts->p[x->qtris[q].a], *b = &x->qpts->p[x->qtris[q].b],
                    *c = &x->qpts->p[x->qtris[q].c];
     gm_aframe f = gm_aframe_of(*a, *b, *c);
+    gm_key_batch kb = {x->table, row, 0, {0}};
     for (uint32_t k = 0; k < x->qcloud->n; k++) {
         if (near_vertex(a, b, c, x->qcloud->p[k]))
             continue;
         uint32_t key = gm_aframe_key(&f, x->qcloud->p[k]);
         if (key != GM_KEY_EMPTY)
-            gm_vote_key(x->table, key, row);
+            gm_batch_add(&kb, key);
     }
+    gm_batch_flush(&kb);
 }
 
 gm_status gm_tri_vote_rows_cpu(const gm_multi *table, uint32_t n_ref, const float *share,

@@ -306,22 +306,11 @@ static inline uint64_t gm_prob_threshold(double prob)
     return prob >= 1.0 ? UINT64_MAX : (uint64_t)(prob * 18446744073709551616.0);
 }
 
-/* One key's votes: every basis stored under it gets one more (counts
- * saturate at 65535). */
-static inline void gm_vote_key(const gm_multi *table, uint32_t key, uint16_t *row)
-{
-    const uint32_t *v;
-    uint32_t c = gm_multi_find(table, key, &v);
-    for (uint32_t i = 0; i < c; i++)
-        if (row[v[i]] != UINT16_MAX)
-            row[v[i]]++;
-}
-
-/* The votes of n keys (n <= GM_VOTE_CHUNK), the same counts as gm_vote_key
- * on each in turn: all n looked up first, then their value runs counted,
- * the run two ahead prefetched.  The lookups are independent of each other
- * and of the counting, so their cache misses overlap instead of each
- * waiting for the previous key's increments. */
+/* The votes of n keys (n <= GM_VOTE_CHUNK): every basis stored under each
+ * gets one more (counts saturate at 65535).  All n are looked up first, then
+ * their value runs counted, the run two ahead prefetched: the lookups are
+ * independent of each other and of the counting, so their cache misses
+ * overlap instead of each waiting for the previous key's increments. */
 #define GM_VOTE_CHUNK 64
 static inline void gm_vote_keys(const gm_multi *table, const uint32_t *keys, uint32_t n,
                                 uint16_t *row)
@@ -338,6 +327,30 @@ static inline void gm_vote_keys(const gm_multi *table, const uint32_t *keys, uin
             if (row[vj[i]] != UINT16_MAX)
                 row[vj[i]]++;
     }
+}
+
+/* A row's keys gathered GM_VOTE_CHUNK at a time for gm_vote_keys: add each,
+ * then flush the rest. */
+typedef struct {
+    const gm_multi *table;
+    uint16_t *row;
+    uint32_t n;
+    uint32_t keys[GM_VOTE_CHUNK];
+} gm_key_batch;
+
+static inline void gm_batch_add(gm_key_batch *b, uint32_t key)
+{
+    b->keys[b->n++] = key;
+    if (b->n == GM_VOTE_CHUNK) {
+        gm_vote_keys(b->table, b->keys, b->n, b->row);
+        b->n = 0;
+    }
+}
+
+static inline void gm_batch_flush(gm_key_batch *b)
+{
+    gm_vote_keys(b->table, b->keys, b->n, b->row);
+    b->n = 0;
 }
 
 /* ---- affine.c: three-point bases and affine-invariant keys ---------------- */

@@ -29,20 +29,15 @@ static void vote_row(const gm_multi *table, uint32_t n_ref, const gm_points *qba
 {
     gm_point a = qbasis_pts->p[qkey >> 16], b = qbasis_pts->p[qkey & 0xFFFF];
     gm_frame f = gm_frame_of(a, b);
-    uint32_t keys[GM_VOTE_CHUNK], n = 0;
+    gm_key_batch kb = {table, row, 0, {0}};
     for (uint32_t k = 0; k < qcloud->n; k++) {
         if (gm_near_endpoint(a, b, qcloud->p[k]))
             continue;
         uint32_t key = gm_frame_key(&f, qcloud->p[k]);
-        if (key == GM_KEY_EMPTY)
-            continue;
-        keys[n++] = key;
-        if (n == GM_VOTE_CHUNK) {
-            gm_vote_keys(table, keys, n, row);
-            n = 0;
-        }
+        if (key != GM_KEY_EMPTY)
+            gm_batch_add(&kb, key);
     }
-    gm_vote_keys(table, keys, n, row);
+    gm_batch_flush(&kb);
 }
 
 void gm_vote_cpu(const gm_multi *table, uint32_t n_ref, const gm_points *qbasis_pts,
