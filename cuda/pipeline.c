@@ -74,6 +74,8 @@ struct gm_gpu_level {
     gm_cuckoo_dev table;     /* (u, v, dir) -> dense basis indices */
     float *d_share;          /* [n_ref] */
     uint32_t n_ref, n_items;
+    gm_edge_map_dev map;     /* a fine level's own edge map (gm_gpu_level_map) */
+    int has_map;
 };
 
 static gm_status dbuf_need(dbuf *b, size_t bytes)
@@ -498,6 +500,7 @@ void gm_gpu_level_free(gm_gpu_level *l)
     gm_cuckoo_dev_free(&l->table);
     if (l->d_share && cudaFree(l->d_share) != cudaSuccess)
         (void)cudaGetLastError();
+    gm_edge_map_dev_free(&l->map);
     free(l);
 }
 
@@ -564,6 +567,24 @@ gm_status gm_gpu_map(gm_gpu *g, gm_gpu_lane *l, const gm_edge_map *map)
     return gm_edge_map_upload(map, &g->map, l->stream);
 }
 
+gm_status gm_gpu_level_map(gm_gpu_lane *g, gm_gpu_level *lv, const gm_edge_map *map)
+{
+    gm_edge_map_dev_free(&lv->map);
+    lv->has_map = 0;
+    gm_status st = gm_edge_map_upload(map, &lv->map, g->stream);
+    lv->has_map = st == GM_OK;
+    return st;
+}
+
+/* The map candidates of level lv are verified on: its own, or the
+ * reference's level-0 map (lv NULL); NULL when lv has none. */
+static const gm_edge_map_dev *verify_map(const gm_gpu_lane *g, const gm_gpu_level *lv)
+{
+    if (!lv)
+        return g->map;
+    return lv->has_map ? &lv->map : NULL;
+}
+
 /* Candidates per verification call: a pairing's top k (at most 256). */
 #define GM_GPU_MAX_CANDS 256
 
@@ -578,17 +599,24 @@ gm_status gm_gpu_verify_points(gm_gpu_lane *g, const gm_points *q)
     return gm_verify_points_upload(&g->verify, q, g->stream);
 }
 
-gm_status gm_gpu_verify(gm_gpu_lane *g, const double *m, uint32_t nc, gm_verify_score *scores)
-{
-    if (nc == 0)
-        return GM_OK;
-    return gm_verify_batch_cuda(g->map, &g->verify, m, nc, scores, g->stream);
-}
-
-gm_status gm_gpu_refine(gm_gpu_lane *g, gm_model model, double *h, int iters, uint32_t nc,
+gm_status gm_gpu_verify(gm_gpu_lane *g, const gm_gpu_level *lv, const double *m, uint32_t nc,
                         gm_verify_score *scores)
 {
+    const gm_edge_map_dev *map = verify_map(g, lv);
     if (nc == 0)
         return GM_OK;
-    return gm_refine_verify_cuda(g->map, &g->verify, model, h, iters, nc, scores, g->stream);
+    if (!map)
+        return GM_ERR_INVALID;
+    return gm_verify_batch_cuda(map, &g->verify, m, nc, scores, g->stream);
+}
+
+gm_status gm_gpu_refine(gm_gpu_lane *g, const gm_gpu_level *lv, gm_model model, double *h,
+                        int iters, uint32_t nc, gm_verify_score *scores)
+{
+    const gm_edge_map_dev *map = verify_map(g, lv);
+    if (nc == 0)
+        return GM_OK;
+    if (!map)
+        return GM_ERR_INVALID;
+    return gm_refine_verify_cuda(map, &g->verify, model, h, iters, nc, scores, g->stream);
 }

@@ -80,14 +80,20 @@ gm_status gm_gpu_vote(gm_gpu_lane *g, const gm_gpu_level *l, const gm_points *qc
 /* The reference's level-0 edge map, uploaded once (the host map stays the
  * caller's and must outlive the context's use of it). */
 gm_status gm_gpu_map(gm_gpu *g, gm_gpu_lane *l, const gm_edge_map *map);
+/* A fine level's own edge map (a fine level is verified on it, the working
+ * levels on the reference's), uploaded once into lv. */
+gm_status gm_gpu_level_map(gm_gpu_lane *g, gm_gpu_level *lv, const gm_edge_map *map);
 /* The query points that every candidate is verified on. */
 gm_status gm_gpu_verify_points(gm_gpu_lane *g, const gm_points *q);
-/* gm_verify_cpu of nc similarity candidates m[6 * c]. */
-gm_status gm_gpu_verify(gm_gpu_lane *g, const double *m, uint32_t nc, gm_verify_score *scores);
-/* gm_refine_model_cpu(iters) then gm_verify_strict_h_cpu of nc candidates
- * h[9 * c] (in/out). */
-gm_status gm_gpu_refine(gm_gpu_lane *g, gm_model model, double *h, int iters, uint32_t nc,
+/* gm_verify_cpu of nc similarity candidates m[6 * c], on the map of fine
+ * level lv (its gm_gpu_level_map), or on the reference's (lv NULL);
+ * GM_ERR_INVALID when lv has no map. */
+gm_status gm_gpu_verify(gm_gpu_lane *g, const gm_gpu_level *lv, const double *m, uint32_t nc,
                         gm_verify_score *scores);
+/* gm_refine_model_cpu(iters) then gm_verify_strict_h_cpu of nc candidates
+ * h[9 * c] (in/out), on the map as gm_gpu_verify's. */
+gm_status gm_gpu_refine(gm_gpu_lane *g, const gm_gpu_level *lv, gm_model model, double *h,
+                        int iters, uint32_t nc, gm_verify_score *scores);
 
 #ifdef __cplusplus
 }

@@ -321,9 +321,9 @@ static gm_status run_pairing(const gm_ref *r, void *gpu, const ref_level *rl, co
 
     /* verification at level 0: one region over the candidates (each
      * candidate's loop is serial), not one region per candidate */
-    /* a fine level is verified and refined on its own map (a host stage on
-     * both devices for now: gm_match passes no GPU lane for it); the working
-     * levels on level 0's */
+    /* a fine level is verified and refined on its own map, the working
+     * levels on level 0's (on the device: the level's copy, or the
+     * reference's for lv NULL) */
     int fv; /* the verifying map's factor */
     const gm_edge_map *map = level_map(r, rl, &fv);
     double ms[256][6], m0[256][6];
@@ -340,7 +340,7 @@ static gm_status run_pairing(const gm_ref *r, void *gpu, const ref_level *rl, co
     }
 #ifdef GMATCH_WITH_CUDA
     if (gpu) {
-        if ((st = gm_gpu_verify(gpu, &ms[0][0], nc, sc)) != GM_OK)
+        if ((st = gm_gpu_verify(gpu, rl->fine ? rl->gpu : NULL, &ms[0][0], nc, sc)) != GM_OK)
             goto done;
     } else
 #endif
@@ -372,8 +372,8 @@ static gm_status run_pairing(const gm_ref *r, void *gpu, const ref_level *rl, co
         double hr[GM_REFINE_CANDS][9];
         for (int i = 0; i < npick; i++)
             gm_h_from_m(ms[pick[i]], hr[i]);
-        if ((st = gm_gpu_refine(gpu, GM_MODEL_SIMILARITY, &hr[0][0], GM_REFINE_ITERS,
-                                (uint32_t)npick, vr)) != GM_OK)
+        if ((st = gm_gpu_refine(gpu, rl->fine ? rl->gpu : NULL, GM_MODEL_SIMILARITY, &hr[0][0],
+                                GM_REFINE_ITERS, (uint32_t)npick, vr)) != GM_OK)
             goto done;
         for (int i = 0; i < npick; i++)
             memcpy(mr[i], hr[i], sizeof mr[i]);
@@ -680,9 +680,7 @@ gm_status gm_match(const gm_ref *r, gm_view query, gm_result *out)
                 goto done;
             continue;
         }
-        /* fine levels are host stages on both devices (their tables, votes
-         * and maps live on the host), so the two give the same results */
-        if ((st = run_pairing(r, rl->fine ? NULL : gpu, rl, &q[ql], &q[0], &vq0, ss, out)) != GM_OK)
+        if ((st = run_pairing(r, gpu, rl, &q[ql], &q[0], &vq0, ss, out)) != GM_OK)
             goto done;
         if (ss->found && ss->score.confidence >= GM_EARLY_STOP)
             break;
@@ -736,8 +734,6 @@ gm_status gm_match(const gm_ref *r, gm_view query, gm_result *out)
         }
         int bf;
         const gm_edge_map *bmap = level_map(r, bl, &bf);
-        void *bgpu = bl->fine ? NULL : gpu;
-        (void)bgpu;
         double tr = gm_now_ms();
         double alt[9];
         memcpy(alt, hw, sizeof alt);
@@ -761,8 +757,9 @@ gm_status gm_match(const gm_ref *r, gm_view query, gm_result *out)
             gm_verify_score v;
             memcpy(hm, hw, sizeof hm);
 #ifdef GMATCH_WITH_CUDA
-            if (bgpu) {
-                if ((st = gm_gpu_refine(gpu, m, hm, GM_MODEL_ITERS, 1, &v)) != GM_OK)
+            if (gpu) {
+                if ((st = gm_gpu_refine(gpu, bl->fine ? bl->gpu : NULL, m, hm, GM_MODEL_ITERS, 1,
+                                        &v)) != GM_OK)
                     goto done;
             } else
 #endif

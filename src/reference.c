@@ -277,9 +277,13 @@ static gm_status ref_build(gm_ref *r, gm_view img)
             st = level_build(gpu, p, &s, &r->lv[lv], diag0, lv == 0);
         gm_side_free(&s);
     }
-    /* fine levels, coarse to fine: factors f0/2, f0/4, ..., 1; host stages
-     * on both devices for now (built without the lane: the tables, the
-     * votes and the maps stay on the host, so CPU and GPU agree) */
+    /* fine levels, coarse to fine: factors f0/2, f0/4, ..., 1.  Their
+     * edges and corners are found on the host (a lane's buffers would grow
+     * to the finest level's 24 megapixels and stay so); their tables and
+     * edge maps go to the device like level 0's, so that their votes and
+     * verification run there.  The host keeps each map for the stages that
+     * stay host stages on both devices (triangles, growth, the spread and
+     * the finest refinement). */
     const ref_level *l0 = &r->lv[0];
     int fprev = l0->f;
     for (int k = 0; k < GM_FINE_LEVELS && st == GM_OK && l0->ok && fprev > 1; k++) {
@@ -299,7 +303,11 @@ static gm_status ref_build(gm_ref *r, gm_view img)
         l->fine = 1;
         st = gm_edge_map_build_cpu(&s.all, s.w, s.h, GM_VERIFY_RADIUS, &l->map);
         if (st == GM_OK)
-            st = level_build(NULL, p, &s, l, diag0, k == 0);
+            st = level_build(gpu, p, &s, l, diag0, k == 0);
+#ifdef GMATCH_WITH_CUDA
+        if (st == GM_OK && gpu)
+            st = gm_gpu_level_map(gpu, l->gpu, &l->map);
+#endif
         gm_side_free(&s);
     }
 #ifdef GMATCH_WITH_CUDA
