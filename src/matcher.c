@@ -447,17 +447,21 @@ static void grow_model(const gm_edge_map *map, const gm_points *q, gm_model mode
 static double h_corner_spread(const gm_edge_map *map, const gm_points *q, gm_model model,
                               const double h[9], int w, int hgt)
 {
-    gm_point *buf = malloc((q->n ? q->n : 1) * sizeof *buf);
+    size_t cap = q->n ? q->n : 1;
+    gm_point *buf = malloc(4 * cap * sizeof *buf);
     if (!buf)
         return 0;
     const double cx[4] = {0, w - 1.0, w - 1.0, 0}, cy[4] = {0, 0, hgt - 1.0, hgt - 1.0};
-    double worst = 0;
+    double move[4] = {0, 0, 0, 0};
+    /* the four fits side by side (each refinement is serial below
+     * GM_PAR_POINTS points, and each is independent of the others) */
+#pragma omp parallel for schedule(static, 1)
     for (int quad = 0; quad < 4; quad++) {
-        gm_points sub = {buf, 0};
+        gm_points sub = {buf + quad * cap, 0};
         for (uint32_t k = 0; k < q->n; k++) {
             int qx = q->p[k].x >= w / 2.0, qy = q->p[k].y >= hgt / 2.0;
             if (qx + 2 * qy != quad)
-                buf[sub.n++] = q->p[k];
+                sub.p[sub.n++] = q->p[k];
         }
         double hj[9];
         memcpy(hj, h, sizeof hj);
@@ -466,11 +470,11 @@ static double h_corner_spread(const gm_edge_map *map, const gm_points *q, gm_mod
             double ax, ay, bx, by;
             gm_h_apply(h, cx[c], cy[c], &ax, &ay);
             gm_h_apply(hj, cx[c], cy[c], &bx, &by);
-            worst = fmax(worst, hypot(ax - bx, ay - by));
+            move[quad] = fmax(move[quad], hypot(ax - bx, ay - by));
         }
     }
     free(buf);
-    return worst;
+    return fmax(fmax(move[0], move[1]), fmax(move[2], move[3]));
 }
 
 /* A query triangle in the query's level-0 working pixels: its centroid
@@ -541,7 +545,7 @@ static gm_status run_affine_pairing(const gm_ref *r, const ref_level *rl, const 
         k = 256;
     best = malloc((nsel ? nsel : 1) * sizeof *best);
     cands = malloc(k * sizeof *cands);
-    buf = malloc((vq0->n ? vq0->n : 1) * sizeof *buf);
+    buf = malloc(GM_REFINE_CANDS * (vq0->n ? vq0->n : 1) * sizeof *buf);
     if (!best || !cands || !buf) {
         st = GM_ERR_NOMEM;
         goto done;
@@ -575,21 +579,28 @@ static gm_status run_affine_pairing(const gm_ref *r, const ref_level *rl, const 
     for (int64_t c = 0; c < (int64_t)nc; c++)
         if (sc[c].total != UINT32_MAX)
             sc[c] = gm_verify_cpu(map, vq0, ms[c]);
-    for (int n = 0; n < GM_REFINE_CANDS; n++) {
-        int bi = take_best(sc, nc);
-        if (bi < 0)
-            break;
+    /* the best few grown side by side (a growth's refinements are serial:
+     * fewer than GM_PAR_POINTS points), then recorded in order */
+    int pick[GM_REFINE_CANDS], npick = 0;
+    while (npick < GM_REFINE_CANDS && (pick[npick] = take_best(sc, nc)) >= 0)
+        npick++;
+    double hg[GM_REFINE_CANDS][9];
+    gm_verify_score vg[GM_REFINE_CANDS];
+    size_t cap = vq0->n ? vq0->n : 1;
+#pragma omp parallel for schedule(static, 1) if (npick > 1)
+    for (int i = 0; i < npick; i++) {
+        int bi = pick[i];
         double seed[3];
         tri_seed(qs, q0, &sel[cands[bi].query_basis], seed);
-        double h[9];
-        gm_h_from_m(ms[bi], h);
-        grow_model(map, vq0, p->model == GM_MODEL_AUTO ? GM_MODEL_HOMOGRAPHY : p->model, seed, h,
-                   buf);
-        gm_verify_score v = gm_verify_strict_h_cpu(map, vq0, h);
-        if (!gm_h_plausible(h, q0->w, q0->h))
-            v.confidence = 0; /* a degenerate fit: no camera sees the plane so */
-        ss_record(ss, r, q0, rl, fv, h, v, cands[bi].votes, 1);
+        gm_h_from_m(ms[bi], hg[i]);
+        grow_model(map, vq0, p->model == GM_MODEL_AUTO ? GM_MODEL_HOMOGRAPHY : p->model, seed,
+                   hg[i], buf + i * cap);
+        vg[i] = gm_verify_strict_h_cpu(map, vq0, hg[i]);
+        if (!gm_h_plausible(hg[i], q0->w, q0->h))
+            vg[i].confidence = 0; /* a degenerate fit: no camera sees the plane so */
     }
+    for (int i = 0; i < npick; i++)
+        ss_record(ss, r, q0, rl, fv, hg[i], vg[i], cands[pick[i]].votes, 1);
     out->time.verify += gm_now_ms() - t2;
 done:
     free(all.t);
