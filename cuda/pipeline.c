@@ -610,6 +610,17 @@ gm_status gm_gpu_verify(gm_gpu_lane *g, const gm_gpu_level *lv, const double *m,
     return gm_verify_batch_cuda(map, &g->verify, m, nc, scores, g->stream);
 }
 
+gm_status gm_gpu_grow(gm_gpu_lane *g, const gm_gpu_level *lv, gm_model model, double *h,
+                      const double *seeds, uint32_t nc, gm_verify_score *scores)
+{
+    const gm_edge_map_dev *map = verify_map(g, lv);
+    if (nc == 0)
+        return GM_OK;
+    if (!map)
+        return GM_ERR_INVALID;
+    return gm_grow_verify_cuda(map, &g->verify, model, h, seeds, nc, scores, g->stream);
+}
+
 gm_status gm_gpu_refine(gm_gpu_lane *g, const gm_gpu_level *lv, gm_model model, double *h,
                         int iters, uint32_t nc, gm_verify_score *scores)
 {

@@ -158,28 +158,26 @@ static __device__ void block_sum_f64(double (&v)[NV], double *s_warp, double *s_
     __syncthreads();
 }
 
-/* Block c: gm_refine_model_cpu(MODEL, iters) of params[9c..9c+9), then the
- * strict score; the refined h goes back to params. */
+/* gm_refine_model_cpu(MODEL, iters) of the block's s_h on the points within
+ * the disc (seed x, y; squared radius r2: gm_grow_d2) of the n points, by the
+ * whole block; s_h keeps the result.  The CPU refines the points in the disc
+ * as its own set: too few of them (n_in) leave h alone, too few pairs or a
+ * degenerate solve end the iterations. */
 template <int MODEL>
-static __global__ void __launch_bounds__(GM_VERIFY_THREADS)
-    k_refine_verify(gm_map_view map, const float4 *cells, const gm_point *pts, const float *cs,
-                    uint32_t n, int iters, double *params, gm_verify_score *scores)
+static __device__ void refine_block(const float4 *cells, int w, int hgt, const gm_point *pts,
+                                    const float *cs, uint32_t n, uint32_t n_in,
+                                    const double seed[3], double r2, int iters, double *s_h,
+                                    int *s_stop, double *s_warp, double *s_sum)
 {
     const gm_model model = (gm_model)MODEL;
     constexpr int NP = MODEL == GM_MODEL_SIMILARITY ? 4 : MODEL == GM_MODEL_AFFINE ? 6 : 8;
     constexpr int NA = NP * (NP + 1) / 2; /* upper triangle of A, then b, then the pair count */
     constexpr int NV = NA + NP + 1;
-    __shared__ double s_h[9];
-    __shared__ int s_stop;
-    __shared__ double s_warp[GM_VERIFY_WARPS * NV], s_sum[NV];
-    __shared__ uint32_t s_hits[GM_VERIFY_WARPS], s_bg[GM_VERIFY_WARPS];
-    const uint32_t c = blockIdx.x;
-    if (threadIdx.x < 9)
-        s_h[threadIdx.x] = params[9 * (size_t)c + threadIdx.x];
+    __syncthreads(); /* every thread is past the previous call's reads of s_stop */
     if (threadIdx.x == 0)
-        s_stop = n < GM_REFINE_MIN_PAIRS; /* the CPU leaves h alone */
+        *s_stop = n_in < GM_REFINE_MIN_PAIRS; /* the CPU leaves h alone */
     __syncthreads();
-    for (int it = 0; it < iters && !s_stop; it++) {
+    for (int it = 0; it < iters && !*s_stop; it++) {
         double h[9], hn[9];
         for (int i = 0; i < 9; i++)
             h[i] = s_h[i];
@@ -190,8 +188,9 @@ static __global__ void __launch_bounds__(GM_VERIFY_THREADS)
         uint32_t cnt = 0;
         for (uint32_t k = threadIdx.x; k < n; k += blockDim.x) {
             gm_corr q;
-            if (!refine_match_cells(cells, map.w, map.h, h, pts[k], cs[2 * k], cs[2 * k + 1], r,
-                                    huber, &q))
+            if (gm_grow_d2(pts[k], seed) > r2 ||
+                !refine_match_cells(cells, w, hgt, h, pts[k], cs[2 * k], cs[2 * k + 1], r, huber,
+                                    &q))
                 continue;
             cnt++;
             double rows[3][8] = {{0}}, tgt[3], ws[3];
@@ -220,7 +219,7 @@ static __global__ void __launch_bounds__(GM_VERIFY_THREADS)
                 bb[j] = s_sum[NA + j];
             const int used = (int)s_sum[NV - 1];
             if (used < GM_REFINE_MIN_PAIRS || gm_fit_finish(model, used, AA, bb, hn, hh) != 0) {
-                s_stop = 1;
+                *s_stop = 1;
             } else {
                 for (int j = 0; j < 9; j++)
                     s_h[j] = hh[j];
@@ -228,6 +227,14 @@ static __global__ void __launch_bounds__(GM_VERIFY_THREADS)
         }
         __syncthreads();
     }
+}
+
+/* The strict score of the block's s_h into scores[c], s_h into params. */
+static __device__ void strict_block(const gm_map_view &map, const gm_point *pts, const float *cs,
+                                    uint32_t n, const double *s_h, uint32_t *s_hits,
+                                    uint32_t *s_bg, double *params, gm_verify_score *scores,
+                                    uint32_t c)
+{
     double h[9];
     for (int i = 0; i < 9; i++)
         h[i] = s_h[i];
@@ -241,6 +248,75 @@ static __global__ void __launch_bounds__(GM_VERIFY_THREADS)
         for (int j = 0; j < 9; j++)
             params[9 * (size_t)c + j] = h[j];
     }
+}
+
+#define GM_MAX_NV (36 + 8 + 1) /* NV of the homography */
+
+/* Block c: gm_refine_model_cpu(MODEL, iters) of params[9c..9c+9), then the
+ * strict score; the refined h goes back to params. */
+template <int MODEL>
+static __global__ void __launch_bounds__(GM_VERIFY_THREADS)
+    k_refine_verify(gm_map_view map, const float4 *cells, const gm_point *pts, const float *cs,
+                    uint32_t n, int iters, double *params, gm_verify_score *scores)
+{
+    __shared__ double s_h[9];
+    __shared__ int s_stop;
+    __shared__ double s_warp[GM_VERIFY_WARPS * GM_MAX_NV], s_sum[GM_MAX_NV];
+    __shared__ uint32_t s_hits[GM_VERIFY_WARPS], s_bg[GM_VERIFY_WARPS];
+    const uint32_t c = blockIdx.x;
+    if (threadIdx.x < 9)
+        s_h[threadIdx.x] = params[9 * (size_t)c + threadIdx.x];
+    const double all[3] = {0, 0, 0};
+    refine_block<MODEL>(cells, map.w, map.h, pts, cs, n, n, all, INFINITY, iters, s_h, &s_stop,
+                        s_warp, s_sum);
+    strict_block(map, pts, cs, n, s_h, s_hits, s_bg, params, scores, c);
+}
+
+/* Block c: gm_grow_model_cpu(MODEL) of params[9c..9c+9) from the seed
+ * seeds[3c..3c+3), then the strict score; the grown h goes back to params.
+ * The radius steps, the disc counts and the largest distance are the CPU's
+ * double operations (gm_grow_d2, the block's exact integer and max sums). */
+template <int MODEL>
+static __global__ void __launch_bounds__(GM_VERIFY_THREADS)
+    k_grow_verify(gm_map_view map, const float4 *cells, const gm_point *pts, const float *cs,
+                  uint32_t n, const double *seeds, double *params, gm_verify_score *scores)
+{
+    __shared__ double s_h[9];
+    __shared__ int s_stop;
+    __shared__ double s_warp[GM_VERIFY_WARPS * GM_MAX_NV], s_sum[GM_MAX_NV];
+    __shared__ uint32_t s_hits[GM_VERIFY_WARPS], s_bg[GM_VERIFY_WARPS];
+    __shared__ double s_max[GM_VERIFY_WARPS];
+    const uint32_t c = blockIdx.x;
+    if (threadIdx.x < 9)
+        s_h[threadIdx.x] = params[9 * (size_t)c + threadIdx.x];
+    const double seed[3] = {seeds[3 * (size_t)c], seeds[3 * (size_t)c + 1],
+                            seeds[3 * (size_t)c + 2]};
+    /* the largest squared distance from the seed: max is exact in any order */
+    double m2 = 0;
+    for (uint32_t k = threadIdx.x; k < n; k += blockDim.x)
+        m2 = fmax(m2, gm_grow_d2(pts[k], seed));
+    for (int o = 16; o > 0; o >>= 1)
+        m2 = fmax(m2, __shfl_xor_sync(0xFFFFFFFFu, m2, o));
+    if ((threadIdx.x & 31) == 0)
+        s_max[threadIdx.x >> 5] = m2;
+    __syncthreads();
+    double rmax2 = 0;
+    for (int wi = 0; wi < GM_VERIFY_WARPS; wi++)
+        rmax2 = fmax(rmax2, s_max[wi]);
+    for (double rad = fmax(GM_GROW_START * seed[2], GM_GROW_MIN_PX);; rad *= GM_GROW_STEP) {
+        uint32_t in = 0;
+        for (uint32_t k = threadIdx.x; k < n; k += blockDim.x)
+            in += gm_grow_d2(pts[k], seed) <= rad * rad;
+        in = block_sum_u32(in, s_hits);
+        refine_block<MODEL>(cells, map.w, map.h, pts, cs, n, in, seed, rad * rad,
+                            GM_GROW_STEP_ITERS, s_h, &s_stop, s_warp, s_sum);
+        if (rad * rad >= rmax2)
+            break;
+    }
+    const double all[3] = {0, 0, 0};
+    refine_block<MODEL>(cells, map.w, map.h, pts, cs, n, n, all, INFINITY, GM_GROW_FINAL_ITERS,
+                        s_h, &s_stop, s_warp, s_sum);
+    strict_block(map, pts, cs, n, s_h, s_hits, s_bg, params, scores, c);
 }
 
 /* ---- the edge map ------------------------------------------------------------ */
@@ -324,11 +400,13 @@ extern "C" void gm_verify_dev_free(gm_verify_dev *v)
     cudaFree(v->d_pts);
     cudaFree(v->d_cs);
     cudaFree(v->d_params);
+    cudaFree(v->d_seeds);
     cudaFree(v->d_rot);
     cudaFree(v->d_scores);
     cudaFreeHost(v->h_pts);
     cudaFreeHost(v->h_cs);
     cudaFreeHost(v->h_params);
+    cudaFreeHost(v->h_seeds);
     cudaFreeHost(v->h_rot);
     cudaFreeHost(v->h_scores);
     if (v->staged)
@@ -343,11 +421,13 @@ static gm_status verify_dev_alloc(gm_verify_dev *v)
     GM_CUDA_CHECK(cudaMalloc((void **)&v->d_pts, np * sizeof *v->d_pts));
     GM_CUDA_CHECK(cudaMalloc((void **)&v->d_cs, 2 * np * sizeof *v->d_cs));
     GM_CUDA_CHECK(cudaMalloc((void **)&v->d_params, 9 * nc * sizeof *v->d_params));
+    GM_CUDA_CHECK(cudaMalloc((void **)&v->d_seeds, 3 * nc * sizeof *v->d_seeds));
     GM_CUDA_CHECK(cudaMalloc((void **)&v->d_rot, nc * sizeof *v->d_rot));
     GM_CUDA_CHECK(cudaMalloc((void **)&v->d_scores, nc * sizeof *v->d_scores));
     GM_CUDA_CHECK(cudaMallocHost((void **)&v->h_pts, np * sizeof *v->h_pts));
     GM_CUDA_CHECK(cudaMallocHost((void **)&v->h_cs, 2 * np * sizeof *v->h_cs));
     GM_CUDA_CHECK(cudaMallocHost((void **)&v->h_params, 9 * nc * sizeof *v->h_params));
+    GM_CUDA_CHECK(cudaMallocHost((void **)&v->h_seeds, 3 * nc * sizeof *v->h_seeds));
     GM_CUDA_CHECK(cudaMallocHost((void **)&v->h_rot, nc * sizeof *v->h_rot));
     GM_CUDA_CHECK(cudaMallocHost((void **)&v->h_scores, nc * sizeof *v->h_scores));
     GM_CUDA_CHECK(cudaEventCreateWithFlags(&v->staged, cudaEventDisableTiming));
@@ -440,6 +520,37 @@ extern "C" gm_status gm_verify_batch_cuda(const gm_edge_map_dev *map, gm_verify_
                                                    v->d_rot, v->d_scores);
     GM_CUDA_CHECK_LAUNCH();
     return batch_download(v, nc, 0, scores, stream);
+}
+
+extern "C" gm_status gm_grow_verify_cuda(const gm_edge_map_dev *map, gm_verify_dev *v,
+                                         gm_model model, double *h, const double *seeds,
+                                         uint32_t nc, gm_verify_score *scores, cudaStream_t stream)
+{
+    if (!map || !v || nc > v->max_cands || (nc && (!h || !seeds || !scores)) ||
+        (model != GM_MODEL_AFFINE && model != GM_MODEL_HOMOGRAPHY))
+        return GM_ERR_INVALID;
+    if (nc == 0)
+        return GM_OK;
+    memcpy(v->h_params, h, 9 * (size_t)nc * sizeof *h);
+    memcpy(v->h_seeds, seeds, 3 * (size_t)nc * sizeof *seeds);
+    gm_status st = batch_upload(v, nc, 0, stream);
+    if (st != GM_OK)
+        return st;
+    GM_CUDA_CHECK(cudaMemcpyAsync(v->d_seeds, v->h_seeds, 3 * (size_t)nc * sizeof *seeds,
+                                  cudaMemcpyHostToDevice, stream));
+    const gm_map_view mv = map_view(map);
+    const double *d_seeds = v->d_seeds;
+    if (model == GM_MODEL_AFFINE)
+        k_grow_verify<GM_MODEL_AFFINE><<<nc, GM_VERIFY_THREADS, 0, stream>>>(
+            mv, map->d_cells, v->d_pts, v->d_cs, v->n, d_seeds, v->d_params, v->d_scores);
+    else
+        k_grow_verify<GM_MODEL_HOMOGRAPHY><<<nc, GM_VERIFY_THREADS, 0, stream>>>(
+            mv, map->d_cells, v->d_pts, v->d_cs, v->n, d_seeds, v->d_params, v->d_scores);
+    GM_CUDA_CHECK_LAUNCH();
+    if ((st = batch_download(v, nc, 1, scores, stream)) != GM_OK)
+        return st;
+    memcpy(h, v->h_params, 9 * (size_t)nc * sizeof *h);
+    return GM_OK;
 }
 
 extern "C" gm_status gm_refine_verify_cuda(const gm_edge_map_dev *map, gm_verify_dev *v,

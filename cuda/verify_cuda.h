@@ -61,11 +61,13 @@ typedef struct {
     gm_point *d_pts;          /* [cap] */
     float *d_cs;              /* [2 * cap] (cosf, sinf) of each point's angle */
     double *d_params;         /* [9 * max_cands] m (6 used) or h per candidate */
+    double *d_seeds;          /* [3 * max_cands] a growth's seed (x, y, side) per candidate */
     float *d_rot;             /* [max_cands] (float)atan2(m[3], m[0]) per candidate */
     gm_verify_score *d_scores; /* [max_cands] */
     gm_point *h_pts;          /* pinned staging of the points [cap] */
     float *h_cs;              /* pinned [2 * cap] */
     double *h_params;         /* pinned [9 * max_cands] */
+    double *h_seeds;          /* pinned [3 * max_cands] */
     float *h_rot;             /* pinned [max_cands] */
     gm_verify_score *h_scores; /* pinned [max_cands] */
     cudaEvent_t staged;       /* the last points upload has left h_pts, h_cs */
@@ -102,6 +104,16 @@ gm_status gm_verify_batch_cuda(const gm_edge_map_dev *map, gm_verify_dev *v, con
 gm_status gm_refine_verify_cuda(const gm_edge_map_dev *map, gm_verify_dev *v, gm_model model,
                                 double *h, int iters, uint32_t nc, gm_verify_score *scores,
                                 cudaStream_t stream);
+/* For each of the nc <= v->max_cands candidates h[9c..9c+9) (host, in and
+ * out): gm_grow_model_cpu(map, points, model, seeds + 3c, h), then
+ * gm_verify_strict_h_cpu of the grown h into scores[c].  One kernel, one
+ * block per candidate: every radius step and the final refinement in the
+ * block, the disc test gm_grow_d2's.  Synchronizes stream once.
+ * GM_ERR_INVALID when nc > v->max_cands or model is not affine or
+ * homography. */
+gm_status gm_grow_verify_cuda(const gm_edge_map_dev *map, gm_verify_dev *v, gm_model model,
+                              double *h, const double *seeds, uint32_t nc,
+                              gm_verify_score *scores, cudaStream_t stream);
 
 #ifdef __cplusplus
 }

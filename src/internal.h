@@ -458,6 +458,19 @@ void gm_refine_cpu(const gm_edge_map *map, const gm_points *q, double m[6], int 
 void gm_refine_model_cpu(const gm_edge_map *map, const gm_points *q, gm_model model, double h[9],
                          int iters);
 gm_verify_score gm_verify_strict_h_cpu(const gm_edge_map *map, const gm_points *q, const double h[9]);
+/* Region growing (src/verify.c): h, right near a seed (x, y; its triangle's
+ * longer side s), refined to model on the points of q within a radius of
+ * the seed, from max(GM_GROW_START s, GM_GROW_MIN_PX) by steps of
+ * GM_GROW_STEP (GM_GROW_STEP_ITERS iterations each) until the disc holds
+ * every point, then GM_GROW_FINAL_ITERS iterations on all of q.  A point is
+ * in the disc when dx^2 + dy^2 <= r^2 (the same test on the GPU). */
+#define GM_GROW_STEP 1.15
+#define GM_GROW_START 0.5 /* of the triangle's longer side */
+#define GM_GROW_MIN_PX 24.0
+#define GM_GROW_STEP_ITERS 4
+#define GM_GROW_FINAL_ITERS 10
+void gm_grow_model_cpu(const gm_edge_map *map, const gm_points *q, gm_model model,
+                       const double seed[3], double h[9]);
 /* How well the edges pin a transform down: the standard deviation, in the
  * map's pixels, of the worst-placed corner of a w x hgt query under h, from
  * the normal matrix of the point-to-line residuals of its partners (within

@@ -402,42 +402,6 @@ done:
     return st;
 }
 
-/* Region growing: an affine map right near its triangle (a view with
- * perspective is locally affine) is refined to the model on the query
- * points within a radius of the triangle's centroid, starting at half its
- * longer side and growing by GM_GROW_STEP; each step's partners must lie
- * within the refinement radius (3 pixels), so the map carries only as far
- * as it explains the edges, and small steps keep what the last step did not
- * see within that radius.  Then the model on every point.
- *
- * Measured on the photo tier's tilted views (docs/photo.md): starting at
- * 1.5 sides with steps of 1.3, affine until half the query, grew 5 of 24
- * right although the triangles' votes gave a right local map for 12; the
- * affine extrapolated 6-10 pixels off at the rim of the first steps.
- * Starting at half a side, steps of 1.15 and the model from the first step:
- * 16 of 24, the same within 1 at starts of 0.35-0.7 sides and steps of
- * 1.1-1.15. */
-#define GM_GROW_STEP 1.15
-#define GM_GROW_START 0.5 /* of the triangle's longer side */
-#define GM_GROW_MIN_PX 24.0
-static void grow_model(const gm_edge_map *map, const gm_points *q, gm_model model,
-                       const double seed[3], double h[9], gm_point *buf)
-{
-    double rmax = 0;
-    for (uint32_t k = 0; k < q->n; k++)
-        rmax = fmax(rmax, hypot(q->p[k].x - seed[0], q->p[k].y - seed[1]));
-    for (double rad = fmax(GM_GROW_START * seed[2], GM_GROW_MIN_PX);; rad *= GM_GROW_STEP) {
-        gm_points sub = {buf, 0};
-        for (uint32_t k = 0; k < q->n; k++)
-            if (hypot(q->p[k].x - seed[0], q->p[k].y - seed[1]) <= rad)
-                buf[sub.n++] = q->p[k];
-        gm_refine_model_cpu(map, &sub, model, h, 4);
-        if (rad >= rmax)
-            break;
-    }
-    gm_refine_model_cpu(map, q, model, h, GM_MODEL_ITERS);
-}
-
 /* How far the corners of h (a similarity, an affine or a homography, as
  * model says) move when a quarter of the query's points is left out (each
  * quadrant in turn, the fit refined from h on the rest): the largest move
@@ -501,18 +465,18 @@ static void tri_seed(const side *qs, const side *q0, const gm_tri *qt, double se
 #define GM_TRI_MIN_CORNERS 12
 
 /* One (reference level, query level) pairing with triangles: the query's
- * triangles vote in the level's affine table, the best rows' affine maps are
- * verified on the level's map, the best few grown to the model (host
- * stages on both devices).  Updates ss when one beats the best so far. */
-static gm_status run_affine_pairing(const gm_ref *r, const ref_level *rl, const side *qs,
-                                    const side *q0, const gm_points *vq0, search_state *ss,
-                                    gm_result *out)
+ * triangles vote in the level's affine table (a host stage on both
+ * devices), the best rows' affine maps are verified on the level's map, the
+ * best few grown to the model (both on the device when there is one).
+ * Updates ss when one beats the best so far. */
+static gm_status run_affine_pairing(const gm_ref *r, void *gpu, const ref_level *rl,
+                                    const side *qs, const side *q0, const gm_points *vq0,
+                                    search_state *ss, gm_result *out)
 {
     const gm_params *p = &r->p;
     double t0 = gm_now_ms();
     gm_tris all = {0};
     gm_candidate *best = NULL, *cands = NULL;
-    gm_point *buf = NULL;
     gm_status st = GM_OK;
     if (rl->tris.n == 0 || qs->all.n < 8)
         return GM_OK;
@@ -545,8 +509,7 @@ static gm_status run_affine_pairing(const gm_ref *r, const ref_level *rl, const 
         k = 256;
     best = malloc((nsel ? nsel : 1) * sizeof *best);
     cands = malloc(k * sizeof *cands);
-    buf = malloc(GM_REFINE_CANDS * (vq0->n ? vq0->n : 1) * sizeof *buf);
-    if (!best || !cands || !buf) {
+    if (!best || !cands) {
         st = GM_ERR_NOMEM;
         goto done;
     }
@@ -575,38 +538,64 @@ static gm_status run_affine_pairing(const gm_ref *r, const ref_level *rl, const 
         work_to_source(mw, qs->f, rl->f, msrc);
         source_to_work(msrc, q0->f, fv, ms[c]);
     }
+#ifdef GMATCH_WITH_CUDA
+    if (gpu) { /* the candidates with a map, in one batch */
+        double mv[256][6];
+        gm_verify_score sv[256];
+        uint32_t idx[256], nv = 0;
+        for (uint32_t c = 0; c < nc; c++)
+            if (sc[c].total != UINT32_MAX) {
+                memcpy(mv[nv], ms[c], sizeof mv[nv]);
+                idx[nv++] = c;
+            }
+        if ((st = gm_gpu_verify(gpu, rl->fine ? rl->gpu : NULL, &mv[0][0], nv, sv)) != GM_OK)
+            goto done;
+        for (uint32_t i = 0; i < nv; i++)
+            sc[idx[i]] = sv[i];
+    } else
+#endif
+    {
 #pragma omp parallel for schedule(dynamic, 1) if (nc > 1)
-    for (int64_t c = 0; c < (int64_t)nc; c++)
-        if (sc[c].total != UINT32_MAX)
-            sc[c] = gm_verify_cpu(map, vq0, ms[c]);
+        for (int64_t c = 0; c < (int64_t)nc; c++)
+            if (sc[c].total != UINT32_MAX)
+                sc[c] = gm_verify_cpu(map, vq0, ms[c]);
+    }
     /* the best few grown side by side (a growth's refinements are serial:
      * fewer than GM_PAR_POINTS points), then recorded in order */
+    const gm_model grow = p->model == GM_MODEL_AUTO ? GM_MODEL_HOMOGRAPHY : p->model;
     int pick[GM_REFINE_CANDS], npick = 0;
     while (npick < GM_REFINE_CANDS && (pick[npick] = take_best(sc, nc)) >= 0)
         npick++;
-    double hg[GM_REFINE_CANDS][9];
+    double hg[GM_REFINE_CANDS][9], seeds[GM_REFINE_CANDS][3];
     gm_verify_score vg[GM_REFINE_CANDS];
-    size_t cap = vq0->n ? vq0->n : 1;
-#pragma omp parallel for schedule(static, 1) if (npick > 1)
     for (int i = 0; i < npick; i++) {
-        int bi = pick[i];
-        double seed[3];
-        tri_seed(qs, q0, &sel[cands[bi].query_basis], seed);
-        gm_h_from_m(ms[bi], hg[i]);
-        grow_model(map, vq0, p->model == GM_MODEL_AUTO ? GM_MODEL_HOMOGRAPHY : p->model, seed,
-                   hg[i], buf + i * cap);
-        vg[i] = gm_verify_strict_h_cpu(map, vq0, hg[i]);
+        tri_seed(qs, q0, &sel[cands[pick[i]].query_basis], seeds[i]);
+        gm_h_from_m(ms[pick[i]], hg[i]);
+    }
+#ifdef GMATCH_WITH_CUDA
+    if (gpu) {
+        if ((st = gm_gpu_grow(gpu, rl->fine ? rl->gpu : NULL, grow, &hg[0][0], &seeds[0][0],
+                              (uint32_t)npick, vg)) != GM_OK)
+            goto done;
+    } else
+#endif
+    {
+#pragma omp parallel for schedule(static, 1) if (npick > 1)
+        for (int i = 0; i < npick; i++) {
+            gm_grow_model_cpu(map, vq0, grow, seeds[i], hg[i]);
+            vg[i] = gm_verify_strict_h_cpu(map, vq0, hg[i]);
+        }
+    }
+    for (int i = 0; i < npick; i++) {
         if (!gm_h_plausible(hg[i], q0->w, q0->h))
             vg[i].confidence = 0; /* a degenerate fit: no camera sees the plane so */
-    }
-    for (int i = 0; i < npick; i++)
         ss_record(ss, r, q0, rl, fv, hg[i], vg[i], cands[pick[i]].votes, 1);
+    }
     out->time.verify += gm_now_ms() - t2;
 done:
     free(all.t);
     free(best);
     free(cands);
-    free(buf);
     return st;
 }
 
@@ -712,7 +701,7 @@ gm_status gm_match(const gm_ref *r, gm_view query, gm_result *out)
             }
             if (q[ql].w < GM_MIN_LEVEL_SIDE || q[ql].h < GM_MIN_LEVEL_SIDE)
                 continue; /* too few pixels for triangles */
-            if ((st = run_affine_pairing(r, rl, &q[ql], &q[0], &vq0, ss, out)) != GM_OK)
+            if ((st = run_affine_pairing(r, gpu, rl, &q[ql], &q[0], &vq0, ss, out)) != GM_OK)
                 goto done;
         }
     }

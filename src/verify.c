@@ -211,6 +211,43 @@ void gm_refine_model_cpu(const gm_edge_map *map, const gm_points *q, gm_model mo
     free(buf);
 }
 
+/* Region growing: an affine map right near its triangle (a view with
+ * perspective is locally affine) is refined to the model on the query
+ * points within a radius of the triangle's centroid, starting at half its
+ * longer side and growing by GM_GROW_STEP; each step's partners must lie
+ * within the refinement radius (3 pixels), so the map carries only as far
+ * as it explains the edges, and small steps keep what the last step did not
+ * see within that radius.  Then the model on every point.
+ *
+ * Measured on the photo tier's tilted views (docs/photo.md): starting at
+ * 1.5 sides with steps of 1.3, affine until half the query, grew 5 of 24
+ * right although the triangles' votes gave a right local map for 12; the
+ * affine extrapolated 6-10 pixels off at the rim of the first steps.
+ * Starting at half a side, steps of 1.15 and the model from the first step:
+ * 16 of 24, the same within 1 at starts of 0.35-0.7 sides and steps of
+ * 1.1-1.15.  Its CUDA twin is k_grow_verify (cuda/verify.cu). */
+void gm_grow_model_cpu(const gm_edge_map *map, const gm_points *q, gm_model model,
+                       const double seed[3], double h[9])
+{
+    gm_point *buf = malloc((q->n ? q->n : 1) * sizeof *buf);
+    if (!buf)
+        return;
+    double rmax2 = 0;
+    for (uint32_t k = 0; k < q->n; k++)
+        rmax2 = fmax(rmax2, gm_grow_d2(q->p[k], seed));
+    for (double rad = fmax(GM_GROW_START * seed[2], GM_GROW_MIN_PX);; rad *= GM_GROW_STEP) {
+        gm_points sub = {buf, 0};
+        for (uint32_t k = 0; k < q->n; k++)
+            if (gm_grow_d2(q->p[k], seed) <= rad * rad)
+                buf[sub.n++] = q->p[k];
+        gm_refine_model_cpu(map, &sub, model, h, GM_GROW_STEP_ITERS);
+        if (rad * rad >= rmax2)
+            break;
+    }
+    free(buf);
+    gm_refine_model_cpu(map, q, model, h, GM_GROW_FINAL_ITERS);
+}
+
 void gm_refine_cpu(const gm_edge_map *map, const gm_points *q, double m[6], int iters)
 {
     double h[9];

@@ -130,6 +130,15 @@ static inline GM_HD uint32_t gm_verify_strict_point(const gm_map_view *map, cons
 #define GM_REFINE_MIN_PAIRS 8
 
 static inline GM_HD int gm_refine_radius(int it) { return it < 2 ? 3 : 2; }
+
+/* Region growing's disc test (gm_grow_model_cpu and its CUDA twin): the
+ * squared distance of p from the seed (x, y), the same double operations on
+ * both devices, so that both take the same points. */
+static inline GM_HD double gm_grow_d2(gm_point p, const double seed[3])
+{
+    double dx = p.x - seed[0], dy = p.y - seed[1];
+    return dx * dx + dy * dy;
+}
 #define GM_REFINE_MAX_R 3 /* the largest gm_refine_radius */
 static inline GM_HD double gm_refine_huber(int it) { return it < 2 ? 1.5 : 0.75; }
 

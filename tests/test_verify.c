@@ -432,6 +432,55 @@ START_TEST(test_refine_models)
 END_TEST
 
 /* Too few points: m is left alone. */
+/* Region growing: from the local affine of a view with perspective at a
+ * seed off the query's centre (its far corners 3-10 px off), grown to the
+ * homography within 0.1 px; a seed far outside the points grows from an
+ * empty disc and still ends on every point; no points: h kept. */
+START_TEST(test_grow_model)
+{
+    int w = 240, h = 200;
+    uint8_t *ref = render(w, h, IDENT);
+    gm_points all = edge_points(ref, w, h);
+    gm_edge_map map;
+    EXPECT_EQ(gm_edge_map_build_cpu(&all, w, h, 2, &map), GM_OK);
+    const double H[9] = {1.0, 0.02, 35, -0.02, 1.0, 30, 4e-4, 2e-4, 1};
+    const int qw = 170, qh = 140;
+    uint8_t *qim = render_h(qw, qh, H);
+    gm_points q = edge_points(qim, qw, qh);
+    static const double seeds[][3] = {{50, 45, 30}, {120, 95, 20}, {400, 300, 30}};
+    for (size_t i = 0; i < sizeof seeds / sizeof *seeds; i++) {
+        /* the affine that agrees with H to first order at the seed */
+        double sx = fmin(seeds[i][0], qw - 1.0), sy = fmin(seeds[i][1], qh - 1.0), x0, y0, x1,
+               y1, x2, y2;
+        gm_h_apply(H, sx, sy, &x0, &y0);
+        gm_h_apply(H, sx + 1e-3, sy, &x1, &y1);
+        gm_h_apply(H, sx, sy + 1e-3, &x2, &y2);
+        double a = (x1 - x0) / 1e-3, b = (x2 - x0) / 1e-3, c = (y1 - y0) / 1e-3,
+               d = (y2 - y0) / 1e-3;
+        double start[9] = {a, b, x0 - a * sx - b * sy, c, d, y0 - c * sx - d * sy, 0, 0, 1};
+        double e0 = h_corner_error(start, H, qw, qh);
+        if (!(e0 > 3))
+            ck_abort_msg("seed %zu: the start is only %.3f px off", i, e0);
+        double hg[9];
+        memcpy(hg, start, sizeof hg);
+        gm_grow_model_cpu(&map, &q, GM_MODEL_HOMOGRAPHY, seeds[i], hg);
+        double e = h_corner_error(hg, H, qw, qh);
+        if (!(e < 0.1))
+            ck_abort_msg("seed %zu: corner error %.4f px after growing (%.3f before)", i, e, e0);
+    }
+    gm_points none = {NULL, 0};
+    double hk[9] = {1, 0, 0, 0, 1, 0, 0, 0, 1}, h0[9];
+    memcpy(h0, hk, sizeof hk);
+    gm_grow_model_cpu(&map, &none, GM_MODEL_HOMOGRAPHY, seeds[0], hk);
+    EXPECT(memcmp(hk, h0, sizeof hk) == 0);
+    free(q.p);
+    free(qim);
+    gm_edge_map_free(&map);
+    free(all.p);
+    free(ref);
+}
+END_TEST
+
 START_TEST(test_refine_few_points)
 {
     gm_point p = {5, 5, 0, 1};
@@ -551,6 +600,7 @@ static Suite *verify_suite(void)
     tcase_set_timeout(rf, 120);
     tcase_add_test(rf, test_refine_converges);
     tcase_add_test(rf, test_refine_models);
+    tcase_add_test(rf, test_grow_model);
     tcase_add_test(rf, test_refine_few_points);
     tcase_add_test(rf, test_threads);
     suite_add_tcase(s, rf);

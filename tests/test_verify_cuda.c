@@ -279,6 +279,56 @@ static double check_refine(const ref_t *r, gm_verify_dev *v, const gm_points *q,
     return worst;
 }
 
+/* Region growing (gm_grow_verify_cuda against gm_grow_model_cpu) of nc
+ * candidates hs from seeds (x, y, side), truth H: where the CPU's growth
+ * ends within 1 px of the truth, the GPU's is within CORNER_TOL of it and
+ * the scores compare as check_refine's; where it does not, the GPU's does
+ * not either.  A growth that does not converge is 30 and more refinements
+ * of a wrong map whose partners change with the rounding of the sums, so
+ * the two end apart (0.14 px seen) and only their failing is compared. */
+static double check_grow(const ref_t *r, gm_verify_dev *v, const gm_points *q, gm_model model,
+                         const double *hs, const double *seeds, const double H[9], uint32_t nc,
+                         const char *what, uint32_t *n_converged)
+{
+    double hg[9 * MAX_CANDS] = {0};
+    gm_verify_score g[MAX_CANDS];
+    memcpy(hg, hs, 9 * nc * sizeof *hg);
+    EXPECT_OK(gm_grow_verify_cuda(&r->dev, v, model, hg, seeds, nc, g, g_stream));
+    double worst = 0;
+    uint32_t same_cpu = 0, converged = 0;
+    for (uint32_t c = 0; c < nc; c++) {
+        double hc[9];
+        memcpy(hc, hs + 9 * c, sizeof hc);
+        gm_grow_model_cpu(&r->map, q, model, seeds + 3 * c, hc);
+        gm_verify_score sc = gm_verify_strict_h_cpu(&r->map, q, hc);
+        double d = corner_dist(q, hc, hg + 9 * c), ec = corner_dist(q, hc, H),
+               eg = corner_dist(q, hg + 9 * c, H);
+        if (!(ec < 1.0)) {
+            if (!(eg >= 1.0 - CORNER_TOL))
+                ck_abort_msg("%s, model %d, growth %u of %u: the CPU's is %.3g px from the "
+                             "truth, the GPU's %.3g", what, (int)model, c, nc, ec, eg);
+            continue;
+        }
+        if (!(d <= CORNER_TOL))
+            ck_abort_msg("%s, model %d, growth %u of %u (seed %.1f, %.1f, side %.1f): corners "
+                         "%.3g px from the CPU's",
+                         what, (int)model, c, nc, seeds[3 * c], seeds[3 * c + 1],
+                         seeds[3 * c + 2], d);
+        converged++;
+        worst = fmax(worst, d);
+        expect_same_score(g[c], gm_verify_strict_h_cpu(&r->map, q, hg + 9 * c), what, c);
+        if (g[c].hits == sc.hits && g[c].bg_hits == sc.bg_hits)
+            same_cpu++;
+        else
+            EXPECT_NEAR(g[c].confidence, sc.confidence, 0.01);
+    }
+    if (same_cpu != converged)
+        printf("%s, model %d: %u of %u strict scores differ from the CPU-grown h's (by < 0.01)\n",
+               what, (int)model, converged - same_cpu, converged);
+    *n_converged += converged;
+    return worst;
+}
+
 /* Batches of 1, 3 and MAX_CANDS candidates around H on query q (uploaded
  * here): loose scores (similarity models), refinement with the matcher's
  * iterations and with none. */
@@ -356,6 +406,70 @@ START_TEST(test_models_scene)
         check_batches(&r, &v, &q, cases[c].model, H, "scene, rendered");
         free(q.p);
     }
+    gm_verify_dev_free(&v);
+    ref_free(&r);
+}
+END_TEST
+
+/* Region growing, GPU against CPU: a view with perspective and an affine
+ * one, candidates from the truth to wrong ones, seeds inside the points
+ * (small and large triangles), at their rim and far outside (steps whose
+ * disc holds fewer points than a fit needs). */
+START_TEST(test_grow)
+{
+    rng_state = 0x55;
+    ref_t r;
+    ref_from_scene(&r, 240, 200);
+    gm_verify_dev v;
+    EXPECT_OK(gm_verify_dev_alloc(&v, point_cap(), MAX_CANDS));
+    static const struct {
+        gm_model model;
+        double H[9];
+    } cases[] = {
+        {GM_MODEL_HOMOGRAPHY, {1.0, 0.02, 35, -0.02, 1.0, 30, 6e-5, 4e-5, 1}},
+        {GM_MODEL_AFFINE, {1.02, 0.03, 30, -0.01, 0.98, 25, 0, 0, 1}},
+    };
+    for (size_t k = 0; k < sizeof cases / sizeof *cases; k++) {
+        gm_points q = query_rendered(cases[k].H, 170, 140);
+        EXPECT(q.n > 200);
+        EXPECT_OK(gm_verify_points_upload(&v, &q, g_stream));
+        double qcx, qcy;
+        bbox_centre(&q, &qcx, &qcy);
+        static const uint32_t sizes[] = {1, 3, 12};
+        double hs[9 * MAX_CANDS], seeds[3 * MAX_CANDS], worst = 0;
+        uint32_t converged = 0;
+        for (size_t b = 0; b < sizeof sizes / sizeof *sizes; b++) {
+            uint32_t nc = sizes[b];
+            for (uint32_t c = 0; c < nc; c++) {
+                candidate((int)c, cases[k].H, qcx, qcy, r.w, r.h, hs + 9 * c);
+                static const double at[4][3] = {{0, 0, 40}, {-40, 25, 12}, {70, -60, 90},
+                                                {400, 300, 30}};
+                const double *a = at[(c / 4 + b) % 4];
+                seeds[3 * c] = qcx + a[0];
+                seeds[3 * c + 1] = qcy + a[1];
+                seeds[3 * c + 2] = a[2];
+            }
+            worst = fmax(worst, check_grow(&r, &v, &q, cases[k].model, hs, seeds, cases[k].H, nc,
+                                           "grow", &converged));
+        }
+        printf("%-28s model %d: %u points, %u growths right, within %.2g px of the CPU's\n",
+               "scene, growth", (int)cases[k].model, q.n, converged, worst);
+        /* something to compare: the truth grows right from every seed (with
+         * the sanitizers' few points, GM_TEST_SMALL, from one at least) */
+        EXPECT(converged >= (getenv("GM_TEST_SMALL") ? 1u : 3u));
+        free(q.p);
+    }
+    /* nothing to grow on: h kept, scores of nothing */
+    gm_points none = {NULL, 0};
+    EXPECT_OK(gm_verify_points_upload(&v, &none, g_stream));
+    double h[9] = {1, 0, 0, 0, 1, 0, 0, 0, 1}, h0[9], seed[3] = {10, 10, 20};
+    memcpy(h0, h, sizeof h);
+    gm_verify_score g;
+    EXPECT_OK(gm_grow_verify_cuda(&r.dev, &v, GM_MODEL_HOMOGRAPHY, h, seed, 1, &g, g_stream));
+    EXPECT(memcmp(h, h0, sizeof h) == 0);
+    EXPECT_EQ(g.total, 0u);
+    EXPECT_EQ(gm_grow_verify_cuda(&r.dev, &v, GM_MODEL_SIMILARITY, h, seed, 1, &g, g_stream),
+              GM_ERR_INVALID);
     gm_verify_dev_free(&v);
     ref_free(&r);
 }
@@ -559,6 +673,7 @@ static Suite *verify_cuda_suite(void)
     tcase_add_test(tc, test_similarity_jpeg);
     tcase_add_test(tc, test_models_scene);
     tcase_add_test(tc, test_few_points);
+    tcase_add_test(tc, test_grow);
     tcase_add_test(tc, test_reuse);
     tcase_add_test(tc, test_invalid);
     tcase_add_test(tc, test_bench);
