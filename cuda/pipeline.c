@@ -610,6 +610,15 @@ gm_status gm_gpu_verify(gm_gpu_lane *g, const gm_gpu_level *lv, const double *m,
     return gm_verify_batch_cuda(map, &g->verify, m, nc, scores, g->stream);
 }
 
+gm_status gm_gpu_spread(gm_gpu_lane *g, const gm_gpu_level *lv, gm_model model,
+                        const double h[9], int w, int hgt, double *spread)
+{
+    const gm_edge_map_dev *map = verify_map(g, lv);
+    if (!map)
+        return GM_ERR_INVALID;
+    return gm_spread_cuda(map, &g->verify, model, h, w, hgt, spread, g->stream);
+}
+
 gm_status gm_gpu_grow(gm_gpu_lane *g, const gm_gpu_level *lv, gm_model model, double *h,
                       const double *seeds, uint32_t nc, gm_verify_score *scores)
 {

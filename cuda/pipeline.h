@@ -94,6 +94,10 @@ gm_status gm_gpu_verify(gm_gpu_lane *g, const gm_gpu_level *lv, const double *m,
  * h[9 * c] (in/out), on the map as gm_gpu_verify's. */
 gm_status gm_gpu_refine(gm_gpu_lane *g, const gm_gpu_level *lv, gm_model model, double *h,
                         int iters, uint32_t nc, gm_verify_score *scores);
+/* gm_corner_spread_cpu of h for a w x hgt query into *spread, on the map as
+ * gm_gpu_verify's. */
+gm_status gm_gpu_spread(gm_gpu_lane *g, const gm_gpu_level *lv, gm_model model,
+                        const double h[9], int w, int hgt, double *spread);
 /* gm_grow_model_cpu from seeds[3 * c] then gm_verify_strict_h_cpu of nc
  * candidates h[9 * c] (in/out), on the map as gm_gpu_verify's. */
 gm_status gm_gpu_grow(gm_gpu_lane *g, const gm_gpu_level *lv, gm_model model, double *h,

@@ -158,16 +158,28 @@ static __device__ void block_sum_f64(double (&v)[NV], double *s_warp, double *s_
     __syncthreads();
 }
 
-/* gm_refine_model_cpu(MODEL, iters) of the block's s_h on the points within
- * the disc (seed x, y; squared radius r2: gm_grow_d2) of the n points, by the
- * whole block; s_h keeps the result.  The CPU refines the points in the disc
- * as its own set: too few of them (n_in) leave h alone, too few pairs or a
- * degenerate solve end the iterations. */
+/* gm_refine_model_cpu(MODEL, iters) of the block's s_h on the points of set
+ * among the n points, by the whole block; s_h keeps the result.  The CPU
+ * refines those points as its own set: too few of them (n_in) leave h
+ * alone, too few pairs or a degenerate solve end the iterations. */
+/* The points a refinement of the block takes: within the disc (seed x, y;
+ * squared radius r2: gm_grow_d2) and outside quadrant skip of a qw x qh
+ * query (gm_quadrant; skip -1: none). */
+struct refine_set {
+    double seed[3], r2;
+    int skip, qw, qh;
+};
+
+static __device__ __forceinline__ bool in_set(const refine_set &m, gm_point p)
+{
+    return gm_grow_d2(p, m.seed) <= m.r2 && (m.skip < 0 || gm_quadrant(p, m.qw, m.qh) != m.skip);
+}
+
 template <int MODEL>
 static __device__ void refine_block(const float4 *cells, int w, int hgt, const gm_point *pts,
                                     const float *cs, uint32_t n, uint32_t n_in,
-                                    const double seed[3], double r2, int iters, double *s_h,
-                                    int *s_stop, double *s_warp, double *s_sum)
+                                    const refine_set &set, int iters, double *s_h, int *s_stop,
+                                    double *s_warp, double *s_sum)
 {
     const gm_model model = (gm_model)MODEL;
     constexpr int NP = MODEL == GM_MODEL_SIMILARITY ? 4 : MODEL == GM_MODEL_AFFINE ? 6 : 8;
@@ -188,7 +200,7 @@ static __device__ void refine_block(const float4 *cells, int w, int hgt, const g
         uint32_t cnt = 0;
         for (uint32_t k = threadIdx.x; k < n; k += blockDim.x) {
             gm_corr q;
-            if (gm_grow_d2(pts[k], seed) > r2 ||
+            if (!in_set(set, pts[k]) ||
                 !refine_match_cells(cells, w, hgt, h, pts[k], cs[2 * k], cs[2 * k + 1], r, huber,
                                     &q))
                 continue;
@@ -266,9 +278,9 @@ static __global__ void __launch_bounds__(GM_VERIFY_THREADS)
     const uint32_t c = blockIdx.x;
     if (threadIdx.x < 9)
         s_h[threadIdx.x] = params[9 * (size_t)c + threadIdx.x];
-    const double all[3] = {0, 0, 0};
-    refine_block<MODEL>(cells, map.w, map.h, pts, cs, n, n, all, INFINITY, iters, s_h, &s_stop,
-                        s_warp, s_sum);
+    const refine_set all = {{0, 0, 0}, INFINITY, -1, 0, 0};
+    refine_block<MODEL>(cells, map.w, map.h, pts, cs, n, n, all, iters, s_h, &s_stop, s_warp,
+                        s_sum);
     strict_block(map, pts, cs, n, s_h, s_hits, s_bg, params, scores, c);
 }
 
@@ -308,15 +320,42 @@ static __global__ void __launch_bounds__(GM_VERIFY_THREADS)
         for (uint32_t k = threadIdx.x; k < n; k += blockDim.x)
             in += gm_grow_d2(pts[k], seed) <= rad * rad;
         in = block_sum_u32(in, s_hits);
-        refine_block<MODEL>(cells, map.w, map.h, pts, cs, n, in, seed, rad * rad,
-                            GM_GROW_STEP_ITERS, s_h, &s_stop, s_warp, s_sum);
+        const refine_set disc = {{seed[0], seed[1], seed[2]}, rad * rad, -1, 0, 0};
+        refine_block<MODEL>(cells, map.w, map.h, pts, cs, n, in, disc, GM_GROW_STEP_ITERS, s_h,
+                            &s_stop, s_warp, s_sum);
         if (rad * rad >= rmax2)
             break;
     }
-    const double all[3] = {0, 0, 0};
-    refine_block<MODEL>(cells, map.w, map.h, pts, cs, n, n, all, INFINITY, GM_GROW_FINAL_ITERS,
-                        s_h, &s_stop, s_warp, s_sum);
+    const refine_set all = {{0, 0, 0}, INFINITY, -1, 0, 0};
+    refine_block<MODEL>(cells, map.w, map.h, pts, cs, n, n, all, GM_GROW_FINAL_ITERS, s_h,
+                        &s_stop, s_warp, s_sum);
     strict_block(map, pts, cs, n, s_h, s_hits, s_bg, params, scores, c);
+}
+
+/* Block j (0..3): gm_corner_spread_cpu's refit j, h (params[0..9)) refined
+ * on the points outside quadrant j of a qw x qh query; the refit goes to
+ * params[9 (j + 1)..). */
+template <int MODEL>
+static __global__ void __launch_bounds__(GM_VERIFY_THREADS)
+    k_spread(gm_map_view map, const float4 *cells, const gm_point *pts, const float *cs,
+             uint32_t n, int qw, int qh, double *params)
+{
+    __shared__ double s_h[9];
+    __shared__ int s_stop;
+    __shared__ double s_warp[GM_VERIFY_WARPS * GM_MAX_NV], s_sum[GM_MAX_NV];
+    __shared__ uint32_t s_in[GM_VERIFY_WARPS];
+    const int quad = (int)blockIdx.x;
+    if (threadIdx.x < 9)
+        s_h[threadIdx.x] = params[threadIdx.x];
+    const refine_set set = {{0, 0, 0}, INFINITY, quad, qw, qh};
+    uint32_t in = 0;
+    for (uint32_t k = threadIdx.x; k < n; k += blockDim.x)
+        in += in_set(set, pts[k]);
+    in = block_sum_u32(in, s_in);
+    refine_block<MODEL>(cells, map.w, map.h, pts, cs, n, in, set, GM_SPREAD_ITERS, s_h, &s_stop,
+                        s_warp, s_sum);
+    if (threadIdx.x < 9)
+        params[9 * (size_t)(quad + 1) + threadIdx.x] = s_h[threadIdx.x];
 }
 
 /* ---- the edge map ------------------------------------------------------------ */
@@ -550,6 +589,38 @@ extern "C" gm_status gm_grow_verify_cuda(const gm_edge_map_dev *map, gm_verify_d
     if ((st = batch_download(v, nc, 1, scores, stream)) != GM_OK)
         return st;
     memcpy(h, v->h_params, 9 * (size_t)nc * sizeof *h);
+    return GM_OK;
+}
+
+extern "C" gm_status gm_spread_cuda(const gm_edge_map_dev *map, gm_verify_dev *v,
+                                    gm_model model, const double h[9], int w, int hgt,
+                                    double *spread, cudaStream_t stream)
+{
+    if (!map || !v || !h || !spread || v->max_cands < 5 ||
+        (model != GM_MODEL_SIMILARITY && model != GM_MODEL_AFFINE &&
+         model != GM_MODEL_HOMOGRAPHY))
+        return GM_ERR_INVALID;
+    memcpy(v->h_params, h, 9 * sizeof *h);
+    gm_status st = batch_upload(v, 1, 0, stream);
+    if (st != GM_OK)
+        return st;
+    const gm_map_view mv = map_view(map);
+    if (model == GM_MODEL_SIMILARITY)
+        k_spread<GM_MODEL_SIMILARITY><<<4, GM_VERIFY_THREADS, 0, stream>>>(
+            mv, map->d_cells, v->d_pts, v->d_cs, v->n, w, hgt, v->d_params);
+    else if (model == GM_MODEL_AFFINE)
+        k_spread<GM_MODEL_AFFINE><<<4, GM_VERIFY_THREADS, 0, stream>>>(
+            mv, map->d_cells, v->d_pts, v->d_cs, v->n, w, hgt, v->d_params);
+    else
+        k_spread<GM_MODEL_HOMOGRAPHY><<<4, GM_VERIFY_THREADS, 0, stream>>>(
+            mv, map->d_cells, v->d_pts, v->d_cs, v->n, w, hgt, v->d_params);
+    GM_CUDA_CHECK_LAUNCH();
+    GM_CUDA_CHECK(cudaMemcpyAsync(v->h_params + 9, v->d_params + 9, 36 * sizeof *v->h_params,
+                                  cudaMemcpyDeviceToHost, stream));
+    GM_CUDA_CHECK(cudaStreamSynchronize(stream));
+    double hq[4][9];
+    memcpy(hq, v->h_params + 9, sizeof hq);
+    *spread = gm_corner_moves(h, (const double(*)[9])hq, w, hgt);
     return GM_OK;
 }
 

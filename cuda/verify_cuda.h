@@ -111,6 +111,12 @@ gm_status gm_refine_verify_cuda(const gm_edge_map_dev *map, gm_verify_dev *v, gm
  * block, the disc test gm_grow_d2's.  Synchronizes stream once.
  * GM_ERR_INVALID when nc > v->max_cands or model is not affine or
  * homography. */
+/* gm_corner_spread_cpu(map, points, model, h, w, hgt) into *spread: the
+ * four refits in one kernel (a block each), the corners' moves on the host
+ * (gm_corner_moves).  Needs v->max_cands >= 5 (h and the four refits).
+ * Synchronizes stream once. */
+gm_status gm_spread_cuda(const gm_edge_map_dev *map, gm_verify_dev *v, gm_model model,
+                         const double h[9], int w, int hgt, double *spread, cudaStream_t stream);
 gm_status gm_grow_verify_cuda(const gm_edge_map_dev *map, gm_verify_dev *v, gm_model model,
                               double *h, const double *seeds, uint32_t nc,
                               gm_verify_score *scores, cudaStream_t stream);

@@ -471,6 +471,16 @@ gm_verify_score gm_verify_strict_h_cpu(const gm_edge_map *map, const gm_points *
 #define GM_GROW_FINAL_ITERS 10
 void gm_grow_model_cpu(const gm_edge_map *map, const gm_points *q, gm_model model,
                        const double seed[3], double h[9]);
+/* How far the corners of a w x hgt query under h (a similarity, an affine or
+ * a homography, as model says) move when a quarter of the query's points is
+ * left out (each quadrant in turn, gm_quadrant; the fit refined from h on
+ * the rest, GM_SPREAD_ITERS iterations): the largest move of a corner, in
+ * the map's pixels.  gm_corner_moves: that largest move, given the four
+ * refits hq. */
+#define GM_SPREAD_ITERS 4
+double gm_corner_spread_cpu(const gm_edge_map *map, const gm_points *q, gm_model model,
+                            const double h[9], int w, int hgt);
+double gm_corner_moves(const double h[9], const double hq[4][9], int w, int hgt);
 /* How well the edges pin a transform down: the standard deviation, in the
  * map's pixels, of the worst-placed corner of a w x hgt query under h, from
  * the normal matrix of the point-to-line residuals of its partners (within

@@ -402,44 +402,9 @@ done:
     return st;
 }
 
-/* How far the corners of h (a similarity, an affine or a homography, as
- * model says) move when a quarter of the query's points is left out (each
- * quadrant in turn, the fit refined from h on the rest): the largest move
- * of a corner, working pixels.  Leaving out the only edges near a corner
- * lets it swing. */
+/* Past this spread of the corners (gm_corner_spread_cpu, working pixels)
+ * the confidence falls. */
 #define GM_H_SPREAD_PX 3.0
-static double h_corner_spread(const gm_edge_map *map, const gm_points *q, gm_model model,
-                              const double h[9], int w, int hgt)
-{
-    size_t cap = q->n ? q->n : 1;
-    gm_point *buf = malloc(4 * cap * sizeof *buf);
-    if (!buf)
-        return 0;
-    const double cx[4] = {0, w - 1.0, w - 1.0, 0}, cy[4] = {0, 0, hgt - 1.0, hgt - 1.0};
-    double move[4] = {0, 0, 0, 0};
-    /* the four fits side by side (each refinement is serial below
-     * GM_PAR_POINTS points, and each is independent of the others) */
-#pragma omp parallel for schedule(static, 1)
-    for (int quad = 0; quad < 4; quad++) {
-        gm_points sub = {buf + quad * cap, 0};
-        for (uint32_t k = 0; k < q->n; k++) {
-            int qx = q->p[k].x >= w / 2.0, qy = q->p[k].y >= hgt / 2.0;
-            if (qx + 2 * qy != quad)
-                sub.p[sub.n++] = q->p[k];
-        }
-        double hj[9];
-        memcpy(hj, h, sizeof hj);
-        gm_refine_model_cpu(map, &sub, model, hj, 4);
-        for (int c = 0; c < 4; c++) {
-            double ax, ay, bx, by;
-            gm_h_apply(h, cx[c], cy[c], &ax, &ay);
-            gm_h_apply(hj, cx[c], cy[c], &bx, &by);
-            move[quad] = fmax(move[quad], hypot(ax - bx, ay - by));
-        }
-    }
-    free(buf);
-    return fmax(fmax(move[0], move[1]), fmax(move[2], move[3]));
-}
 
 /* A query triangle in the query's level-0 working pixels: its centroid
  * (seed[0], seed[1]) and its longer side from vertex a (seed[2]). */
@@ -783,7 +748,7 @@ gm_status gm_match(const gm_ref *r, gm_view query, gm_result *out)
                 alt_score = v, alt_model = m;
             }
         }
-        /* the corners' spread (h_corner_spread): a model whose corners the
+        /* the corners' spread (gm_corner_spread_cpu): a model whose corners the
          * edges do not pin down.  A homography's perspective terms
          * extrapolate freely where a part of the view has no edges; under
          * auto the simpler model then stands, and passes the same test.  On
@@ -796,7 +761,15 @@ gm_status gm_match(const gm_ref *r, gm_view query, gm_result *out)
          * below the threshold is spared it (3.7 ms a public still
          * otherwise). */
         while (chosen == GM_MODEL_HOMOGRAPHY || score.confidence >= p->min_confidence) {
-            double spread = h_corner_spread(bmap, &vq0, chosen, hw, q[0].w, q[0].h);
+            double spread;
+#ifdef GMATCH_WITH_CUDA
+            if (gpu) {
+                if ((st = gm_gpu_spread(gpu, bl->fine ? bl->gpu : NULL, chosen, hw, q[0].w,
+                                        q[0].h, &spread)) != GM_OK)
+                    goto done;
+            } else
+#endif
+                spread = gm_corner_spread_cpu(bmap, &vq0, chosen, hw, q[0].w, q[0].h);
             if (spread <= GM_H_SPREAD_PX)
                 break;
             if (chosen == GM_MODEL_HOMOGRAPHY && p->model == GM_MODEL_AUTO &&

@@ -248,6 +248,45 @@ void gm_grow_model_cpu(const gm_edge_map *map, const gm_points *q, gm_model mode
     gm_refine_model_cpu(map, q, model, h, GM_GROW_FINAL_ITERS);
 }
 
+double gm_corner_moves(const double h[9], const double hq[4][9], int w, int hgt)
+{
+    const double cx[4] = {0, w - 1.0, w - 1.0, 0}, cy[4] = {0, 0, hgt - 1.0, hgt - 1.0};
+    double worst = 0;
+    for (int quad = 0; quad < 4; quad++)
+        for (int c = 0; c < 4; c++) {
+            double ax, ay, bx, by;
+            gm_h_apply(h, cx[c], cy[c], &ax, &ay);
+            gm_h_apply(hq[quad], cx[c], cy[c], &bx, &by);
+            worst = fmax(worst, hypot(ax - bx, ay - by));
+        }
+    return worst;
+}
+
+/* Leaving out the only edges near a corner lets it swing.  Its CUDA twin is
+ * k_spread (cuda/verify.cu). */
+double gm_corner_spread_cpu(const gm_edge_map *map, const gm_points *q, gm_model model,
+                            const double h[9], int w, int hgt)
+{
+    size_t cap = q->n ? q->n : 1;
+    gm_point *buf = malloc(4 * cap * sizeof *buf);
+    if (!buf)
+        return 0;
+    double hq[4][9];
+    /* the four fits side by side (each refinement is serial below
+     * GM_PAR_POINTS points, and each is independent of the others) */
+#pragma omp parallel for schedule(static, 1)
+    for (int quad = 0; quad < 4; quad++) {
+        gm_points sub = {buf + quad * cap, 0};
+        for (uint32_t k = 0; k < q->n; k++)
+            if (gm_quadrant(q->p[k], w, hgt) != quad)
+                sub.p[sub.n++] = q->p[k];
+        memcpy(hq[quad], h, sizeof hq[quad]);
+        gm_refine_model_cpu(map, &sub, model, hq[quad], GM_SPREAD_ITERS);
+    }
+    free(buf);
+    return gm_corner_moves(h, (const double(*)[9])hq, w, hgt);
+}
+
 void gm_refine_cpu(const gm_edge_map *map, const gm_points *q, double m[6], int iters)
 {
     double h[9];

@@ -131,6 +131,13 @@ static inline GM_HD uint32_t gm_verify_strict_point(const gm_map_view *map, cons
 
 static inline GM_HD int gm_refine_radius(int it) { return it < 2 ? 3 : 2; }
 
+/* The corner spread test's quadrant of p in a w x hgt query (0 top left, 1
+ * top right, 2 bottom left, 3 bottom right), the same on both devices. */
+static inline GM_HD int gm_quadrant(gm_point p, int w, int hgt)
+{
+    return (p.x >= w / 2.0) + 2 * (p.y >= hgt / 2.0);
+}
+
 /* Region growing's disc test (gm_grow_model_cpu and its CUDA twin): the
  * squared distance of p from the seed (x, y), the same double operations on
  * both devices, so that both take the same points. */

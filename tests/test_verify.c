@@ -431,22 +431,42 @@ START_TEST(test_refine_models)
 }
 END_TEST
 
-/* Too few points: m is left alone. */
+/* A 240x200 reference scene with its edge map and a 170x140 view of it
+ * under H, with their edge points (view_open / view_close). */
+typedef struct {
+    uint8_t *ref, *qim;
+    gm_points all, q;
+    gm_edge_map map;
+} scene_view;
+
+static void view_open(scene_view *v, const double H[9])
+{
+    v->ref = render(240, 200, IDENT);
+    v->all = edge_points(v->ref, 240, 200);
+    EXPECT_EQ(gm_edge_map_build_cpu(&v->all, 240, 200, 2, &v->map), GM_OK);
+    v->qim = render_h(170, 140, H);
+    v->q = edge_points(v->qim, 170, 140);
+}
+
+static void view_close(scene_view *v)
+{
+    free(v->q.p);
+    free(v->qim);
+    gm_edge_map_free(&v->map);
+    free(v->all.p);
+    free(v->ref);
+}
+
 /* Region growing: from the local affine of a view with perspective at a
  * seed off the query's centre (its far corners 3-10 px off), grown to the
  * homography within 0.1 px; a seed far outside the points grows from an
  * empty disc and still ends on every point; no points: h kept. */
 START_TEST(test_grow_model)
 {
-    int w = 240, h = 200;
-    uint8_t *ref = render(w, h, IDENT);
-    gm_points all = edge_points(ref, w, h);
-    gm_edge_map map;
-    EXPECT_EQ(gm_edge_map_build_cpu(&all, w, h, 2, &map), GM_OK);
     const double H[9] = {1.0, 0.02, 35, -0.02, 1.0, 30, 4e-4, 2e-4, 1};
     const int qw = 170, qh = 140;
-    uint8_t *qim = render_h(qw, qh, H);
-    gm_points q = edge_points(qim, qw, qh);
+    scene_view v;
+    view_open(&v, H);
     static const double seeds[][3] = {{50, 45, 30}, {120, 95, 20}, {400, 300, 30}};
     for (size_t i = 0; i < sizeof seeds / sizeof *seeds; i++) {
         /* the affine that agrees with H to first order at the seed */
@@ -463,7 +483,7 @@ START_TEST(test_grow_model)
             ck_abort_msg("seed %zu: the start is only %.3f px off", i, e0);
         double hg[9];
         memcpy(hg, start, sizeof hg);
-        gm_grow_model_cpu(&map, &q, GM_MODEL_HOMOGRAPHY, seeds[i], hg);
+        gm_grow_model_cpu(&v.map, &v.q, GM_MODEL_HOMOGRAPHY, seeds[i], hg);
         double e = h_corner_error(hg, H, qw, qh);
         if (!(e < 0.1))
             ck_abort_msg("seed %zu: corner error %.4f px after growing (%.3f before)", i, e, e0);
@@ -471,16 +491,36 @@ START_TEST(test_grow_model)
     gm_points none = {NULL, 0};
     double hk[9] = {1, 0, 0, 0, 1, 0, 0, 0, 1}, h0[9];
     memcpy(h0, hk, sizeof hk);
-    gm_grow_model_cpu(&map, &none, GM_MODEL_HOMOGRAPHY, seeds[0], hk);
+    gm_grow_model_cpu(&v.map, &none, GM_MODEL_HOMOGRAPHY, seeds[0], hk);
     EXPECT(memcmp(hk, h0, sizeof hk) == 0);
-    free(q.p);
-    free(qim);
-    gm_edge_map_free(&map);
-    free(all.p);
-    free(ref);
+    view_close(&v);
 }
 END_TEST
 
+/* The corner spread test: the truth of a rendered view hardly moves when a
+ * quadrant is left out (under 0.5 px); a start 3+ px off moves by about
+ * that much (the refits go to the truth); no points: nothing moves. */
+START_TEST(test_corner_spread)
+{
+    const double H[9] = {1.0, 0.02, 35, -0.02, 1.0, 30, 6e-5, 4e-5, 1};
+    const int qw = 170, qh = 140;
+    scene_view v;
+    view_open(&v, H);
+    double off[9];
+    memcpy(off, H, sizeof off);
+    off[2] += 2.5;
+    off[5] -= 2.0;
+    double s0 = gm_corner_spread_cpu(&v.map, &v.q, GM_MODEL_HOMOGRAPHY, H, qw, qh),
+           s1 = gm_corner_spread_cpu(&v.map, &v.q, GM_MODEL_HOMOGRAPHY, off, qw, qh);
+    if (!(s0 < 0.5 && s1 > 2.0))
+        ck_abort_msg("spread of the truth %.3f px, of a start 3.2 px off %.3f px", s0, s1);
+    gm_points none = {NULL, 0};
+    EXPECT(gm_corner_spread_cpu(&v.map, &none, GM_MODEL_AFFINE, off, qw, qh) == 0.0);
+    view_close(&v);
+}
+END_TEST
+
+/* Too few points: m is left alone. */
 START_TEST(test_refine_few_points)
 {
     gm_point p = {5, 5, 0, 1};
@@ -601,6 +641,7 @@ static Suite *verify_suite(void)
     tcase_add_test(rf, test_refine_converges);
     tcase_add_test(rf, test_refine_models);
     tcase_add_test(rf, test_grow_model);
+    tcase_add_test(rf, test_corner_spread);
     tcase_add_test(rf, test_refine_few_points);
     tcase_add_test(rf, test_threads);
     suite_add_tcase(s, rf);

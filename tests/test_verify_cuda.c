@@ -475,6 +475,59 @@ START_TEST(test_grow)
 }
 END_TEST
 
+/* The corner spread test, GPU against CPU: the truth of a rendered view
+ * (its corners hardly move: under 0.5 px) and candidates around it (the
+ * refits leave them for the truth: they move), each model; the spreads
+ * within CORNER_TOL of each other. */
+START_TEST(test_spread)
+{
+    rng_state = 0x56;
+    ref_t r;
+    ref_from_scene(&r, 240, 200);
+    gm_verify_dev v;
+    EXPECT_OK(gm_verify_dev_alloc(&v, point_cap(), MAX_CANDS));
+    static const struct {
+        gm_model model;
+        double H[9];
+    } cases[] = {
+        {GM_MODEL_SIMILARITY, {0.95, -0.2, 40, 0.2, 0.95, 30, 0, 0, 1}},
+        {GM_MODEL_AFFINE, {1.02, 0.03, 30, -0.01, 0.98, 25, 0, 0, 1}},
+        {GM_MODEL_HOMOGRAPHY, {1.0, 0.02, 35, -0.02, 1.0, 30, 6e-5, 4e-5, 1}},
+    };
+    const int qw = 170, qh = 140;
+    for (size_t k = 0; k < sizeof cases / sizeof *cases; k++) {
+        gm_points q = query_rendered(cases[k].H, qw, qh);
+        EXPECT(q.n > 200);
+        EXPECT_OK(gm_verify_points_upload(&v, &q, g_stream));
+        double qcx, qcy, worst = 0;
+        bbox_centre(&q, &qcx, &qcy);
+        for (int c = 0; c < 6; c++) {
+            double h[9];
+            candidate(c % 2 ? 1 : 4 * c, cases[k].H, qcx, qcy, r.w, r.h, h);
+            double sc = gm_corner_spread_cpu(&r.map, &q, cases[k].model, h, qw, qh), sg = -1;
+            EXPECT_OK(gm_spread_cuda(&r.dev, &v, cases[k].model, h, qw, qh, &sg, g_stream));
+            if (!(fabs(sc - sg) <= CORNER_TOL))
+                ck_abort_msg("model %d, candidate %d: spread %.6f on the CPU, %.6f on the GPU",
+                             (int)cases[k].model, c, sc, sg);
+            if (c == 0)
+                EXPECT(sc < 0.5); /* the truth stays */
+            worst = fmax(worst, fabs(sc - sg));
+        }
+        printf("%-28s model %d: %u points, spreads within %.2g px of the CPU's\n",
+               "scene, spread", (int)cases[k].model, q.n, worst);
+        free(q.p);
+    }
+    double h[9] = {1, 0, 0, 0, 1, 0, 0, 0, 1}, sg;
+    gm_verify_dev small;
+    EXPECT_OK(gm_verify_dev_alloc(&small, 16, 4));
+    EXPECT_EQ(gm_spread_cuda(&r.dev, &small, GM_MODEL_AFFINE, h, qw, qh, &sg, g_stream),
+              GM_ERR_INVALID); /* room for h and four refits: five candidates */
+    gm_verify_dev_free(&small);
+    gm_verify_dev_free(&v);
+    ref_free(&r);
+}
+END_TEST
+
 /* No points and fewer points than a fit needs: scores of nothing, h kept. */
 START_TEST(test_few_points)
 {
@@ -674,6 +727,7 @@ static Suite *verify_cuda_suite(void)
     tcase_add_test(tc, test_models_scene);
     tcase_add_test(tc, test_few_points);
     tcase_add_test(tc, test_grow);
+    tcase_add_test(tc, test_spread);
     tcase_add_test(tc, test_reuse);
     tcase_add_test(tc, test_invalid);
     tcase_add_test(tc, test_bench);
