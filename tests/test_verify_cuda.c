@@ -411,6 +411,25 @@ START_TEST(test_models_scene)
 }
 END_TEST
 
+/* The views of the growth and spread tests: a 170x140 view of the 240x200
+ * scene under each model's transform. */
+typedef struct {
+    gm_model model;
+    double H[9];
+} view_case;
+static const view_case k_views[] = {
+    {GM_MODEL_SIMILARITY, {0.95, -0.2, 40, 0.2, 0.95, 30, 0, 0, 1}},
+    {GM_MODEL_AFFINE, {1.02, 0.03, 30, -0.01, 0.98, 25, 0, 0, 1}},
+    {GM_MODEL_HOMOGRAPHY, {1.0, 0.02, 35, -0.02, 1.0, 30, 6e-5, 4e-5, 1}},
+};
+#define N_VIEWS (sizeof k_views / sizeof *k_views)
+
+static void scene_open(ref_t *r, gm_verify_dev *v)
+{
+    ref_from_scene(r, 240, 200);
+    EXPECT_OK(gm_verify_dev_alloc(v, point_cap(), MAX_CANDS));
+}
+
 /* Region growing, GPU against CPU: a view with perspective and an affine
  * one, candidates from the truth to wrong ones, seeds inside the points
  * (small and large triangles), at their rim and far outside (steps whose
@@ -419,17 +438,10 @@ START_TEST(test_grow)
 {
     rng_state = 0x55;
     ref_t r;
-    ref_from_scene(&r, 240, 200);
     gm_verify_dev v;
-    EXPECT_OK(gm_verify_dev_alloc(&v, point_cap(), MAX_CANDS));
-    static const struct {
-        gm_model model;
-        double H[9];
-    } cases[] = {
-        {GM_MODEL_HOMOGRAPHY, {1.0, 0.02, 35, -0.02, 1.0, 30, 6e-5, 4e-5, 1}},
-        {GM_MODEL_AFFINE, {1.02, 0.03, 30, -0.01, 0.98, 25, 0, 0, 1}},
-    };
-    for (size_t k = 0; k < sizeof cases / sizeof *cases; k++) {
+    scene_open(&r, &v);
+    const view_case *cases = k_views;
+    for (size_t k = 1; k < N_VIEWS; k++) { /* the affine and the homography */
         gm_points q = query_rendered(cases[k].H, 170, 140);
         EXPECT(q.n > 200);
         EXPECT_OK(gm_verify_points_upload(&v, &q, g_stream));
@@ -483,19 +495,11 @@ START_TEST(test_spread)
 {
     rng_state = 0x56;
     ref_t r;
-    ref_from_scene(&r, 240, 200);
     gm_verify_dev v;
-    EXPECT_OK(gm_verify_dev_alloc(&v, point_cap(), MAX_CANDS));
-    static const struct {
-        gm_model model;
-        double H[9];
-    } cases[] = {
-        {GM_MODEL_SIMILARITY, {0.95, -0.2, 40, 0.2, 0.95, 30, 0, 0, 1}},
-        {GM_MODEL_AFFINE, {1.02, 0.03, 30, -0.01, 0.98, 25, 0, 0, 1}},
-        {GM_MODEL_HOMOGRAPHY, {1.0, 0.02, 35, -0.02, 1.0, 30, 6e-5, 4e-5, 1}},
-    };
+    scene_open(&r, &v);
+    const view_case *cases = k_views;
     const int qw = 170, qh = 140;
-    for (size_t k = 0; k < sizeof cases / sizeof *cases; k++) {
+    for (size_t k = 0; k < N_VIEWS; k++) {
         gm_points q = query_rendered(cases[k].H, qw, qh);
         EXPECT(q.n > 200);
         EXPECT_OK(gm_verify_points_upload(&v, &q, g_stream));
