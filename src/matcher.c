@@ -689,8 +689,17 @@ gm_status gm_match(const gm_ref *r, gm_view query, gm_result *out)
             double hs[9], hf[9];
             h_work_to_source(hw, q[0].f, bl->f, hs);
             h_source_to_work(hs, q[0].f, fl->f, hf);
-            gm_refine_model_cpu(&fl->map, &vq0, chosen, hf, GM_MODEL_ITERS);
-            gm_verify_score vf = gm_verify_strict_h_cpu(&fl->map, &vq0, hf);
+            gm_verify_score vf;
+#ifdef GMATCH_WITH_CUDA
+            if (gpu) {
+                if ((st = gm_gpu_refine(gpu, fl->gpu, chosen, hf, GM_MODEL_ITERS, 1, &vf)) != GM_OK)
+                    goto done;
+            } else
+#endif
+            {
+                gm_refine_model_cpu(&fl->map, &vq0, chosen, hf, GM_MODEL_ITERS);
+                vf = gm_verify_strict_h_cpu(&fl->map, &vq0, hf);
+            }
             if (vf.confidence >= GM_FINEST_KEEP * score.confidence) {
                 memcpy(hw, hf, sizeof hw);
                 score = vf;
