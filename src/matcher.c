@@ -143,6 +143,15 @@ static const gm_edge_map *level_map(const gm_ref *r, const ref_level *rl, int *f
     return rl->fine ? &rl->map : &r->map;
 }
 
+#ifdef GMATCH_WITH_CUDA
+/* The same map on the device: the fine level's copy, or NULL for the
+ * reference's (the GPU stages' convention). */
+static const gm_gpu_level *level_map_gpu(const ref_level *rl)
+{
+    return rl->fine ? rl->gpu : NULL;
+}
+#endif
+
 /* The best transform found so far, in the working coordinates of the
  * reference level it was verified on (lvl: 0, or a fine level). */
 typedef struct {
@@ -340,7 +349,7 @@ static gm_status run_pairing(const gm_ref *r, void *gpu, const ref_level *rl, co
     }
 #ifdef GMATCH_WITH_CUDA
     if (gpu) {
-        if ((st = gm_gpu_verify(gpu, rl->fine ? rl->gpu : NULL, &ms[0][0], nc, sc)) != GM_OK)
+        if ((st = gm_gpu_verify(gpu, level_map_gpu(rl), &ms[0][0], nc, sc)) != GM_OK)
             goto done;
     } else
 #endif
@@ -372,7 +381,7 @@ static gm_status run_pairing(const gm_ref *r, void *gpu, const ref_level *rl, co
         double hr[GM_REFINE_CANDS][9];
         for (int i = 0; i < npick; i++)
             gm_h_from_m(ms[pick[i]], hr[i]);
-        if ((st = gm_gpu_refine(gpu, rl->fine ? rl->gpu : NULL, GM_MODEL_SIMILARITY, &hr[0][0],
+        if ((st = gm_gpu_refine(gpu, level_map_gpu(rl), GM_MODEL_SIMILARITY, &hr[0][0],
                                 GM_REFINE_ITERS, (uint32_t)npick, vr)) != GM_OK)
             goto done;
         for (int i = 0; i < npick; i++)
@@ -513,7 +522,7 @@ static gm_status run_affine_pairing(const gm_ref *r, void *gpu, const ref_level 
                 memcpy(mv[nv], ms[c], sizeof mv[nv]);
                 idx[nv++] = c;
             }
-        if ((st = gm_gpu_verify(gpu, rl->fine ? rl->gpu : NULL, &mv[0][0], nv, sv)) != GM_OK)
+        if ((st = gm_gpu_verify(gpu, level_map_gpu(rl), &mv[0][0], nv, sv)) != GM_OK)
             goto done;
         for (uint32_t i = 0; i < nv; i++)
             sc[idx[i]] = sv[i];
@@ -539,7 +548,7 @@ static gm_status run_affine_pairing(const gm_ref *r, void *gpu, const ref_level 
     }
 #ifdef GMATCH_WITH_CUDA
     if (gpu) {
-        if ((st = gm_gpu_grow(gpu, rl->fine ? rl->gpu : NULL, grow, &hg[0][0], &seeds[0][0],
+        if ((st = gm_gpu_grow(gpu, level_map_gpu(rl), grow, &hg[0][0], &seeds[0][0],
                               (uint32_t)npick, vg)) != GM_OK)
             goto done;
     } else
@@ -692,7 +701,8 @@ gm_status gm_match(const gm_ref *r, gm_view query, gm_result *out)
             gm_verify_score vf;
 #ifdef GMATCH_WITH_CUDA
             if (gpu) {
-                if ((st = gm_gpu_refine(gpu, fl->gpu, chosen, hf, GM_MODEL_ITERS, 1, &vf)) != GM_OK)
+                if ((st = gm_gpu_refine(gpu, level_map_gpu(fl), chosen, hf, GM_MODEL_ITERS, 1,
+                                        &vf)) != GM_OK)
                     goto done;
             } else
 #endif
@@ -732,7 +742,7 @@ gm_status gm_match(const gm_ref *r, gm_view query, gm_result *out)
             memcpy(hm, hw, sizeof hm);
 #ifdef GMATCH_WITH_CUDA
             if (gpu) {
-                if ((st = gm_gpu_refine(gpu, bl->fine ? bl->gpu : NULL, m, hm, GM_MODEL_ITERS, 1,
+                if ((st = gm_gpu_refine(gpu, level_map_gpu(bl), m, hm, GM_MODEL_ITERS, 1,
                                         &v)) != GM_OK)
                     goto done;
             } else
@@ -773,7 +783,7 @@ gm_status gm_match(const gm_ref *r, gm_view query, gm_result *out)
             double spread;
 #ifdef GMATCH_WITH_CUDA
             if (gpu) {
-                if ((st = gm_gpu_spread(gpu, bl->fine ? bl->gpu : NULL, chosen, hw, q[0].w,
+                if ((st = gm_gpu_spread(gpu, level_map_gpu(bl), chosen, hw, q[0].w,
                                         q[0].h, &spread)) != GM_OK)
                     goto done;
             } else

@@ -130,6 +130,8 @@ static inline GM_HD uint32_t gm_verify_strict_point(const gm_map_view *map, cons
 #define GM_REFINE_MIN_PAIRS 8
 
 static inline GM_HD int gm_refine_radius(int it) { return it < 2 ? 3 : 2; }
+#define GM_REFINE_MAX_R 3 /* the largest gm_refine_radius */
+static inline GM_HD double gm_refine_huber(int it) { return it < 2 ? 1.5 : 0.75; }
 
 /* The corner spread test's quadrant of p in a w x hgt query (0 top left, 1
  * top right, 2 bottom left, 3 bottom right), the same on both devices. */
@@ -146,8 +148,6 @@ static inline GM_HD double gm_grow_d2(gm_point p, const double seed[3])
     double dx = p.x - seed[0], dy = p.y - seed[1];
     return dx * dx + dy * dy;
 }
-#define GM_REFINE_MAX_R 3 /* the largest gm_refine_radius */
-static inline GM_HD double gm_refine_huber(int it) { return it < 2 ? 1.5 : 0.75; }
 
 /* One correspondence of the fit: query point, reference point, the
  * reference edge's unit normal, weight. */

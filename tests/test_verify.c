@@ -431,19 +431,27 @@ START_TEST(test_refine_models)
 }
 END_TEST
 
-/* A 240x200 reference scene with its edge map and a 170x140 view of it
- * under H, with their edge points (view_open / view_close). */
+/* A 240x200 reference scene with its edge points and map (scene_open), and
+ * a 170x140 view of it under H with its edge points (view_open); both
+ * closed by view_close. */
 typedef struct {
     uint8_t *ref, *qim;
     gm_points all, q;
     gm_edge_map map;
 } scene_view;
 
-static void view_open(scene_view *v, const double H[9])
+static void scene_open(scene_view *v)
 {
     v->ref = render(240, 200, IDENT);
     v->all = edge_points(v->ref, 240, 200);
     EXPECT_EQ(gm_edge_map_build_cpu(&v->all, 240, 200, 2, &v->map), GM_OK);
+    v->qim = NULL;
+    v->q = (gm_points){NULL, 0};
+}
+
+static void view_open(scene_view *v, const double H[9])
+{
+    scene_open(v);
     v->qim = render_h(170, 140, H);
     v->q = edge_points(v->qim, 170, 140);
 }
@@ -592,10 +600,10 @@ END_TEST
 START_TEST(test_corner_sigma)
 {
     int w = 240, h = 200;
-    uint8_t *im = render(w, h, IDENT);
-    gm_points all = edge_points(im, w, h);
-    gm_edge_map map;
-    EXPECT_EQ(gm_edge_map_build_cpu(&all, w, h, 2, &map), GM_OK);
+    scene_view v;
+    scene_open(&v);
+    const gm_points all = v.all;
+    const gm_edge_map map = v.map;
     double hid[9];
     gm_h_from_m(IDENT, hid);
     double s_all = gm_corner_sigma_cpu(&map, &all, hid, w, h);
@@ -613,9 +621,7 @@ START_TEST(test_corner_sigma)
     gm_points few = {all.p, 7};
     EXPECT(isinf(gm_corner_sigma_cpu(&map, &few, hid, w, h)));
     free(one);
-    free(all.p);
-    free(im);
-    gm_edge_map_free(&map);
+    view_close(&v);
 }
 END_TEST
 
