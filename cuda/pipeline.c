@@ -599,44 +599,30 @@ gm_status gm_gpu_verify_points(gm_gpu_lane *g, const gm_points *q)
     return gm_verify_points_upload(&g->verify, q, g->stream);
 }
 
+/* The stages below check their map (NULL: GM_ERR_INVALID) and return at
+ * once for no candidates. */
 gm_status gm_gpu_verify(gm_gpu_lane *g, const gm_gpu_level *lv, const double *m, uint32_t nc,
                         gm_verify_score *scores)
 {
-    const gm_edge_map_dev *map = verify_map(g, lv);
-    if (nc == 0)
-        return GM_OK;
-    if (!map)
-        return GM_ERR_INVALID;
-    return gm_verify_batch_cuda(map, &g->verify, m, nc, scores, g->stream);
+    return gm_verify_batch_cuda(verify_map(g, lv), &g->verify, m, nc, scores, g->stream);
 }
 
 gm_status gm_gpu_spread(gm_gpu_lane *g, const gm_gpu_level *lv, gm_model model,
                         const double h[9], int w, int hgt, double *spread)
 {
-    const gm_edge_map_dev *map = verify_map(g, lv);
-    if (!map)
-        return GM_ERR_INVALID;
-    return gm_spread_cuda(map, &g->verify, model, h, w, hgt, spread, g->stream);
+    return gm_spread_cuda(verify_map(g, lv), &g->verify, model, h, w, hgt, spread, g->stream);
 }
 
 gm_status gm_gpu_grow(gm_gpu_lane *g, const gm_gpu_level *lv, gm_model model, double *h,
                       const double *seeds, uint32_t nc, gm_verify_score *scores)
 {
-    const gm_edge_map_dev *map = verify_map(g, lv);
-    if (nc == 0)
-        return GM_OK;
-    if (!map)
-        return GM_ERR_INVALID;
-    return gm_grow_verify_cuda(map, &g->verify, model, h, seeds, nc, scores, g->stream);
+    return gm_grow_verify_cuda(verify_map(g, lv), &g->verify, model, h, seeds, nc, scores,
+                               g->stream);
 }
 
 gm_status gm_gpu_refine(gm_gpu_lane *g, const gm_gpu_level *lv, gm_model model, double *h,
                         int iters, uint32_t nc, gm_verify_score *scores)
 {
-    const gm_edge_map_dev *map = verify_map(g, lv);
-    if (nc == 0)
-        return GM_OK;
-    if (!map)
-        return GM_ERR_INVALID;
-    return gm_refine_verify_cuda(map, &g->verify, model, h, iters, nc, scores, g->stream);
+    return gm_refine_verify_cuda(verify_map(g, lv), &g->verify, model, h, iters, nc, scores,
+                                 g->stream);
 }

@@ -158,10 +158,6 @@ static __device__ void block_sum_f64(double (&v)[NV], double *s_warp, double *s_
     __syncthreads();
 }
 
-/* gm_refine_model_cpu(MODEL, iters) of the block's s_h on the points of set
- * among the n points, by the whole block; s_h keeps the result.  The CPU
- * refines those points as its own set: too few of them (n_in) leave h
- * alone, too few pairs or a degenerate solve end the iterations. */
 /* The points a refinement of the block takes: within the disc (seed x, y;
  * squared radius r2: gm_grow_d2) and outside quadrant skip of a qw x qh
  * query (gm_quadrant; skip -1: none). */
@@ -175,6 +171,10 @@ static __device__ __forceinline__ bool in_set(const refine_set &m, gm_point p)
     return gm_grow_d2(p, m.seed) <= m.r2 && (m.skip < 0 || gm_quadrant(p, m.qw, m.qh) != m.skip);
 }
 
+/* gm_refine_model_cpu(MODEL, iters) of the block's s_h on the points of set
+ * among the n points, by the whole block; s_h keeps the result.  The CPU
+ * refines those points as its own set: too few of them (n_in) leave h
+ * alone, too few pairs or a degenerate solve end the iterations. */
 template <int MODEL>
 static __device__ void refine_block(const float4 *cells, int w, int hgt, const gm_point *pts,
                                     const float *cs, uint32_t n, uint32_t n_in,
@@ -516,6 +516,18 @@ extern "C" gm_status gm_verify_points_upload(gm_verify_dev *v, const gm_points *
 /* Copies v->h_params[0, 9 nc) and, when rot, v->h_rot up; after the kernel
  * (queued by the caller in between) the scores and, when back, the params
  * down; synchronizes; copies the scores out. */
+/* kernel<model> launched on grid blocks (model: one of the three, checked
+ * by the caller). */
+#define LAUNCH_MODEL(kernel, model, grid, stream, ...)                                        \
+    do {                                                                                       \
+        if ((model) == GM_MODEL_SIMILARITY)                                                    \
+            kernel<GM_MODEL_SIMILARITY><<<(grid), GM_VERIFY_THREADS, 0, (stream)>>>(__VA_ARGS__); \
+        else if ((model) == GM_MODEL_AFFINE)                                                   \
+            kernel<GM_MODEL_AFFINE><<<(grid), GM_VERIFY_THREADS, 0, (stream)>>>(__VA_ARGS__);     \
+        else                                                                                   \
+            kernel<GM_MODEL_HOMOGRAPHY><<<(grid), GM_VERIFY_THREADS, 0, (stream)>>>(__VA_ARGS__); \
+    } while (0)
+
 static gm_status batch_upload(gm_verify_dev *v, uint32_t nc, int rot, cudaStream_t stream)
 {
     GM_CUDA_CHECK(cudaMemcpyAsync(v->d_params, v->h_params, 9 * (size_t)nc * sizeof *v->d_params,
@@ -579,12 +591,8 @@ extern "C" gm_status gm_grow_verify_cuda(const gm_edge_map_dev *map, gm_verify_d
                                   cudaMemcpyHostToDevice, stream));
     const gm_map_view mv = map_view(map);
     const double *d_seeds = v->d_seeds;
-    if (model == GM_MODEL_AFFINE)
-        k_grow_verify<GM_MODEL_AFFINE><<<nc, GM_VERIFY_THREADS, 0, stream>>>(
-            mv, map->d_cells, v->d_pts, v->d_cs, v->n, d_seeds, v->d_params, v->d_scores);
-    else
-        k_grow_verify<GM_MODEL_HOMOGRAPHY><<<nc, GM_VERIFY_THREADS, 0, stream>>>(
-            mv, map->d_cells, v->d_pts, v->d_cs, v->n, d_seeds, v->d_params, v->d_scores);
+    LAUNCH_MODEL(k_grow_verify, model, nc, stream, mv, map->d_cells, v->d_pts, v->d_cs, v->n,
+                 d_seeds, v->d_params, v->d_scores);
     GM_CUDA_CHECK_LAUNCH();
     if ((st = batch_download(v, nc, 1, scores, stream)) != GM_OK)
         return st;
@@ -605,15 +613,8 @@ extern "C" gm_status gm_spread_cuda(const gm_edge_map_dev *map, gm_verify_dev *v
     if (st != GM_OK)
         return st;
     const gm_map_view mv = map_view(map);
-    if (model == GM_MODEL_SIMILARITY)
-        k_spread<GM_MODEL_SIMILARITY><<<4, GM_VERIFY_THREADS, 0, stream>>>(
-            mv, map->d_cells, v->d_pts, v->d_cs, v->n, w, hgt, v->d_params);
-    else if (model == GM_MODEL_AFFINE)
-        k_spread<GM_MODEL_AFFINE><<<4, GM_VERIFY_THREADS, 0, stream>>>(
-            mv, map->d_cells, v->d_pts, v->d_cs, v->n, w, hgt, v->d_params);
-    else
-        k_spread<GM_MODEL_HOMOGRAPHY><<<4, GM_VERIFY_THREADS, 0, stream>>>(
-            mv, map->d_cells, v->d_pts, v->d_cs, v->n, w, hgt, v->d_params);
+    LAUNCH_MODEL(k_spread, model, 4, stream, mv, map->d_cells, v->d_pts, v->d_cs, v->n, w, hgt,
+                 v->d_params);
     GM_CUDA_CHECK_LAUNCH();
     GM_CUDA_CHECK(cudaMemcpyAsync(v->h_params + 9, v->d_params + 9, 36 * sizeof *v->h_params,
                                   cudaMemcpyDeviceToHost, stream));
@@ -639,15 +640,8 @@ extern "C" gm_status gm_refine_verify_cuda(const gm_edge_map_dev *map, gm_verify
     if (st != GM_OK)
         return st;
     const gm_map_view mv = map_view(map);
-    if (model == GM_MODEL_SIMILARITY)
-        k_refine_verify<GM_MODEL_SIMILARITY><<<nc, GM_VERIFY_THREADS, 0, stream>>>(
-            mv, map->d_cells, v->d_pts, v->d_cs, v->n, iters, v->d_params, v->d_scores);
-    else if (model == GM_MODEL_AFFINE)
-        k_refine_verify<GM_MODEL_AFFINE><<<nc, GM_VERIFY_THREADS, 0, stream>>>(
-            mv, map->d_cells, v->d_pts, v->d_cs, v->n, iters, v->d_params, v->d_scores);
-    else
-        k_refine_verify<GM_MODEL_HOMOGRAPHY><<<nc, GM_VERIFY_THREADS, 0, stream>>>(
-            mv, map->d_cells, v->d_pts, v->d_cs, v->n, iters, v->d_params, v->d_scores);
+    LAUNCH_MODEL(k_refine_verify, model, nc, stream, mv, map->d_cells, v->d_pts, v->d_cs, v->n,
+                 iters, v->d_params, v->d_scores);
     GM_CUDA_CHECK_LAUNCH();
     if ((st = batch_download(v, nc, 1, scores, stream)) != GM_OK)
         return st;
