@@ -13,7 +13,7 @@
 # build and carry folders, so that several checkouts' work can travel apart;
 # GM_GPU_TESTS (a grep pattern, default all) picks the tests that run,
 # GM_GPU_BENCH (words: hash match scores video sift; default all) the
-# benchmarks; GM_GPU_NOBENCH=1 runs none.
+# benchmarks; GM_GPU_NOBENCH=1 runs none, GM_GPU_NOSAN=1 no sanitizer.
 set -u
 cd "$(dirname "$0")/.."
 build=${GM_GPU_BUILD:-build-gpu}
@@ -84,7 +84,9 @@ for t in "$dev"/bin/test_*_cuda; do
   [ $rc = 0 ] || fail=1
   tail -3 "$out/$name.log"
 done
-if command -v compute-sanitizer >/dev/null; then
+if [ -n "${GM_GPU_NOSAN:-}" ]; then
+  summary+=("sanitizers not run (GM_GPU_NOSAN)")
+elif command -v compute-sanitizer >/dev/null; then
   for tool in memcheck racecheck; do
     for t in "$dev"/bin/test_*_cuda; do
   basename "$t" | grep -qE -- "$pick" || continue
