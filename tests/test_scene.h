@@ -1,12 +1,17 @@
 /* test_scene.h: a rendered scene and its edge points, for the tests of
  * verification and refinement (test_verify.c, test_verify_cuda.c).
- * Include after internal.h and test_util.h. */
+ * Include after test_util.h. */
 #ifndef GM_TEST_SCENE_H
 #define GM_TEST_SCENE_H
 
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
+
+#include "stages/compact.h"
+#include "stages/points.h"
+#include "stages/sobel.h"
+#include "stages/verify.h"
 
 /* The scene, in reference coordinates: a soft gradient background, disks,
  * rotated rectangles and a triangle with their own grey levels. */

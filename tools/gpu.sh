@@ -57,7 +57,7 @@ if [ "$mode" = pack ]; then
   cp -r ../shared/bench "$dev/bench"
   # 1280x720 and 1920x1080 videos for the video benchmark (no ffmpeg there)
   if command -v ffmpeg >/dev/null && [ "${GM_GPU_VIDEO_FRAMES:-300}" -gt 0 ]; then
-    tools/bench_video.sh make "$dev/videos" "${GM_GPU_VIDEO_FRAMES:-300}" >/dev/null
+    tools/bench/bench_video.sh make "$dev/videos" "${GM_GPU_VIDEO_FRAMES:-300}" >/dev/null
   fi
   ../shared/device/pack-libs.sh "$dev/libs.tar.xz" "$dev"/bin/*
   # the carry limit is 64 MiB: the programs travel stripped and compressed
@@ -157,8 +157,8 @@ PY
       done
     fi
     if want video && [ -d "$dev/videos" ]; then
-      echo "== video throughput (tools/bench_video.sh)"
-      BENCH=$dev/bench DEVICES="cuda cpu" REPS=3 SIFT=$(want sift && echo 1 || echo 0) tools/bench_video.sh run "$dev/videos" "$dev/bin/gmatch" 2>&1 |
+      echo "== video throughput (tools/bench/bench_video.sh)"
+      BENCH=$dev/bench DEVICES="cuda cpu" REPS=3 SIFT=$(want sift && echo 1 || echo 0) tools/bench/bench_video.sh run "$dev/videos" "$dev/bin/gmatch" 2>&1 |
         tee "$out/bench_video.txt"
     fi
     want sift && echo "== OpenCV SIFT+RANSAC on this machine" && "$dev/bench/run.sh" "$dev/bench" "$out/scores-sift.jsonl" python3 "$dev/bench/opencv_match.py" sift \

@@ -1,0 +1,616 @@
+/* main.c: the gmatch command line, a thin layer over the library (gmatch.h).
+ *
+ *     gmatch [options] REF QUERY [QUERY...]
+ *
+ * Loads and prepares REF once, then matches every QUERY against it and
+ * prints one line per query (formats in output.h) as soon as it is done.
+ * Exit status: 0 when every input was processed (match or no match), 1 when
+ * some input failed or the output could not be written, 2 for usage errors.
+ * Diagnostics go to stderr as one line "gmatch: FILE: cause".
+ *
+ * Options are parsed with getopt_long from glibc: long options, permuted
+ * operands and "--" are all there, so no argument-parsing library is needed
+ * (one fewer dependency to install on every machine).
+ */
+#define _POSIX_C_SOURCE 200809L /* clock_gettime, fileno; getopt_long comes from <getopt.h> */
+
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <omp.h>
+
+#include "gmatch.h"
+#include "cli/output.h"
+#include "cli/progress.h"
+#ifdef GMATCH_WITH_FFMPEG
+#include "io/video.h"
+#endif
+
+#define PROG "gmatch"
+#define MAX_THREADS 4096 /* a typo like --threads 1000000 should not start a million threads */
+
+enum { EXIT_USAGE = 2 };
+
+enum { VERBOSITY_QUIET = 0, VERBOSITY_NORMAL = 1, VERBOSITY_VERBOSE = 2 };
+
+/* Long-only options get codes above any char. */
+enum {
+    OPT_FORMAT = 256,
+    OPT_SEED,
+    OPT_THREADS,
+    OPT_DEVICE,
+    OPT_MIN_CONFIDENCE,
+    OPT_MODEL,
+    OPT_MAX_PIXELS,
+    OPT_FRAMES,
+    OPT_STEP,
+    OPT_DECODE,
+};
+
+typedef struct {
+    gm_params params;
+    gm_output_format format;
+    const char *output;       /* NULL: stdout */
+    int threads_given;
+    int verbosity;
+    int64_t first, last, step; /* video frames [first, last) every step-th; last -1: to the end */
+    int decode;                /* 0 auto, 1 cpu, 2 nvdec (gm_video_decode's order) */
+} cli_opts;
+
+/* The progress bar of the video being matched; diagnostics erase it first. */
+static gm_progress g_progress;
+
+static void usage(FILE *f)
+{
+    gm_params d = gm_params_default();
+    fprintf(f,
+            "usage: " PROG " [options] REF QUERY [QUERY...]\n"
+            "Find where each QUERY image appears inside the REF image (JPEG or PNG) and\n"
+            "print the similarity transform, one line per query; a QUERY that is a video\n"
+            "(whatever FFmpeg decodes) gives one line per frame.\n"
+            "\n"
+            "  -h, --help              show this help and exit\n"
+            "  -V, --version           show the version and exit\n"
+            "      --format FMT        text (default) or json (JSON lines)\n"
+            "  -o, --output FILE       write the results to FILE instead of stdout\n"
+            "      --seed N            random seed, unsigned 64-bit (default %" PRIu64 ");\n"
+            "                          the same seed gives the same output\n"
+            "      --threads N         CPU threads, 0 = all cores (default)\n"
+            "      --device DEV        cpu, auto (default) or cuda\n"
+            "      --model M           similarity (default), affine, homography or auto:\n"
+            "                          the transform reported; auto: the simplest of the\n"
+            "                          three that the edges support (JSON: \"model\")\n"
+            "      --min-confidence X  report no match below this confidence, 0..1 (default %g)\n"
+            "      --max-pixels N      refuse images over N pixels (default %" PRId64 ")\n"
+            "      --frames A:B        video frames A to B-1 (from 0; A: or :B open-ended)\n"
+            "      --step N            every N-th of those frames (default 1)\n"
+            "      --decode DEC        video decoder: auto (default: the CPU, measured\n"
+            "                          faster), cpu or nvdec (the GPU's decoder)\n"
+            "  -q, --quiet             print nothing on stderr but errors (no progress bar)\n"
+            "  -v, --verbose           print the device and the stage timings on stderr\n"
+            "\n"
+            "Text output: a '#' header line, then per query:\n"
+            "  query frame status votes confidence a b c d e f scale angle_deg\n"
+            "status is match, none or error; [a b c; d e f] maps query pixel (x, y) to\n"
+            "reference pixel (a*x + b*y + c, d*x + e*y + f).\n"
+            "Exit status: 0 all inputs processed, 1 some input failed, 2 usage error.\n",
+            d.seed, d.min_confidence, d.max_pixels > 0 ? d.max_pixels : GM_DEFAULT_MAX_PIXELS);
+}
+
+/* A usage error: the message, a hint, exit 2. */
+_Noreturn static void usage_error(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fputs(PROG ": ", stderr);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fputs("\nTry '" PROG " --help' for more information.\n", stderr);
+    exit(EXIT_USAGE);
+}
+
+/* "gmatch: NAME: message" with NAME quoted like the text output when it
+ * holds odd characters, so a diagnostic is always one line. */
+static void diag_file(const char *name, const char *fmt, ...)
+{
+    va_list ap;
+    gm_progress_clear(&g_progress);
+    fputs(PROG ": ", stderr);
+    gm_output_write_name(stderr, name);
+    fputs(": ", stderr);
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fputc('\n', stderr);
+}
+
+/* Exit after --help or --version: 0, or 1 when stdout could not be written
+ * (gmatch --help > /dev/full). */
+_Noreturn static void exit_after_stdout(void)
+{
+    if (fflush(stdout) != 0 || ferror(stdout)) {
+        fprintf(stderr, PROG ": stdout: write error: %s\n", strerror(errno));
+        exit(EXIT_FAILURE);
+    }
+    exit(EXIT_SUCCESS);
+}
+
+/* ---- numbers ------------------------------------------------------------- */
+
+/* The whole string must be a number: no sign for unsigned values, no
+ * leading or trailing junk, no overflow. */
+static int parse_u64(const char *s, uint64_t *out)
+{
+    char *end;
+    if (*s < '0' || *s > '9')
+        return -1;
+    errno = 0;
+    unsigned long long v = strtoull(s, &end, 10);
+    if (errno != 0 || *end != '\0')
+        return -1;
+    *out = (uint64_t)v;
+    return 0;
+}
+
+static int parse_i64_range(const char *s, int64_t lo, int64_t hi, int64_t *out)
+{
+    char *end;
+    if ((*s < '0' || *s > '9') && *s != '-' && *s != '+')
+        return -1;
+    errno = 0;
+    long long v = strtoll(s, &end, 10);
+    if (errno != 0 || end == s || *end != '\0' || v < lo || v > hi)
+        return -1;
+    *out = (int64_t)v;
+    return 0;
+}
+
+static int parse_unit_real(const char *s, double *out)
+{
+    char *end;
+    errno = 0;
+    double v = strtod(s, &end);
+    if (errno != 0 || end == s || *end != '\0' || !isfinite(v) || v < 0.0 || v > 1.0)
+        return -1;
+    *out = v;
+    return 0;
+}
+
+/* "A:B", "A:" or ":B" -> [first, last), last -1 when open; B > A. */
+static int parse_frames(const char *s, int64_t *first, int64_t *last)
+{
+    const char *colon = strchr(s, ':');
+    if (!colon || colon[1] == ':' || strchr(colon + 1, ':'))
+        return -1;
+    char a[32];
+    size_t n = (size_t)(colon - s);
+    if (n >= sizeof a)
+        return -1;
+    memcpy(a, s, n);
+    a[n] = '\0';
+    *first = 0, *last = -1;
+    if (n > 0 && parse_i64_range(a, 0, INT64_MAX, first) != 0)
+        return -1;
+    if (colon[1] && (parse_i64_range(colon + 1, 1, INT64_MAX, last) != 0 || *last <= *first))
+        return -1;
+    return 0;
+}
+
+/* ---- options ------------------------------------------------------------- */
+
+static void parse_options(int argc, char **argv, cli_opts *o)
+{
+    static const struct option longopts[] = {
+        {"help", no_argument, NULL, 'h'},
+        {"version", no_argument, NULL, 'V'},
+        {"format", required_argument, NULL, OPT_FORMAT},
+        {"output", required_argument, NULL, 'o'},
+        {"seed", required_argument, NULL, OPT_SEED},
+        {"threads", required_argument, NULL, OPT_THREADS},
+        {"device", required_argument, NULL, OPT_DEVICE},
+        {"min-confidence", required_argument, NULL, OPT_MIN_CONFIDENCE},
+        {"model", required_argument, NULL, OPT_MODEL},
+        {"max-pixels", required_argument, NULL, OPT_MAX_PIXELS},
+        {"frames", required_argument, NULL, OPT_FRAMES},
+        {"step", required_argument, NULL, OPT_STEP},
+        {"decode", required_argument, NULL, OPT_DECODE},
+        {"quiet", no_argument, NULL, 'q'},
+        {"verbose", no_argument, NULL, 'v'},
+        {NULL, 0, NULL, 0},
+    };
+    int c;
+    int64_t n;
+    opterr = 0; /* our own messages, prefixed "gmatch:" whatever argv[0] is */
+    while ((c = getopt_long(argc, argv, ":hVo:qv", longopts, NULL)) != -1) {
+        switch (c) {
+        case 'h':
+            usage(stdout);
+            exit_after_stdout();
+        case 'V':
+            puts(PROG " " GMATCH_VERSION);
+            exit_after_stdout();
+        case OPT_FORMAT:
+            if (gm_output_parse_format(optarg, &o->format) != 0)
+                usage_error("--format: '%s' is not text or json", optarg);
+            break;
+        case 'o':
+            o->output = optarg;
+            break;
+        case OPT_SEED:
+            if (parse_u64(optarg, &o->params.seed) != 0)
+                usage_error("--seed: '%s' is not an unsigned 64-bit integer", optarg);
+            break;
+        case OPT_THREADS:
+            if (parse_i64_range(optarg, 0, MAX_THREADS, &n) != 0)
+                usage_error("--threads: '%s' is not an integer from 0 to %d", optarg,
+                            MAX_THREADS);
+            o->params.threads = (int)n;
+            o->threads_given = 1;
+            break;
+        case OPT_DEVICE:
+            if (strcmp(optarg, "cpu") == 0) {
+                o->params.device = GM_DEVICE_CPU;
+            } else if (strcmp(optarg, "auto") == 0) {
+                o->params.device = GM_DEVICE_AUTO;
+            } else if (strcmp(optarg, "cuda") == 0) {
+#ifndef GMATCH_WITH_CUDA
+                fputs(PROG ": --device cuda: this gmatch was built without CUDA (no nvcc at build time)\n",
+                      stderr);
+                exit(EXIT_USAGE);
+#else
+                o->params.device = GM_DEVICE_CUDA;
+#endif
+            } else {
+                usage_error("--device: '%s' is not cpu, auto or cuda", optarg);
+            }
+            break;
+        case OPT_MODEL:
+            if (strcmp(optarg, "similarity") == 0)
+                o->params.model = GM_MODEL_SIMILARITY;
+            else if (strcmp(optarg, "affine") == 0)
+                o->params.model = GM_MODEL_AFFINE;
+            else if (strcmp(optarg, "homography") == 0)
+                o->params.model = GM_MODEL_HOMOGRAPHY;
+            else if (strcmp(optarg, "auto") == 0)
+                o->params.model = GM_MODEL_AUTO;
+            else
+                usage_error("--model: '%s' is not similarity, affine, homography or auto", optarg);
+            break;
+        case OPT_MIN_CONFIDENCE:
+            if (parse_unit_real(optarg, &o->params.min_confidence) != 0)
+                usage_error("--min-confidence: '%s' is not a number from 0 to 1", optarg);
+            break;
+        case OPT_MAX_PIXELS:
+            if (parse_i64_range(optarg, 1, INT64_MAX, &o->params.max_pixels) != 0)
+                usage_error("--max-pixels: '%s' is not a positive integer", optarg);
+            break;
+        case OPT_FRAMES:
+            if (parse_frames(optarg, &o->first, &o->last) != 0)
+                usage_error("--frames: '%s' is not A:B, A: or :B with 0 <= A < B", optarg);
+            break;
+        case OPT_STEP:
+            if (parse_i64_range(optarg, 1, INT64_MAX, &o->step) != 0)
+                usage_error("--step: '%s' is not a positive integer", optarg);
+            break;
+        case OPT_DECODE:
+            if (strcmp(optarg, "auto") == 0)
+                o->decode = 0;
+            else if (strcmp(optarg, "cpu") == 0)
+                o->decode = 1;
+            else if (strcmp(optarg, "nvdec") == 0)
+                o->decode = 2;
+            else
+                usage_error("--decode: '%s' is not auto, cpu or nvdec", optarg);
+            break;
+        case 'q':
+            o->verbosity = VERBOSITY_QUIET;
+            break;
+        case 'v':
+            o->verbosity = VERBOSITY_VERBOSE;
+            break;
+        case ':':
+            usage_error("option '%s' requires an argument", argv[optind - 1]);
+            break;
+        default: /* '?' */
+            if (optopt)
+                usage_error("unknown option '-%c'", optopt);
+            usage_error("unknown option '%s'", argv[optind - 1]);
+        }
+    }
+    if (argc - optind < 1)
+        usage_error("missing REF and QUERY");
+    if (argc - optind < 2)
+        usage_error("missing QUERY");
+}
+
+/* ---- matching ------------------------------------------------------------ */
+
+/* Monotonic clock, MILLISECONDS. */
+static double now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
+}
+
+/* Load and prepare the reference.  Returns NULL on failure with the cause
+ * in err. */
+static gm_ref *prepare_reference(const cli_opts *o, const char *path, char *err, size_t errlen)
+{
+    gm_image img;
+    double t0 = now_ms();
+    gm_status st = gm_image_load(path, o->params.max_pixels, &img, err, errlen);
+    if (st != GM_OK)
+        return NULL;
+    double t1 = now_ms();
+    gm_ref *r = NULL;
+    st = gm_ref_prepare(&o->params, gm_image_view(&img), &r);
+    double t2 = now_ms();
+    if (st == GM_ERR_DEVICE) {
+        snprintf(err, errlen, "no usable CUDA device: %s", gm_last_device_error());
+        gm_image_free(&img);
+        return NULL;
+    }
+    if (st != GM_OK) {
+        snprintf(err, errlen, "%s", r ? gm_ref_error(r) : gm_status_str(st));
+        if (r)
+            gm_ref_free(r);
+        gm_image_free(&img);
+        return NULL;
+    }
+    if (o->verbosity >= VERBOSITY_VERBOSE)
+        fprintf(stderr, PROG ": device: %s\n", gm_ref_device(r));
+    if (o->verbosity >= VERBOSITY_VERBOSE)
+        diag_file(path, "reference %dx%d: decode %.2f ms, prepare %.2f ms (library %.2f ms)",
+                  img.width, img.height, t1 - t0, t2 - t1, gm_ref_time_ms(r));
+    gm_image_free(&img);
+    return r;
+}
+
+static void report_timing(const char *query, double decode_ms, const gm_result *res)
+{
+    const gm_timing *t = &res->time;
+    diag_file(query,
+              "decode %.2f ms, edges %.2f, bases %.2f, tables %.2f, vote %.2f, reduce %.2f, "
+              "verify %.2f, match total %.2f ms; votes %d, inliers %d, confidence %.4f",
+              decode_ms, t->edges, t->bases, t->tables, t->vote, t->reduce, t->verify, t->total,
+              res->votes, res->inliers, res->confidence);
+}
+
+/* Write one record; on a write error say so and return -1. */
+static int emit(FILE *out, const char *out_name, gm_output_format fmt, const gm_output_rec *rec)
+{
+    if (gm_output_record(out, fmt, rec) == 0)
+        return 0;
+    diag_file(out_name, "write error: %s", errno ? strerror(errno) : "out of memory");
+    return -1;
+}
+
+#ifdef GMATCH_WITH_FFMPEG
+/* ---- videos -------------------------------------------------------------- */
+
+#define MAX_FRAME_DIAGS 5 /* per video; the summary line counts the rest */
+
+typedef struct {
+    FILE *out;
+    const char *out_name;
+    const cli_opts *o;
+    const char *q;
+    double extra_ms;    /* added to the first frame's time_ms: reference and open */
+    int out_tty;        /* results and the bar share the terminal */
+    int failed, write_failed, diags;
+} video_ctx;
+
+/* Matcher threads for a video on the GPU when --threads does not say: each
+ * drives one lane (stream) of the reference; measured on an H100 with 16
+ * cores (docs/gpu.md, video): 8 lanes kept the GPU as busy as 16 and left
+ * the cores to the decoder. */
+#define GPU_VIDEO_WORKERS 8
+
+static gm_status open_video(const cli_opts *o, const gm_ref *ref, const char *q, gm_video **v,
+                            char *err, size_t len)
+{
+    gm_video_opts vo = gm_video_opts_default();
+    vo.first = o->first, vo.last = o->last, vo.step = o->step;
+    vo.max_pixels = o->params.max_pixels;
+    vo.decode = o->decode == 2 ? GM_VIDEO_DECODE_NVDEC
+                : o->decode == 1 ? GM_VIDEO_DECODE_CPU : GM_VIDEO_DECODE_AUTO;
+    vo.workers = o->params.threads; /* 0: all cores */
+    if (vo.workers == 0 && strncmp(gm_ref_device(ref), "cuda", 4) == 0)
+        vo.workers = omp_get_num_procs() < GPU_VIDEO_WORKERS ? omp_get_num_procs()
+                                                             : GPU_VIDEO_WORKERS;
+    const char *ft = getenv("GMATCH_FRAME_THREADS");
+    if (ft)
+        vo.frame_threads = atoi(ft);
+    const char *wk = getenv("GMATCH_WORKERS");
+    if (wk)
+        vo.workers = atoi(wk);
+    return gm_video_open(q, &vo, v, err, len);
+}
+
+/* One result line per frame, in frame order, on the main thread. */
+static int video_sink(void *user, const gm_video_result *r)
+{
+    video_ctx *c = user;
+    const gm_video_frame *f = r->item;
+    char err[256] = "";
+    gm_output_rec rec = {.query = c->q, .frame = f->frame, .has_pts = f->has_pts,
+                         .pts_s = f->pts_s, .res = r->res, .model = c->o->params.model,
+                         .time_ms = r->time_ms + c->extra_ms};
+    c->extra_ms = 0;
+    if (f->status != GM_OK)
+        rec.error = f->error;
+    else if (r->match != GM_OK)
+        snprintf(err, sizeof err, "matching failed: %s", gm_status_str(r->match)), rec.error = err;
+    if (rec.error) {
+        c->failed = 1;
+        if (c->diags++ < MAX_FRAME_DIAGS)
+            diag_file(c->q, "frame %" PRId64 ": %s", f->frame, rec.error);
+    }
+    if (c->out_tty)
+        gm_progress_clear(&g_progress);
+    gm_progress_step(&g_progress);
+    if (emit(c->out, c->out_name, c->o->format, &rec) != 0) {
+        c->write_failed = 1;
+        return 1;
+    }
+    return 0;
+}
+
+/* Match every selected frame of v; returns nonzero when anything was lost. */
+static int run_video(video_ctx *c, const gm_ref *ref, gm_video *v)
+{
+    c->out_tty = isatty(fileno(c->out));
+    const char *decoder = gm_video_decoder(v);
+    if (c->o->verbosity >= VERBOSITY_VERBOSE) {
+        diag_file(c->q, "decoder: %s", decoder);
+        int w, h;
+        double fps;
+        gm_video_info(v, &w, &h, &fps);
+        diag_file(c->q, "video %dx%d, %.3f fps, %" PRId64 " frames selected%s", w, h, fps,
+                  gm_video_frames_total(v), gm_video_frames_total(v) < 0 ? " (unknown)" : "");
+    }
+    gm_progress_start(&g_progress, c->o->verbosity >= VERBOSITY_NORMAL, c->q,
+                      gm_video_frames_total(v));
+    double t0 = now_ms();
+    gm_status st = gm_video_match(v, ref, video_sink, c);
+    double secs = (now_ms() - t0) / 1e3;
+    gm_progress_clear(&g_progress);
+    int64_t n = g_progress.done;
+    g_progress.enabled = 0;
+    if (st != GM_OK) {
+        diag_file(c->q, "video matching stopped: %s", gm_status_str(st));
+        c->failed = 1;
+    }
+    if (c->diags > MAX_FRAME_DIAGS)
+        diag_file(c->q, "%d more frames failed (not shown)", c->diags - MAX_FRAME_DIAGS);
+    if (gm_video_lost(v)) {
+        diag_file(c->q, "%s", gm_video_error(v));
+        c->failed = 1;
+    }
+    if (c->o->verbosity >= VERBOSITY_VERBOSE) {
+        if (gm_video_decoder(v) != decoder) /* NVDEC refused the stream on the way */
+            diag_file(c->q, "decoder: %s", gm_video_decoder(v));
+        diag_file(c->q, "%" PRId64 " frames in %.2f s, %.1f fps", n, secs,
+                  secs > 0 ? (double)n / secs : 0.0);
+    }
+    return c->failed;
+}
+#endif
+
+int main(int argc, char **argv)
+{
+    cli_opts o;
+    memset(&o, 0, sizeof o);
+    o.params = gm_params_default();
+    o.format = GM_OUTPUT_TEXT;
+    o.verbosity = VERBOSITY_NORMAL;
+    o.last = -1, o.step = 1;
+    parse_options(argc, argv, &o);
+#ifdef GMATCH_WITH_FFMPEG
+    gm_video_log(o.verbosity >= VERBOSITY_VERBOSE);
+#endif
+    if (o.threads_given)
+        omp_set_num_threads(o.params.threads > 0 ? o.params.threads : omp_get_num_procs());
+
+    const char *ref_path = argv[optind];
+    char **queries = argv + optind + 1;
+    int nq = argc - optind - 1;
+
+    FILE *out = stdout;
+    const char *out_name = "stdout";
+    if (o.output) {
+        out = fopen(o.output, "w");
+        if (!out) {
+            diag_file(o.output, "cannot open for writing: %s", strerror(errno));
+            return EXIT_USAGE;
+        }
+        out_name = o.output;
+    }
+    int failed = 0, write_failed = 0;
+    if (gm_output_header(out, o.format, o.params.model) != 0) {
+        diag_file(out_name, "write error: %s", strerror(errno));
+        write_failed = 1;
+    }
+
+    /* The first query's time includes loading and preparing the reference,
+     * as the peer (bench/opencv_match.py) measures it. */
+    double t_start = now_ms();
+    char ref_err[512] = "";
+    gm_ref *ref = write_failed ? NULL : prepare_reference(&o, ref_path, ref_err, sizeof ref_err);
+    char ref_msg[1024] = "";
+    if (!ref && !write_failed) {
+        diag_file(ref_path, "%s", ref_err);
+        snprintf(ref_msg, sizeof ref_msg, "reference %s: %s", ref_path, ref_err);
+        failed = 1;
+    }
+
+    for (int i = 0; i < nq && !write_failed; i++) {
+        const char *q = queries[i];
+        double t0 = i == 0 ? t_start : now_ms();
+        double t_decode = now_ms();
+        char err[512] = "";
+        gm_result res;
+        memset(&res, 0, sizeof res);
+        gm_output_rec rec = {.query = q, .frame = 0, .res = &res, .model = o.params.model};
+        if (!ref) {
+            rec.error = ref_msg;
+        } else {
+            gm_image img;
+            gm_status st = gm_image_load(q, o.params.max_pixels, &img, err, sizeof err);
+            double decode_ms = now_ms() - t_decode;
+#ifdef GMATCH_WITH_FFMPEG
+            gm_video *v = NULL;
+            if (st == GM_ERR_FORMAT &&
+                (st = open_video(&o, ref, q, &v, err, sizeof err)) == GM_OK) {
+                video_ctx c = {.out = out, .out_name = out_name, .o = &o, .q = q,
+                               .extra_ms = now_ms() - t0};
+                if (run_video(&c, ref, v) != 0)
+                    failed = 1;
+                write_failed |= c.write_failed;
+                gm_video_close(v);
+                continue;
+            }
+#endif
+            if (st == GM_OK) {
+                /* gm_match takes a const reference (thread-safe), so the
+                 * status is all it can tell us. */
+                st = gm_match(ref, gm_image_view(&img), &res);
+                if (st != GM_OK)
+                    snprintf(err, sizeof err, "matching failed: %s", gm_status_str(st));
+                gm_image_free(&img);
+            }
+            if (st != GM_OK) {
+                if (!err[0])
+                    snprintf(err, sizeof err, "%s", gm_status_str(st));
+                diag_file(q, "%s", err);
+                rec.error = err;
+                failed = 1;
+            } else if (o.verbosity >= VERBOSITY_VERBOSE) {
+                report_timing(q, decode_ms, &res);
+            }
+        }
+        rec.time_ms = now_ms() - t0;
+        if (emit(out, out_name, o.format, &rec) != 0)
+            write_failed = 1;
+    }
+    if (ref)
+        gm_ref_free(ref);
+
+    /* Data may still sit in a buffer, and close can fail too (a full disk,
+     * NFS): check both before claiming success. */
+    if (out == stdout ? (fflush(out) != 0 || ferror(out)) : fclose(out) != 0) {
+        if (!write_failed)
+            diag_file(out_name, "write error: %s", strerror(errno));
+        write_failed = 1;
+    }
+    return failed || write_failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}

@@ -1,0 +1,76 @@
+/* progress.c: the command line's progress bar, see progress.h. */
+#define _POSIX_C_SOURCE 200809L /* clock_gettime, fileno */
+
+#include "cli/progress.h"
+
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#define BAR_WIDTH 24
+#define REDRAW_MS 100.0
+
+static double now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
+}
+
+void gm_progress_start(gm_progress *p, int want, const char *name, int64_t total)
+{
+    memset(p, 0, sizeof *p);
+    p->enabled = want && isatty(fileno(stderr));
+    p->name = name;
+    p->total = total;
+    p->t_start = now_ms();
+}
+
+static void draw(gm_progress *p, double t)
+{
+    double secs = (t - p->t_start) / 1e3;
+    double fps = secs > 0 ? (double)p->done / secs : 0.0;
+    const char *base = strrchr(p->name, '/');
+    base = base ? base + 1 : p->name;
+    fprintf(stderr, "\r%.40s ", base);
+    if (p->total > 0) {
+        int64_t done = p->done < p->total ? p->done : p->total;
+        int fill = (int)(done * BAR_WIDTH / p->total);
+        char bar[BAR_WIDTH + 1];
+        memset(bar, '#', (size_t)fill);
+        memset(bar + fill, '.', (size_t)(BAR_WIDTH - fill));
+        bar[BAR_WIDTH] = '\0';
+        fprintf(stderr, " [%s] %lld/%lld frames  %.1f fps", bar, (long long)p->done,
+                (long long)p->total, fps);
+        if (fps > 0) {
+            long left = (long)((double)(p->total - done) / fps + 0.5);
+            fprintf(stderr, "  %ld:%02ld:%02ld left", left / 3600, left / 60 % 60, left % 60);
+        }
+    } else {
+        fprintf(stderr, " %lld frames  %.1f fps", (long long)p->done, fps);
+    }
+    fputs("\033[K", stderr); /* erase what a longer line left */
+    fflush(stderr);
+    p->shown = 1;
+    p->t_drawn = t;
+}
+
+void gm_progress_step(gm_progress *p)
+{
+    p->done++;
+    if (!p->enabled)
+        return;
+    double t = now_ms();
+    if (t - p->t_drawn >= REDRAW_MS)
+        draw(p, t);
+}
+
+void gm_progress_clear(gm_progress *p)
+{
+    if (!p->enabled || !p->shown)
+        return;
+    fputs("\r\033[K", stderr);
+    fflush(stderr);
+    p->shown = 0;
+}

@@ -1,0 +1,65 @@
+/* common.h: what every layer below the public API shares: GM_HD (a function
+ * compiled for the host and, from CUDA code, the device), the one source of
+ * randomness (splitmix64), checked size arithmetic and the thresholds below
+ * which a loop stays on one thread. */
+#ifndef GM_COMMON_H
+#define GM_COMMON_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "gmatch.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define GM_PI 3.14159265358979323846
+
+/* Loops over fewer pixels than this run on one thread: every OpenMP region
+ * ends in a barrier, and on a machine whose other cores are busy a barrier
+ * waits for a descheduled thread (measured: a query set 4x slower with one
+ * core taken by another process).  Queries are mostly below it. */
+#define GM_PAR_PIXELS (1 << 17)
+/* The same for loops over points. */
+#define GM_PAR_POINTS 20000
+
+/* Functions that kernels share with the CPU code. */
+#ifndef GM_HD
+#ifdef __CUDACC__
+#define GM_HD __host__ __device__
+#else
+#define GM_HD
+#endif
+#endif
+
+/* Overflow-checked size arithmetic (stb's stbi__mul2sizes_valid). */
+static inline int gm_mul_ok(size_t a, size_t b, size_t *out)
+{
+    if (a != 0 && b > SIZE_MAX / a)
+        return 0;
+    *out = a * b;
+    return 1;
+}
+
+/* splitmix64: the one source of randomness; pure function of its input, so
+ * results are independent of thread count and order. */
+static inline GM_HD uint64_t gm_mix64(uint64_t z)
+{
+    z += 0x9E3779B97F4A7C15ull;
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+}
+
+/* A hash threshold that keeps a share prob of uniform 64-bit hashes. */
+static inline uint64_t gm_prob_threshold(double prob)
+{
+    return prob >= 1.0 ? UINT64_MAX : (uint64_t)(prob * 18446744073709551616.0);
+}
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

@@ -1,0 +1,53 @@
+/* cuda_check.cuh: checking every CUDA call and launch (ggml's CUDA_CHECK,
+ * cuCollections' sticky-error clearing), returning a gm_status. */
+#ifndef GM_CUDA_CHECK_CUH
+#define GM_CUDA_CHECK_CUH
+
+#ifdef __CUDACC__
+#include <cuda_runtime.h>
+#else /* C host code (src/cuda/pipeline.c) */
+#include <cuda_runtime_api.h>
+#endif
+#include <stdio.h>
+
+#include "gmatch.h"
+
+/* Records the failing call text, function, file and line for the caller's
+ * message (gm_cuda_last_error), clears the sticky error and returns
+ * GM_ERR_DEVICE (GM_ERR_NOMEM for an allocation failure) from the enclosing
+ * function, which must return gm_status. */
+#ifdef __cplusplus
+extern "C"
+#endif
+void gm_cuda_record_error(cudaError_t e, const char *call, const char *func, const char *file,
+                          int line);
+
+#define GM_CUDA_CHECK(call)                                                        \
+    do {                                                                           \
+        cudaError_t gm_e_ = (call);                                                \
+        if (gm_e_ != cudaSuccess) {                                                \
+            gm_cuda_record_error(gm_e_, #call, __func__, __FILE__, __LINE__);      \
+            return gm_e_ == cudaErrorMemoryAllocation ? GM_ERR_NOMEM : GM_ERR_DEVICE; \
+        }                                                                          \
+    } while (0)
+
+/* After every kernel launch: the launch error (bad configuration) now, and
+ * under GMATCH_CUDA_SYNC_CHECK=1 also the execution error. */
+#define GM_CUDA_CHECK_LAUNCH() GM_CUDA_CHECK(cudaGetLastError())
+
+/* Chains of calls that must all succeed (allocations, then their use):
+ * `err` (a cudaError_t, cudaSuccess at first) keeps the first failure, which
+ * is recorded as GM_CUDA_CHECK records it; the calls after it are skipped.
+ * gm_cuda_status(err) is then the status to return. */
+#define GM_CUDA_TRY(err, call)                                                     \
+    do {                                                                           \
+        if ((err) == cudaSuccess && ((err) = (call)) != cudaSuccess)               \
+            gm_cuda_record_error((err), #call, __func__, __FILE__, __LINE__);      \
+    } while (0)
+
+static inline gm_status gm_cuda_status(cudaError_t e)
+{
+    return e == cudaSuccess ? GM_OK : e == cudaErrorMemoryAllocation ? GM_ERR_NOMEM : GM_ERR_DEVICE;
+}
+
+#endif

@@ -1,0 +1,46 @@
+/* device.cu: device discovery and the error record of GM_CUDA_CHECK. */
+#include <stdio.h>
+#include <string.h>
+
+#include "cuda/cuda_check.cuh"
+#include "cuda/gm_cuda.h"
+
+static __thread char g_last_error[512];
+
+extern "C" void gm_cuda_record_error(cudaError_t e, const char *call, const char *func, const char *file,
+                          int line)
+{
+    snprintf(g_last_error, sizeof g_last_error, "CUDA error %d (%s) in %s at %s:%d: %s", (int)e,
+             cudaGetErrorString(e), func, file, line, call);
+    (void)cudaGetLastError(); /* clear the error state where it is not sticky */
+}
+
+extern "C" const char *gm_cuda_last_error(void) { return g_last_error; }
+
+extern "C" int gm_cuda_device_count(char *why, size_t whylen)
+{
+    int n = 0;
+    cudaError_t e = cudaGetDeviceCount(&n);
+    if (e != cudaSuccess) {
+        if (why)
+            snprintf(why, whylen, "%s", cudaGetErrorString(e));
+        (void)cudaGetLastError();
+        return 0;
+    }
+    if (n == 0 && why)
+        snprintf(why, whylen, "no CUDA device");
+    return n;
+}
+
+extern "C" void gm_cuda_device_describe(int dev, char *buf, size_t len)
+{
+    cudaDeviceProp p;
+    cudaError_t e = cudaGetDeviceProperties(&p, dev);
+    if (e != cudaSuccess) {
+        snprintf(buf, len, "device %d: %s", dev, cudaGetErrorString(e));
+        (void)cudaGetLastError();
+        return;
+    }
+    snprintf(buf, len, "%s, compute capability %d.%d, %d SMs, %zu MiB", p.name, p.major, p.minor,
+             p.multiProcessorCount, (size_t)(p.totalGlobalMem >> 20));
+}

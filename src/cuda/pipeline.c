@@ -1,0 +1,628 @@
+/* pipeline.c: the GPU stages of one matcher context (see pipeline.h).
+ *
+ * Host code in C: it queues the stage kernels of the cuda/ stage files on the context's
+ * stream and moves what the host's share of the flow needs (edge points,
+ * corners, dense basis keys, the per-row vote winners, verification scores)
+ * through pinned staging buffers.  The host's share is small and sequential:
+ * the basis selection (a few hundred corners), the frames of the bases
+ * (atan2f must be glibc's for keys to match the CPU's), the pick of the top
+ * candidates, the distinctiveness test. */
+#include <math.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cuda/cuda_check.cuh"
+#include <omp.h>
+
+#include "cuda/corners_cuda.h"
+#include "cuda/items_cuda.h"
+#include "cuda/reduce_cuda.h"
+#include "cuda/verify_cuda.h"
+#include "cuda/pipeline.h"
+#include "cuda/vote_cuda.h"
+
+/* Spinning: measured on the H100 with 8 video lanes, 1094 fps at 1280x720
+ * against 822 with the driver's automatic choice and 558 blocking. */
+#define GM_GPU_SYNC_DEFAULT cudaDeviceScheduleSpin
+
+/* A device array that grows to the largest size asked for. */
+typedef struct {
+    void *d;
+    size_t bytes;
+} dbuf;
+
+/* The same in pinned host memory. */
+typedef struct {
+    void *h;
+    size_t bytes;
+} hbuf;
+
+/* One query at a time: a stream and the buffers of every stage, reused
+ * query after query (they grow to the largest frame seen, never shrink). */
+struct gm_gpu_lane {
+    cudaStream_t stream;
+    const gm_edge_map_dev *map; /* the context's */
+    int busy;
+    /* the side stages */
+    size_t cap;              /* pixels of the edge buffers */
+    gm_edges_dev edges;
+    gm_compact_flags_dev flags;
+    gm_corners_dev corners;
+    uint32_t corner_cap;     /* corners the corner buffers hold */
+    dbuf img, idx, all, cloud, keys, bases, best, scratch;
+    hbuf h_img, h_all, h_keys, h_best;
+    /* verification: the query's points and the candidates */
+    gm_verify_dev verify;
+};
+
+/* The reference's device data (edge map; the tables are gm_gpu_level's)
+ * and the lanes: a query takes a free lane for its whole match, so up to
+ * GM_GPU_MAX_LANES queries run at once, each on its own stream. */
+struct gm_gpu {
+    char name[256];
+    gm_edge_map_dev map;
+    pthread_mutex_t lock;
+    pthread_cond_t freed;
+    int ready;               /* lock and freed initialized */
+    int n_lanes;
+    gm_gpu_lane *lanes[GM_GPU_MAX_LANES];
+};
+
+struct gm_gpu_level {
+    gm_cuckoo_dev table;     /* (u, v, dir) -> dense basis indices */
+    float *d_share;          /* [n_ref] */
+    uint32_t n_ref, n_items;
+    gm_edge_map_dev map;     /* a fine level's own edge map (gm_gpu_level_map) */
+    int has_map;
+};
+
+static gm_status dbuf_need(dbuf *b, size_t bytes)
+{
+    if (bytes <= b->bytes)
+        return GM_OK;
+    if (b->d)
+        GM_CUDA_CHECK(cudaFree(b->d));
+    b->d = NULL;
+    b->bytes = 0;
+    bytes += bytes / 4; /* room to grow */
+    GM_CUDA_CHECK(cudaMalloc(&b->d, bytes));
+    b->bytes = bytes;
+    return GM_OK;
+}
+
+static gm_status hbuf_need(hbuf *b, size_t bytes)
+{
+    if (bytes <= b->bytes)
+        return GM_OK;
+    if (b->h)
+        GM_CUDA_CHECK(cudaFreeHost(b->h));
+    b->h = NULL;
+    b->bytes = 0;
+    bytes += bytes / 4;
+    GM_CUDA_CHECK(cudaMallocHost(&b->h, bytes));
+    b->bytes = bytes;
+    return GM_OK;
+}
+
+static void dbuf_free(dbuf *b)
+{
+    if (b->d && cudaFree(b->d) != cudaSuccess)
+        (void)cudaGetLastError();
+    memset(b, 0, sizeof *b);
+}
+
+static void hbuf_free(hbuf *b)
+{
+    if (b->h && cudaFreeHost(b->h) != cudaSuccess)
+        (void)cudaGetLastError();
+    memset(b, 0, sizeof *b);
+}
+
+static gm_status open_device(gm_gpu *g, char *why, size_t whylen)
+{
+    if (gm_cuda_device_count(why, whylen) == 0)
+        return GM_ERR_DEVICE;
+    GM_CUDA_CHECK(cudaSetDevice(0));
+    /* How a host thread waits for its stream: with many lanes (video
+     * workers) on as many cores as there are, spinning threads take the
+     * cores the decoder and the other lanes need.  GMATCH_CUDA_SYNC=spin,
+     * yield or block chooses (for measurements); the default is below. */
+    const char *sync = getenv("GMATCH_CUDA_SYNC");
+    unsigned flags = GM_GPU_SYNC_DEFAULT;
+    if (sync && !strcmp(sync, "spin"))
+        flags = cudaDeviceScheduleSpin;
+    else if (sync && !strcmp(sync, "yield"))
+        flags = cudaDeviceScheduleYield;
+    else if (sync && !strcmp(sync, "block"))
+        flags = cudaDeviceScheduleBlockingSync;
+    else if (sync && !strcmp(sync, "auto"))
+        flags = cudaDeviceScheduleAuto;
+    cudaError_t fe = cudaSetDeviceFlags(flags);
+    if (fe == cudaErrorSetOnActiveProcess) /* another reference made the context first */
+        (void)cudaGetLastError();
+    else
+        GM_CUDA_CHECK(fe);
+    size_t free_b = 0, total_b = 0;
+    GM_CUDA_CHECK(cudaMemGetInfo(&free_b, &total_b));
+    if (free_b < ((size_t)GM_GPU_MIN_FREE_MIB << 20)) {
+        snprintf(why, whylen, "only %zu MiB of device memory free (%d MiB needed)", free_b >> 20,
+                 GM_GPU_MIN_FREE_MIB);
+        return GM_ERR_DEVICE;
+    }
+    /* the tables allocate stream-ordered: keep freed memory in the pool */
+    cudaMemPool_t pool;
+    GM_CUDA_CHECK(cudaDeviceGetDefaultMemPool(&pool, 0));
+    uint64_t keep = UINT64_MAX;
+    GM_CUDA_CHECK(cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &keep));
+    gm_cuda_device_describe(0, g->name, sizeof g->name);
+    return GM_OK;
+}
+
+gm_status gm_gpu_open(gm_gpu **out, char *why, size_t whylen)
+{
+    *out = NULL;
+    if (why && whylen)
+        why[0] = '\0';
+    char tmp[256] = "";
+    if (!why) {
+        why = tmp;
+        whylen = sizeof tmp;
+    }
+    gm_gpu *g = calloc(1, sizeof *g);
+    if (!g)
+        return GM_ERR_NOMEM;
+    gm_status st = open_device(g, why, whylen);
+    if (st != GM_OK) {
+        if (!why[0])
+            snprintf(why, whylen, "%s", gm_cuda_last_error());
+        gm_gpu_close(g);
+        return st == GM_ERR_NOMEM ? GM_ERR_NOMEM : GM_ERR_DEVICE;
+    }
+    pthread_mutex_init(&g->lock, NULL);
+    pthread_cond_init(&g->freed, NULL);
+    g->ready = 1;
+    *out = g;
+    return GM_OK;
+}
+
+static void lane_free(gm_gpu_lane *g)
+{
+    if (!g)
+        return;
+    if (g->stream) {
+        (void)cudaStreamSynchronize(g->stream);
+        gm_verify_dev_free(&g->verify);
+        gm_edges_dev_free(&g->edges);
+        gm_compact_flags_dev_free(&g->flags);
+        gm_corners_dev_free(&g->corners);
+        dbuf *d[] = {&g->img, &g->idx, &g->all, &g->cloud, &g->keys, &g->bases, &g->best,
+                     &g->scratch};
+        for (size_t i = 0; i < sizeof d / sizeof d[0]; i++)
+            dbuf_free(d[i]);
+        hbuf *h[] = {&g->h_img, &g->h_all, &g->h_keys, &g->h_best};
+        for (size_t i = 0; i < sizeof h / sizeof h[0]; i++)
+            hbuf_free(h[i]);
+        (void)cudaStreamDestroy(g->stream);
+    }
+    (void)cudaGetLastError();
+    free(g);
+}
+
+static gm_gpu_lane *lane_new(gm_gpu *g)
+{
+    gm_gpu_lane *l = calloc(1, sizeof *l);
+    if (!l)
+        return NULL;
+    l->map = &g->map;
+    if (cudaStreamCreateWithFlags(&l->stream, cudaStreamNonBlocking) != cudaSuccess) {
+        gm_cuda_record_error(cudaGetLastError(), "cudaStreamCreateWithFlags", __func__, __FILE__,
+                             __LINE__);
+        free(l);
+        return NULL;
+    }
+    return l;
+}
+
+gm_gpu_lane *gm_gpu_acquire(gm_gpu *g)
+{
+    pthread_mutex_lock(&g->lock);
+    gm_gpu_lane *got = NULL;
+    for (;;) {
+        for (int i = 0; i < g->n_lanes && !got; i++)
+            if (!g->lanes[i]->busy)
+                got = g->lanes[i];
+        if (!got && g->n_lanes < GM_GPU_MAX_LANES && (got = lane_new(g)) != NULL)
+            g->lanes[g->n_lanes++] = got;
+        if (got || g->n_lanes == 0)
+            break;
+        pthread_cond_wait(&g->freed, &g->lock); /* every lane busy: wait for one */
+    }
+    if (got)
+        got->busy = 1;
+    pthread_mutex_unlock(&g->lock);
+    return got;
+}
+
+void gm_gpu_release(gm_gpu *g, gm_gpu_lane *l)
+{
+    if (!l)
+        return;
+    pthread_mutex_lock(&g->lock);
+    l->busy = 0;
+    pthread_cond_signal(&g->freed);
+    pthread_mutex_unlock(&g->lock);
+}
+
+void gm_gpu_close(gm_gpu *g)
+{
+    if (!g)
+        return;
+    for (int i = 0; i < g->n_lanes; i++)
+        lane_free(g->lanes[i]);
+    gm_edge_map_dev_free(&g->map);
+    if (g->ready) {
+        pthread_mutex_destroy(&g->lock);
+        pthread_cond_destroy(&g->freed);
+    }
+    (void)cudaGetLastError();
+    free(g);
+}
+
+const char *gm_gpu_name(const gm_gpu *g) { return g ? g->name : ""; }
+
+/* Edge and corner buffers for at least w x h pixels and `corners` corners. */
+static gm_status need_edges(gm_gpu_lane *g, int w, int h, uint32_t corners)
+{
+    size_t n = (size_t)w * h;
+    if (n <= g->cap && corners <= g->corner_cap)
+        return GM_OK;
+    /* a square of the larger side (never smaller than before): any later
+     * shape of that area fits */
+    int side = w > h ? w : h;
+    size_t prev = (size_t)sqrt((double)g->cap);
+    if ((size_t)side < prev)
+        side = (int)prev;
+    uint32_t ccap = corners > g->corner_cap ? corners : g->corner_cap;
+    if (ccap < 1024)
+        ccap = 1024;
+    gm_edges_dev_free(&g->edges);
+    gm_compact_flags_dev_free(&g->flags);
+    gm_corners_dev_free(&g->corners);
+    g->cap = 0;
+    g->corner_cap = 0;
+    gm_status st = gm_edges_dev_alloc(&g->edges, side, side);
+    if (st == GM_OK)
+        st = gm_compact_flags_dev_alloc(&g->flags, (uint32_t)((size_t)side * side));
+    if (st == GM_OK)
+        st = gm_corners_dev_alloc(&g->corners, side, side, ccap);
+    if (st == GM_OK) {
+        g->cap = (size_t)side * side;
+        g->corner_cap = ccap;
+    }
+    return st;
+}
+
+/* Host copy of the first n entries of a device array, through staging. */
+static gm_status download(gm_gpu_lane *g, void *h_dst, const void *d_src, size_t bytes)
+{
+    if (bytes == 0)
+        return GM_OK;
+    gm_status st = hbuf_need(&g->h_all, bytes);
+    if (st != GM_OK)
+        return st;
+    GM_CUDA_CHECK(cudaMemcpyAsync(g->h_all.h, d_src, bytes, cudaMemcpyDeviceToHost, g->stream));
+    GM_CUDA_CHECK(cudaStreamSynchronize(g->stream));
+    memcpy(h_dst, g->h_all.h, bytes);
+    return GM_OK;
+}
+
+/* Device copy of host memory into a growing buffer, through staging (the
+ * staging buffer is reused only after the stream has passed the copy). */
+static gm_status upload(gm_gpu_lane *g, dbuf *dst, hbuf *stage, const void *h_src, size_t bytes)
+{
+    gm_status st = dbuf_need(dst, bytes ? bytes : 1);
+    if (st == GM_OK)
+        st = hbuf_need(stage, bytes ? bytes : 1);
+    if (st != GM_OK || bytes == 0)
+        return st;
+    GM_CUDA_CHECK(cudaStreamSynchronize(g->stream)); /* the stage is free */
+    memcpy(stage->h, h_src, bytes);
+    GM_CUDA_CHECK(cudaMemcpyAsync(dst->d, stage->h, bytes, cudaMemcpyHostToDevice, g->stream));
+    return GM_OK;
+}
+
+gm_status gm_gpu_side(gm_gpu_lane *g, gm_view img, int max_edges, uint32_t corner_target,
+                      gm_points *all, gm_points *corners)
+{
+    memset(all, 0, sizeof *all);
+    memset(corners, 0, sizeof *corners);
+    const int w = img.width, h = img.height;
+    const size_t n = (size_t)w * h;
+    gm_status st = need_edges(g, w, h, corner_target);
+    if (st == GM_OK)
+        st = dbuf_need(&g->idx, (size_t)(max_edges > 0 ? max_edges : 1) * sizeof(uint32_t));
+    if (st == GM_OK)
+        st = dbuf_need(&g->all, (size_t)(max_edges > 0 ? max_edges : 1) * sizeof(gm_point));
+    if (st == GM_OK)
+        st = dbuf_need(&g->img, n);
+    if (st == GM_OK)
+        st = hbuf_need(&g->h_img, n);
+    if (st != GM_OK)
+        return st;
+    /* the image, packed, through pinned memory */
+    GM_CUDA_CHECK(cudaStreamSynchronize(g->stream));
+    for (int y = 0; y < h; y++)
+        memcpy((uint8_t *)g->h_img.h + (size_t)y * w, img.data + (size_t)y * img.stride, (size_t)w);
+    GM_CUDA_CHECK(cudaMemcpyAsync(g->img.d, g->h_img.h, n, cudaMemcpyHostToDevice, g->stream));
+    uint32_t cap = (uint32_t)(max_edges > 0 ? max_edges : 0);
+    if ((st = gm_edges_cuda(g->img.d, (size_t)w, w, h, max_edges, &g->edges, g->stream)) != GM_OK ||
+        (st = gm_compact_flags_cuda(&g->flags, g->edges.d_edge, (uint32_t)n, g->idx.d, cap,
+                                    g->stream)) != GM_OK ||
+        (st = gm_edge_points_cuda(&g->edges, g->idx.d, g->flags.d_count, cap, g->all.d,
+                                  g->stream)) != GM_OK)
+        return st;
+    /* corners: to the host with the stream's first synchronization */
+    if (!(corners->p = malloc((corner_target ? corner_target : 1) * sizeof *corners->p)))
+        return GM_ERR_NOMEM;
+    if ((st = gm_corners_cuda(&g->edges, corner_target, &g->corners, corners->p, &corners->n,
+                              g->stream)) != GM_OK)
+        goto fail;
+    uint32_t n_all = *g->flags.h_count < cap ? *g->flags.h_count : cap;
+    all->p = malloc((n_all ? n_all : 1) * sizeof *all->p);
+    if (!all->p) {
+        st = GM_ERR_NOMEM;
+        goto fail;
+    }
+    if ((st = download(g, all->p, g->all.d, (size_t)n_all * sizeof(gm_point))) != GM_OK)
+        goto fail;
+    all->n = n_all;
+    return GM_OK;
+fail:
+    free(all->p);
+    free(corners->p);
+    memset(all, 0, sizeof *all);
+    memset(corners, 0, sizeof *corners);
+    return st;
+}
+
+/* The frames of bases given by their (i << 16 | j) keys over pts. */
+static gm_status frames_of(const gm_points *pts, const uint32_t *keys, uint32_t n,
+                           gm_vote_basis **out)
+{
+    gm_vote_basis *b = malloc((n ? n : 1) * sizeof *b);
+    if (!b)
+        return GM_ERR_NOMEM;
+    for (uint32_t d = 0; d < n; d++) {
+        uint32_t i = keys[d] >> 16, j = keys[d] & 0xFFFF;
+        if (i >= pts->n || j >= pts->n) {
+            free(b);
+            return GM_ERR_INVALID;
+        }
+        b[d].a = pts->p[i];
+        b[d].b = pts->p[j];
+        b[d].f = gm_frame_of(b[d].a, b[d].b);
+    }
+    *out = b;
+    return GM_OK;
+}
+
+/* Keys into a compacting table on the device; its dense-index -> key array
+ * back on the host. */
+static gm_status index_keys(gm_gpu_lane *g, const uint32_t *keys, uint32_t n, uint64_t seed,
+                            uint32_t **unique, uint32_t *nu)
+{
+    *unique = NULL;
+    *nu = 0;
+    gm_cuckoo_dev t;
+    memset(&t, 0, sizeof t);
+    gm_status st = upload(g, &g->keys, &g->h_keys, keys, (size_t)n * sizeof *keys);
+    if (st == GM_OK)
+        st = gm_compact_build_cuda(&t, g->keys.d, n, 0, seed, NULL, g->stream);
+    if (st == GM_OK && !(*unique = malloc((t.u ? t.u : 1) * sizeof **unique)))
+        st = GM_ERR_NOMEM;
+    if (st == GM_OK)
+        st = download(g, *unique, t.d_unique, (size_t)t.u * sizeof **unique);
+    if (st == GM_OK)
+        *nu = t.u;
+    else {
+        free(*unique);
+        *unique = NULL;
+    }
+    gm_cuckoo_dev_free_async(&t, g->stream);
+    return st;
+}
+
+gm_status gm_gpu_level_build(gm_gpu_lane *g, const gm_points *corners, const gm_bases *b,
+                             const gm_points *cloud, uint32_t unique_bound, uint64_t seed_index,
+                             uint64_t seed_table, gm_gpu_level **out, uint32_t **unique,
+                             uint32_t *nu)
+{
+    *out = NULL;
+    gm_gpu_level *l = calloc(1, sizeof *l);
+    gm_vote_basis *frames = NULL;
+    uint32_t *d_keys = NULL, *d_vals = NULL, *d_count = NULL;
+    if (!l)
+        return GM_ERR_NOMEM;
+    gm_status st = index_keys(g, b->key, b->n, seed_index, unique, nu);
+    if (st == GM_OK)
+        st = frames_of(corners, *unique, *nu, &frames);
+    if (st == GM_OK)
+        st = upload(g, &g->bases, &g->h_keys, frames, (size_t)*nu * sizeof *frames);
+    if (st == GM_OK)
+        st = upload(g, &g->cloud, &g->h_best, cloud->p, (size_t)cloud->n * sizeof *cloud->p);
+    if (st == GM_OK)
+        st = gm_basis_items_cuda(g->bases.d, *nu, g->cloud.d, cloud->n, &d_keys, &d_vals,
+                                 &l->n_items, g->stream);
+    l->n_ref = *nu;
+    if (st == GM_OK && l->n_items > 0)
+        st = gm_multi_build_cuda(&l->table, d_keys, d_vals, l->n_items, unique_bound, seed_table,
+                                 NULL, g->stream);
+    if (st == GM_OK && l->n_ref > 0) {
+        cudaError_t e = cudaMalloc((void **)&l->d_share, (size_t)l->n_ref * sizeof(float));
+        if (e == cudaSuccess)
+            e = cudaMallocAsync((void **)&d_count, (size_t)l->n_ref * sizeof *d_count, g->stream);
+        if (e != cudaSuccess) {
+            gm_cuda_record_error(e, "cudaMalloc(share)", __func__, __FILE__, __LINE__);
+            st = e == cudaErrorMemoryAllocation ? GM_ERR_NOMEM : GM_ERR_DEVICE;
+        } else {
+            st = gm_basis_share_cuda(d_vals, l->n_items, l->n_ref, d_count, l->d_share, g->stream);
+        }
+    }
+    if (d_count)
+        (void)cudaFreeAsync(d_count, g->stream);
+    if (d_keys)
+        (void)cudaFreeAsync(d_keys, g->stream);
+    if (d_vals)
+        (void)cudaFreeAsync(d_vals, g->stream);
+    if (st == GM_OK && cudaStreamSynchronize(g->stream) != cudaSuccess) {
+        gm_cuda_record_error(cudaGetLastError(), "cudaStreamSynchronize", __func__, __FILE__,
+                             __LINE__);
+        st = GM_ERR_DEVICE;
+    }
+    free(frames);
+    if (st != GM_OK) {
+        gm_gpu_level_free(l);
+        free(*unique);
+        *unique = NULL;
+        *nu = 0;
+        return st;
+    }
+    *out = l;
+    return GM_OK;
+}
+
+void gm_gpu_level_free(gm_gpu_level *l)
+{
+    if (!l)
+        return;
+    gm_cuckoo_dev_free(&l->table);
+    if (l->d_share && cudaFree(l->d_share) != cudaSuccess)
+        (void)cudaGetLastError();
+    gm_edge_map_dev_free(&l->map);
+    free(l);
+}
+
+gm_status gm_gpu_index(gm_gpu_lane *g, const uint32_t *sel, uint32_t nsel, uint64_t seed,
+                       uint32_t **unique, uint32_t *n_q)
+{
+    return index_keys(g, sel, nsel, seed, unique, n_q);
+}
+
+gm_status gm_gpu_vote(gm_gpu_lane *g, const gm_gpu_level *l, const gm_points *qcorners,
+                      const uint32_t *unique, uint32_t nq, const gm_points *qcloud, uint32_t k,
+                      gm_candidate *cands, uint32_t *nc, double *vote_ms, double *reduce_ms)
+{
+    *nc = 0;
+    *vote_ms = *reduce_ms = 0;
+    if (nq == 0 || k == 0)
+        return GM_OK;
+    const uint32_t m = nq < k ? nq : k;
+    if (l->n_items == 0 || l->n_ref == 0) {
+        /* an empty table: every row is empty, and gm_reduce_topk_cpu keeps
+         * the first query bases */
+        for (uint32_t q = 0; q < m; q++)
+            cands[q] = (gm_candidate){0, q, 0, -INFINITY};
+        *nc = m;
+        return GM_OK;
+    }
+    double t0 = omp_get_wtime();
+    gm_vote_basis *frames = NULL;
+    gm_status st;
+    size_t scratch = gm_vote_scratch_bytes(l->n_ref, nq), tmp = gm_topk_tmp_count(nq, k);
+    if ((st = frames_of(qcorners, unique, nq, &frames)) != GM_OK ||
+        (st = upload(g, &g->bases, &g->h_keys, frames, (size_t)nq * sizeof *frames)) != GM_OK ||
+        (st = upload(g, &g->cloud, &g->h_best, qcloud->p, (size_t)qcloud->n * sizeof *qcloud->p)) !=
+            GM_OK ||
+        (st = dbuf_need(&g->best, ((size_t)nq + k + tmp) * sizeof(gm_candidate))) != GM_OK ||
+        (st = dbuf_need(&g->scratch, scratch + 1)) != GM_OK)
+        goto done;
+    gm_candidate *d_rows = g->best.d, *d_top = d_rows + nq, *d_tmp = d_top + k;
+    if ((st = gm_vote_reduce_cuda(&l->table, l->n_ref, l->d_share, g->bases.d, nq, g->cloud.d,
+                                  qcloud->n, scratch ? g->scratch.d : NULL, NULL, d_rows,
+                                  g->stream)) != GM_OK)
+        goto done;
+    if (cudaStreamSynchronize(g->stream) != cudaSuccess) { /* for the stage times only */
+        gm_cuda_record_error(cudaGetLastError(), "cudaStreamSynchronize", __func__, __FILE__,
+                             __LINE__);
+        st = GM_ERR_DEVICE;
+        goto done;
+    }
+    double t1 = omp_get_wtime();
+    *vote_ms = (t1 - t0) * 1e3;
+    if ((st = gm_topk_cuda(d_rows, nq, k, tmp ? d_tmp : NULL, d_top, g->stream)) != GM_OK ||
+        (st = download(g, cands, d_top, (size_t)m * sizeof *cands)) != GM_OK)
+        goto done;
+    *nc = m;
+    *reduce_ms = (omp_get_wtime() - t1) * 1e3;
+done:
+    free(frames);
+    return st;
+}
+
+gm_status gm_gpu_map(gm_gpu *g, gm_gpu_lane *l, const gm_edge_map *map)
+{
+    gm_edge_map_dev_free(&g->map);
+    return gm_edge_map_upload(map, &g->map, l->stream);
+}
+
+gm_status gm_gpu_level_map(gm_gpu_lane *g, gm_gpu_level *lv, const gm_edge_map *map)
+{
+    gm_edge_map_dev_free(&lv->map);
+    lv->has_map = 0;
+    gm_status st = gm_edge_map_upload(map, &lv->map, g->stream);
+    lv->has_map = st == GM_OK;
+    return st;
+}
+
+/* The map candidates of level lv are verified on: its own, or the
+ * reference's level-0 map (lv NULL); NULL when lv has none. */
+static const gm_edge_map_dev *verify_map(const gm_gpu_lane *g, const gm_gpu_level *lv)
+{
+    if (!lv)
+        return g->map;
+    return lv->has_map ? &lv->map : NULL;
+}
+
+/* Candidates per verification call: a pairing's top k (at most 256). */
+#define GM_GPU_MAX_CANDS 256
+
+gm_status gm_gpu_verify_points(gm_gpu_lane *g, const gm_points *q)
+{
+    if (g->verify.max_cands == 0 || q->n > g->verify.cap) {
+        gm_verify_dev_free(&g->verify);
+        gm_status st = gm_verify_dev_alloc(&g->verify, q->n > 2048 ? q->n : 2048, GM_GPU_MAX_CANDS);
+        if (st != GM_OK)
+            return st;
+    }
+    return gm_verify_points_upload(&g->verify, q, g->stream);
+}
+
+/* The stages below check their map (NULL: GM_ERR_INVALID) and return at
+ * once for no candidates. */
+gm_status gm_gpu_verify(gm_gpu_lane *g, const gm_gpu_level *lv, const double *m, uint32_t nc,
+                        gm_verify_score *scores)
+{
+    return gm_verify_batch_cuda(verify_map(g, lv), &g->verify, m, nc, scores, g->stream);
+}
+
+gm_status gm_gpu_spread(gm_gpu_lane *g, const gm_gpu_level *lv, gm_model model,
+                        const double h[9], int w, int hgt, double *spread)
+{
+    return gm_spread_cuda(verify_map(g, lv), &g->verify, model, h, w, hgt, spread, g->stream);
+}
+
+gm_status gm_gpu_grow(gm_gpu_lane *g, const gm_gpu_level *lv, gm_model model, double *h,
+                      const double *seeds, uint32_t nc, gm_verify_score *scores)
+{
+    return gm_grow_verify_cuda(verify_map(g, lv), &g->verify, model, h, seeds, nc, scores,
+                               g->stream);
+}
+
+gm_status gm_gpu_refine(gm_gpu_lane *g, const gm_gpu_level *lv, gm_model model, double *h,
+                        int iters, uint32_t nc, gm_verify_score *scores)
+{
+    return gm_refine_verify_cuda(verify_map(g, lv), &g->verify, model, h, iters, nc, scores,
+                                 g->stream);
+}

@@ -1,0 +1,651 @@
+/* verify.cu: verification and refinement of candidate transforms on the GPU,
+ * one thread block per candidate.
+ *
+ * Loose verification (k_verify): the block's threads take the query points,
+ * count hits and chance hits with the CPU's per-point rule
+ * (gm_verify_point), and the block sums the counts; integer sums, so the
+ * score equals gm_verify_cpu's whatever the order.
+ *
+ * Refinement (k_refine_verify): per iteration every thread finds the
+ * partners of its points (gm_refine_match) and adds their rows to its own
+ * copy of the normal equations (upper triangle and right-hand side, in
+ * double); the block sums the copies (warp shuffles, then the warps in
+ * order: deterministic), one thread solves (gm_fit_finish) and publishes the
+ * new h, or stops the loop as the CPU's `break` does.  Then the strict score
+ * of the final h (gm_verify_strict_point), exact for that h.  The sums run in
+ * another order than the CPU's point order, so the refined h agrees with the
+ * CPU's to rounding, not bit for bit.
+ *
+ * Exactness: the per-point functions are the CPU's (src/stages/verify_core.h,
+ * src/stages/fit_core.h); this file is compiled with --fmad=false so no
+ * multiply-add is contracted; lrint rounds half to even on both sides; the
+ * angles' cosf/sinf and the similarity's atan2 come from the host. */
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "cuda/cuda_check.cuh"
+#include "cuda/gm_cuda.h"
+#include "stages/points.h"
+#include "stages/verify.h"
+#include "cuda/verify_cuda.h"
+#include "stages/verify_core.h"
+
+#define GM_VERIFY_THREADS 256
+#define GM_VERIFY_WARPS (GM_VERIFY_THREADS / 32)
+
+static gm_map_view map_view(const gm_edge_map_dev *d)
+{
+    gm_map_view v = {d->w, d->h, d->d_mask, d->d_nearest, d->d_pts, d->d_dir};
+    return v;
+}
+
+/* gm_refine_match (src/stages/verify_core.h) over the packed cells: the same
+ * partner (the same scan order and comparisons) and the same corr, but the
+ * window's cells are independent loads that the unrolled loop issues
+ * together, where the CPU layout needs nearest -> dir -> pts in turn (the
+ * refinement was latency bound: 0.9 ms for 3 candidates x 6 iterations). */
+static __device__ __forceinline__ int refine_match_cells(const float4 *__restrict__ cells, int w,
+                                                         int hgt, const double h[9], gm_point p,
+                                                         float cp, float sp, int r, double huber,
+                                                         gm_corr *c)
+{
+    double x, y;
+    gm_h_apply(h, p.x, p.y, &x, &y);
+    long ix = lrint(x), iy = lrint(y);
+    if (ix < 0 || iy < 0 || ix >= w || iy >= hgt)
+        return 0;
+    float ca, sa;
+    gm_h_normal(h, p.x, p.y, cp, sp, &ca, &sa);
+    double bestd = 1e30;
+    float4 best = make_float4(NAN, 0, 0, 0);
+#pragma unroll
+    for (int dy = -GM_REFINE_MAX_R; dy <= GM_REFINE_MAX_R; dy++) {
+#pragma unroll
+        for (int dx = -GM_REFINE_MAX_R; dx <= GM_REFINE_MAX_R; dx++) {
+            const long yy = iy + dy, xx = ix + dx;
+            if (dy < -r || dy > r || dx < -r || dx > r || yy < 0 || yy >= hgt || xx < 0 ||
+                xx >= w)
+                continue;
+            const float4 e = __ldg(&cells[(size_t)yy * w + xx]);
+            if (isnan(e.x))
+                continue;
+            if (e.z * ca + e.w * sa < GM_REFINE_COS)
+                continue;
+            double ddx = e.x - x, ddy = e.y - y, d = ddx * ddx + ddy * ddy;
+            if (d < bestd) {
+                bestd = d;
+                best = e;
+            }
+        }
+    }
+    if (isnan(best.x))
+        return 0;
+    double enx = best.z, eny = best.w;
+    double res = fabs(enx * (x - best.x) + eny * (y - best.y));
+    c->qx = p.x;
+    c->qy = p.y;
+    c->rx = best.x;
+    c->ry = best.y;
+    c->nx = enx;
+    c->ny = eny;
+    c->w = res < huber ? 1.0 : huber / res;
+    return 1;
+}
+
+/* Sum of each thread's `part` over the block, returned to every thread.
+ * s_part: GM_VERIFY_WARPS counters of shared memory; the caller's next
+ * write to it must follow a __syncthreads(). */
+static __device__ uint32_t block_sum_u32(uint32_t part, uint32_t *s_part)
+{
+    for (int off = 16; off > 0; off >>= 1)
+        part += __shfl_down_sync(0xFFFFFFFFu, part, off);
+    if ((threadIdx.x & 31) == 0)
+        s_part[threadIdx.x >> 5] = part;
+    __syncthreads();
+    uint32_t total = 0;
+    for (int w = 0; w < GM_VERIFY_WARPS; w++)
+        total += s_part[w];
+    return total;
+}
+
+/* Block c: gm_verify_cpu of the similarity params[9c..9c+6) (rot[c] its
+ * rotation) on the n points. */
+static __global__ void __launch_bounds__(GM_VERIFY_THREADS)
+    k_verify(gm_map_view map, const gm_point *pts, uint32_t n, const double *params,
+             const float *rot, gm_verify_score *scores)
+{
+    __shared__ double s_m[6];
+    __shared__ uint32_t s_hits[GM_VERIFY_WARPS], s_bg[GM_VERIFY_WARPS];
+    const uint32_t c = blockIdx.x;
+    if (threadIdx.x < 6)
+        s_m[threadIdx.x] = params[9 * (size_t)c + threadIdx.x];
+    __syncthreads();
+    double m[6];
+    for (int i = 0; i < 6; i++)
+        m[i] = s_m[i];
+    const float r = rot[c];
+    uint32_t hits = 0, bg = 0;
+    for (uint32_t k = threadIdx.x; k < n; k += blockDim.x)
+        hits += gm_verify_point(&map, m, r, pts[k], &bg);
+    hits = block_sum_u32(hits, s_hits);
+    bg = block_sum_u32(bg, s_bg);
+    if (threadIdx.x == 0)
+        scores[c] = gm_score_of(n, hits, bg);
+}
+
+/* Sums NV doubles per thread over the block into s_out[NV] (valid after the
+ * trailing __syncthreads); s_warp: GM_VERIFY_WARPS * NV doubles.  Warps in
+ * order, so the result does not depend on scheduling. */
+template <int NV>
+static __device__ void block_sum_f64(double (&v)[NV], double *s_warp, double *s_out)
+{
+#pragma unroll
+    for (int i = 0; i < NV; i++)
+        for (int off = 16; off > 0; off >>= 1)
+            v[i] += __shfl_down_sync(0xFFFFFFFFu, v[i], off);
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    if (lane == 0)
+#pragma unroll
+        for (int i = 0; i < NV; i++)
+            s_warp[warp * NV + i] = v[i];
+    __syncthreads();
+    for (int i = threadIdx.x; i < NV; i += blockDim.x) {
+        double s = 0;
+        for (int w = 0; w < GM_VERIFY_WARPS; w++)
+            s += s_warp[w * NV + i];
+        s_out[i] = s;
+    }
+    __syncthreads();
+}
+
+/* The points a refinement of the block takes: within the disc (seed x, y;
+ * squared radius r2: gm_grow_d2) and outside quadrant skip of a qw x qh
+ * query (gm_quadrant; skip -1: none). */
+struct refine_set {
+    double seed[3], r2;
+    int skip, qw, qh;
+};
+
+static __device__ __forceinline__ bool in_set(const refine_set &m, gm_point p)
+{
+    return gm_grow_d2(p, m.seed) <= m.r2 && (m.skip < 0 || gm_quadrant(p, m.qw, m.qh) != m.skip);
+}
+
+/* gm_refine_model_cpu(MODEL, iters) of the block's s_h on the points of set
+ * among the n points, by the whole block; s_h keeps the result.  The CPU
+ * refines those points as its own set: too few of them (n_in) leave h
+ * alone, too few pairs or a degenerate solve end the iterations. */
+template <int MODEL>
+static __device__ void refine_block(const float4 *cells, int w, int hgt, const gm_point *pts,
+                                    const float *cs, uint32_t n, uint32_t n_in,
+                                    const refine_set &set, int iters, double *s_h, int *s_stop,
+                                    double *s_warp, double *s_sum)
+{
+    const gm_model model = (gm_model)MODEL;
+    constexpr int NP = MODEL == GM_MODEL_SIMILARITY ? 4 : MODEL == GM_MODEL_AFFINE ? 6 : 8;
+    constexpr int NA = NP * (NP + 1) / 2; /* upper triangle of A, then b, then the pair count */
+    constexpr int NV = NA + NP + 1;
+    __syncthreads(); /* every thread is past the previous call's reads of s_stop */
+    if (threadIdx.x == 0)
+        *s_stop = n_in < GM_REFINE_MIN_PAIRS; /* the CPU leaves h alone */
+    __syncthreads();
+    for (int it = 0; it < iters && !*s_stop; it++) {
+        double h[9], hn[9];
+        for (int i = 0; i < 9; i++)
+            h[i] = s_h[i];
+        gm_fit_prepare(h, hn);
+        const int r = gm_refine_radius(it);
+        const double huber = gm_refine_huber(it);
+        double A[8][8] = {{0}}, b[8] = {0};
+        uint32_t cnt = 0;
+        for (uint32_t k = threadIdx.x; k < n; k += blockDim.x) {
+            gm_corr q;
+            if (!in_set(set, pts[k]) ||
+                !refine_match_cells(cells, w, hgt, h, pts[k], cs[2 * k], cs[2 * k + 1], r, huber,
+                                    &q))
+                continue;
+            cnt++;
+            double rows[3][8] = {{0}}, tgt[3], ws[3];
+            gm_fit_rows(model, hn, q.qx, q.qy, q.rx, q.ry, q.nx, q.ny, q.w, rows, tgt, ws);
+            gm_fit_accumulate(NP, rows, tgt, ws, 1, A, b);
+        }
+        double v[NV];
+        int i = 0;
+#pragma unroll
+        for (int j = 0; j < NP; j++)
+#pragma unroll
+            for (int k = j; k < NP; k++)
+                v[i++] = A[j][k];
+#pragma unroll
+        for (int j = 0; j < NP; j++)
+            v[NA + j] = b[j];
+        v[NV - 1] = (double)cnt; /* exact: at most n < 2^53 */
+        block_sum_f64<NV>(v, s_warp, s_sum);
+        if (threadIdx.x == 0) {
+            double AA[8][8], bb[8], hh[9];
+            int e = 0;
+            for (int j = 0; j < NP; j++)
+                for (int k = j; k < NP; k++)
+                    AA[j][k] = AA[k][j] = s_sum[e++];
+            for (int j = 0; j < NP; j++)
+                bb[j] = s_sum[NA + j];
+            const int used = (int)s_sum[NV - 1];
+            if (used < GM_REFINE_MIN_PAIRS || gm_fit_finish(model, used, AA, bb, hn, hh) != 0) {
+                *s_stop = 1;
+            } else {
+                for (int j = 0; j < 9; j++)
+                    s_h[j] = hh[j];
+            }
+        }
+        __syncthreads();
+    }
+}
+
+/* The strict score of the block's s_h into scores[c], s_h into params. */
+static __device__ void strict_block(const gm_map_view &map, const gm_point *pts, const float *cs,
+                                    uint32_t n, const double *s_h, uint32_t *s_hits,
+                                    uint32_t *s_bg, double *params, gm_verify_score *scores,
+                                    uint32_t c)
+{
+    double h[9];
+    for (int i = 0; i < 9; i++)
+        h[i] = s_h[i];
+    uint32_t hits = 0, bg = 0;
+    for (uint32_t k = threadIdx.x; k < n; k += blockDim.x)
+        hits += gm_verify_strict_point(&map, h, pts[k], cs[2 * k], cs[2 * k + 1], &bg);
+    hits = block_sum_u32(hits, s_hits);
+    bg = block_sum_u32(bg, s_bg);
+    if (threadIdx.x == 0) {
+        scores[c] = gm_score_of(n, hits, bg);
+        for (int j = 0; j < 9; j++)
+            params[9 * (size_t)c + j] = h[j];
+    }
+}
+
+#define GM_MAX_NV (36 + 8 + 1) /* NV of the homography */
+
+/* Block c: gm_refine_model_cpu(MODEL, iters) of params[9c..9c+9), then the
+ * strict score; the refined h goes back to params. */
+template <int MODEL>
+static __global__ void __launch_bounds__(GM_VERIFY_THREADS)
+    k_refine_verify(gm_map_view map, const float4 *cells, const gm_point *pts, const float *cs,
+                    uint32_t n, int iters, double *params, gm_verify_score *scores)
+{
+    __shared__ double s_h[9];
+    __shared__ int s_stop;
+    __shared__ double s_warp[GM_VERIFY_WARPS * GM_MAX_NV], s_sum[GM_MAX_NV];
+    __shared__ uint32_t s_hits[GM_VERIFY_WARPS], s_bg[GM_VERIFY_WARPS];
+    const uint32_t c = blockIdx.x;
+    if (threadIdx.x < 9)
+        s_h[threadIdx.x] = params[9 * (size_t)c + threadIdx.x];
+    const refine_set all = {{0, 0, 0}, INFINITY, -1, 0, 0};
+    refine_block<MODEL>(cells, map.w, map.h, pts, cs, n, n, all, iters, s_h, &s_stop, s_warp,
+                        s_sum);
+    strict_block(map, pts, cs, n, s_h, s_hits, s_bg, params, scores, c);
+}
+
+/* Block c: gm_grow_model_cpu(MODEL) of params[9c..9c+9) from the seed
+ * seeds[3c..3c+3), then the strict score; the grown h goes back to params.
+ * The radius steps, the disc counts and the largest distance are the CPU's
+ * double operations (gm_grow_d2, the block's exact integer and max sums). */
+template <int MODEL>
+static __global__ void __launch_bounds__(GM_VERIFY_THREADS)
+    k_grow_verify(gm_map_view map, const float4 *cells, const gm_point *pts, const float *cs,
+                  uint32_t n, const double *seeds, double *params, gm_verify_score *scores)
+{
+    __shared__ double s_h[9];
+    __shared__ int s_stop;
+    __shared__ double s_warp[GM_VERIFY_WARPS * GM_MAX_NV], s_sum[GM_MAX_NV];
+    __shared__ uint32_t s_hits[GM_VERIFY_WARPS], s_bg[GM_VERIFY_WARPS];
+    __shared__ double s_max[GM_VERIFY_WARPS];
+    const uint32_t c = blockIdx.x;
+    if (threadIdx.x < 9)
+        s_h[threadIdx.x] = params[9 * (size_t)c + threadIdx.x];
+    const double seed[3] = {seeds[3 * (size_t)c], seeds[3 * (size_t)c + 1],
+                            seeds[3 * (size_t)c + 2]};
+    /* the largest squared distance from the seed: max is exact in any order */
+    double m2 = 0;
+    for (uint32_t k = threadIdx.x; k < n; k += blockDim.x)
+        m2 = fmax(m2, gm_grow_d2(pts[k], seed));
+    for (int o = 16; o > 0; o >>= 1)
+        m2 = fmax(m2, __shfl_xor_sync(0xFFFFFFFFu, m2, o));
+    if ((threadIdx.x & 31) == 0)
+        s_max[threadIdx.x >> 5] = m2;
+    __syncthreads();
+    double rmax2 = 0;
+    for (int wi = 0; wi < GM_VERIFY_WARPS; wi++)
+        rmax2 = fmax(rmax2, s_max[wi]);
+    for (double rad = fmax(GM_GROW_START * seed[2], GM_GROW_MIN_PX);; rad *= GM_GROW_STEP) {
+        uint32_t in = 0;
+        for (uint32_t k = threadIdx.x; k < n; k += blockDim.x)
+            in += gm_grow_d2(pts[k], seed) <= rad * rad;
+        in = block_sum_u32(in, s_hits);
+        const refine_set disc = {{seed[0], seed[1], seed[2]}, rad * rad, -1, 0, 0};
+        refine_block<MODEL>(cells, map.w, map.h, pts, cs, n, in, disc, GM_GROW_STEP_ITERS, s_h,
+                            &s_stop, s_warp, s_sum);
+        if (rad * rad >= rmax2)
+            break;
+    }
+    const refine_set all = {{0, 0, 0}, INFINITY, -1, 0, 0};
+    refine_block<MODEL>(cells, map.w, map.h, pts, cs, n, n, all, GM_GROW_FINAL_ITERS, s_h,
+                        &s_stop, s_warp, s_sum);
+    strict_block(map, pts, cs, n, s_h, s_hits, s_bg, params, scores, c);
+}
+
+/* Block j (0..3): gm_corner_spread_cpu's refit j, h (params[0..9)) refined
+ * on the points outside quadrant j of a qw x qh query; the refit goes to
+ * params[9 (j + 1)..). */
+template <int MODEL>
+static __global__ void __launch_bounds__(GM_VERIFY_THREADS)
+    k_spread(gm_map_view map, const float4 *cells, const gm_point *pts, const float *cs,
+             uint32_t n, int qw, int qh, double *params)
+{
+    __shared__ double s_h[9];
+    __shared__ int s_stop;
+    __shared__ double s_warp[GM_VERIFY_WARPS * GM_MAX_NV], s_sum[GM_MAX_NV];
+    __shared__ uint32_t s_in[GM_VERIFY_WARPS];
+    const int quad = (int)blockIdx.x;
+    if (threadIdx.x < 9)
+        s_h[threadIdx.x] = params[threadIdx.x];
+    const refine_set set = {{0, 0, 0}, INFINITY, quad, qw, qh};
+    uint32_t in = 0;
+    for (uint32_t k = threadIdx.x; k < n; k += blockDim.x)
+        in += in_set(set, pts[k]);
+    in = block_sum_u32(in, s_in);
+    refine_block<MODEL>(cells, map.w, map.h, pts, cs, n, in, set, GM_SPREAD_ITERS, s_h, &s_stop,
+                        s_warp, s_sum);
+    if (threadIdx.x < 9)
+        params[9 * (size_t)(quad + 1) + threadIdx.x] = s_h[threadIdx.x];
+}
+
+/* ---- the edge map ------------------------------------------------------------ */
+
+extern "C" void gm_edge_map_dev_free(gm_edge_map_dev *d)
+{
+    if (!d)
+        return;
+    cudaFree(d->d_mask);
+    cudaFree(d->d_nearest);
+    cudaFree(d->d_pts);
+    cudaFree(d->d_dir);
+    cudaFree(d->d_cells);
+    (void)cudaGetLastError();
+    memset(d, 0, sizeof *d);
+}
+
+static gm_status edge_map_upload(const gm_edge_map *map, gm_edge_map_dev *d, cudaStream_t stream)
+{
+    const size_t px = (size_t)map->w * (size_t)map->h, np = map->pts.n ? map->pts.n : 1;
+    GM_CUDA_CHECK(cudaMalloc((void **)&d->d_mask, px * sizeof *d->d_mask));
+    GM_CUDA_CHECK(cudaMalloc((void **)&d->d_nearest, px * sizeof *d->d_nearest));
+    GM_CUDA_CHECK(cudaMalloc((void **)&d->d_pts, np * sizeof *d->d_pts));
+    GM_CUDA_CHECK(cudaMalloc((void **)&d->d_dir, 2 * np * sizeof *d->d_dir));
+    GM_CUDA_CHECK(cudaMalloc((void **)&d->d_cells, px * sizeof *d->d_cells));
+    d->w = map->w;
+    d->h = map->h;
+    d->n = map->pts.n;
+    /* pageable sources: the copies are staged by the driver; the final
+     * synchronize lets the caller free map */
+    GM_CUDA_CHECK(cudaMemcpyAsync(d->d_mask, map->mask, px * sizeof *d->d_mask,
+                                  cudaMemcpyHostToDevice, stream));
+    GM_CUDA_CHECK(cudaMemcpyAsync(d->d_nearest, map->nearest, px * sizeof *d->d_nearest,
+                                  cudaMemcpyHostToDevice, stream));
+    if (map->pts.n) {
+        GM_CUDA_CHECK(cudaMemcpyAsync(d->d_pts, map->pts.p, map->pts.n * sizeof *d->d_pts,
+                                      cudaMemcpyHostToDevice, stream));
+        GM_CUDA_CHECK(cudaMemcpyAsync(d->d_dir, map->dir, 2 * (size_t)map->pts.n * sizeof *d->d_dir,
+                                      cudaMemcpyHostToDevice, stream));
+    }
+    /* the packed cells, made on the host from the same arrays */
+    float4 *cells = (float4 *)malloc(px * sizeof *cells);
+    if (!cells)
+        return GM_ERR_NOMEM;
+    for (size_t i = 0; i < px; i++) {
+        int32_t j = map->nearest[i];
+        cells[i] = j < 0 ? make_float4(NAN, 0, 0, 0)
+                         : make_float4(map->pts.p[j].x, map->pts.p[j].y, map->dir[2 * j],
+                                       map->dir[2 * j + 1]);
+    }
+    cudaError_t e = cudaMemcpyAsync(d->d_cells, cells, px * sizeof *cells, cudaMemcpyHostToDevice,
+                                    stream);
+    if (e == cudaSuccess)
+        e = cudaStreamSynchronize(stream);
+    free(cells);
+    GM_CUDA_CHECK(e);
+    return GM_OK;
+}
+
+extern "C" gm_status gm_edge_map_upload(const gm_edge_map *map, gm_edge_map_dev *d,
+                                        cudaStream_t stream)
+{
+    if (!d)
+        return GM_ERR_INVALID;
+    memset(d, 0, sizeof *d);
+    if (!map || map->w <= 0 || map->h <= 0 || !map->mask || !map->nearest ||
+        (map->pts.n && (!map->pts.p || !map->dir)))
+        return GM_ERR_INVALID;
+    gm_status st = edge_map_upload(map, d, stream);
+    if (st != GM_OK)
+        gm_edge_map_dev_free(d);
+    return st;
+}
+
+/* ---- the query points and the batch buffers ---------------------------------- */
+
+extern "C" void gm_verify_dev_free(gm_verify_dev *v)
+{
+    if (!v)
+        return;
+    cudaFree(v->d_pts);
+    cudaFree(v->d_cs);
+    cudaFree(v->d_params);
+    cudaFree(v->d_seeds);
+    cudaFree(v->d_rot);
+    cudaFree(v->d_scores);
+    cudaFreeHost(v->h_pts);
+    cudaFreeHost(v->h_cs);
+    cudaFreeHost(v->h_params);
+    cudaFreeHost(v->h_seeds);
+    cudaFreeHost(v->h_rot);
+    cudaFreeHost(v->h_scores);
+    if (v->staged)
+        cudaEventDestroy(v->staged);
+    (void)cudaGetLastError();
+    memset(v, 0, sizeof *v);
+}
+
+static gm_status verify_dev_alloc(gm_verify_dev *v)
+{
+    const size_t np = v->cap ? v->cap : 1, nc = v->max_cands;
+    GM_CUDA_CHECK(cudaMalloc((void **)&v->d_pts, np * sizeof *v->d_pts));
+    GM_CUDA_CHECK(cudaMalloc((void **)&v->d_cs, 2 * np * sizeof *v->d_cs));
+    GM_CUDA_CHECK(cudaMalloc((void **)&v->d_params, 9 * nc * sizeof *v->d_params));
+    GM_CUDA_CHECK(cudaMalloc((void **)&v->d_seeds, 3 * nc * sizeof *v->d_seeds));
+    GM_CUDA_CHECK(cudaMalloc((void **)&v->d_rot, nc * sizeof *v->d_rot));
+    GM_CUDA_CHECK(cudaMalloc((void **)&v->d_scores, nc * sizeof *v->d_scores));
+    GM_CUDA_CHECK(cudaMallocHost((void **)&v->h_pts, np * sizeof *v->h_pts));
+    GM_CUDA_CHECK(cudaMallocHost((void **)&v->h_cs, 2 * np * sizeof *v->h_cs));
+    GM_CUDA_CHECK(cudaMallocHost((void **)&v->h_params, 9 * nc * sizeof *v->h_params));
+    GM_CUDA_CHECK(cudaMallocHost((void **)&v->h_seeds, 3 * nc * sizeof *v->h_seeds));
+    GM_CUDA_CHECK(cudaMallocHost((void **)&v->h_rot, nc * sizeof *v->h_rot));
+    GM_CUDA_CHECK(cudaMallocHost((void **)&v->h_scores, nc * sizeof *v->h_scores));
+    GM_CUDA_CHECK(cudaEventCreateWithFlags(&v->staged, cudaEventDisableTiming));
+    return GM_OK;
+}
+
+extern "C" gm_status gm_verify_dev_alloc(gm_verify_dev *v, uint32_t max_points, uint32_t max_cands)
+{
+    if (!v)
+        return GM_ERR_INVALID;
+    memset(v, 0, sizeof *v);
+    if (max_cands == 0)
+        return GM_ERR_INVALID;
+    v->cap = max_points;
+    v->max_cands = max_cands;
+    gm_status st = verify_dev_alloc(v);
+    if (st != GM_OK)
+        gm_verify_dev_free(v);
+    return st;
+}
+
+extern "C" gm_status gm_verify_points_upload(gm_verify_dev *v, const gm_points *q,
+                                             cudaStream_t stream)
+{
+    if (!v || !q || q->n > v->cap || (q->n && !q->p))
+        return GM_ERR_INVALID;
+    /* the staging may still feed the previous upload's copies */
+    GM_CUDA_CHECK(cudaEventSynchronize(v->staged));
+    for (uint32_t k = 0; k < q->n; k++) {
+        v->h_pts[k] = q->p[k];
+        v->h_cs[2 * k] = cosf(q->p[k].angle);
+        v->h_cs[2 * k + 1] = sinf(q->p[k].angle);
+    }
+    v->n = q->n;
+    if (q->n) {
+        GM_CUDA_CHECK(cudaMemcpyAsync(v->d_pts, v->h_pts, q->n * sizeof *v->d_pts,
+                                      cudaMemcpyHostToDevice, stream));
+        GM_CUDA_CHECK(cudaMemcpyAsync(v->d_cs, v->h_cs, 2 * (size_t)q->n * sizeof *v->d_cs,
+                                      cudaMemcpyHostToDevice, stream));
+    }
+    GM_CUDA_CHECK(cudaEventRecord(v->staged, stream));
+    return GM_OK;
+}
+
+/* ---- the batches ----------------------------------------------------------- */
+
+/* Copies v->h_params[0, 9 nc) and, when rot, v->h_rot up; after the kernel
+ * (queued by the caller in between) the scores and, when back, the params
+ * down; synchronizes; copies the scores out. */
+/* kernel<model> launched on grid blocks (model: one of the three, checked
+ * by the caller). */
+#define LAUNCH_MODEL(kernel, model, grid, stream, ...)                                        \
+    do {                                                                                       \
+        if ((model) == GM_MODEL_SIMILARITY)                                                    \
+            kernel<GM_MODEL_SIMILARITY><<<(grid), GM_VERIFY_THREADS, 0, (stream)>>>(__VA_ARGS__); \
+        else if ((model) == GM_MODEL_AFFINE)                                                   \
+            kernel<GM_MODEL_AFFINE><<<(grid), GM_VERIFY_THREADS, 0, (stream)>>>(__VA_ARGS__);     \
+        else                                                                                   \
+            kernel<GM_MODEL_HOMOGRAPHY><<<(grid), GM_VERIFY_THREADS, 0, (stream)>>>(__VA_ARGS__); \
+    } while (0)
+
+static gm_status batch_upload(gm_verify_dev *v, uint32_t nc, int rot, cudaStream_t stream)
+{
+    GM_CUDA_CHECK(cudaMemcpyAsync(v->d_params, v->h_params, 9 * (size_t)nc * sizeof *v->d_params,
+                                  cudaMemcpyHostToDevice, stream));
+    if (rot)
+        GM_CUDA_CHECK(cudaMemcpyAsync(v->d_rot, v->h_rot, nc * sizeof *v->d_rot,
+                                      cudaMemcpyHostToDevice, stream));
+    return GM_OK;
+}
+
+static gm_status batch_download(gm_verify_dev *v, uint32_t nc, int back, gm_verify_score *scores,
+                                cudaStream_t stream)
+{
+    GM_CUDA_CHECK(cudaMemcpyAsync(v->h_scores, v->d_scores, nc * sizeof *v->h_scores,
+                                  cudaMemcpyDeviceToHost, stream));
+    if (back)
+        GM_CUDA_CHECK(cudaMemcpyAsync(v->h_params, v->d_params,
+                                      9 * (size_t)nc * sizeof *v->h_params,
+                                      cudaMemcpyDeviceToHost, stream));
+    GM_CUDA_CHECK(cudaStreamSynchronize(stream));
+    memcpy(scores, v->h_scores, nc * sizeof *scores);
+    return GM_OK;
+}
+
+extern "C" gm_status gm_verify_batch_cuda(const gm_edge_map_dev *map, gm_verify_dev *v,
+                                          const double *m, uint32_t nc, gm_verify_score *scores,
+                                          cudaStream_t stream)
+{
+    if (!map || !v || nc > v->max_cands || (nc && (!m || !scores)))
+        return GM_ERR_INVALID;
+    if (nc == 0)
+        return GM_OK;
+    for (uint32_t c = 0; c < nc; c++) {
+        memcpy(v->h_params + 9 * (size_t)c, m + 6 * (size_t)c, 6 * sizeof *m);
+        v->h_rot[c] = (float)atan2(m[6 * (size_t)c + 3], m[6 * (size_t)c]);
+    }
+    gm_status st = batch_upload(v, nc, 1, stream);
+    if (st != GM_OK)
+        return st;
+    k_verify<<<nc, GM_VERIFY_THREADS, 0, stream>>>(map_view(map), v->d_pts, v->n, v->d_params,
+                                                   v->d_rot, v->d_scores);
+    GM_CUDA_CHECK_LAUNCH();
+    return batch_download(v, nc, 0, scores, stream);
+}
+
+extern "C" gm_status gm_grow_verify_cuda(const gm_edge_map_dev *map, gm_verify_dev *v,
+                                         gm_model model, double *h, const double *seeds,
+                                         uint32_t nc, gm_verify_score *scores, cudaStream_t stream)
+{
+    if (!map || !v || nc > v->max_cands || (nc && (!h || !seeds || !scores)) ||
+        (model != GM_MODEL_AFFINE && model != GM_MODEL_HOMOGRAPHY))
+        return GM_ERR_INVALID;
+    if (nc == 0)
+        return GM_OK;
+    memcpy(v->h_params, h, 9 * (size_t)nc * sizeof *h);
+    memcpy(v->h_seeds, seeds, 3 * (size_t)nc * sizeof *seeds);
+    gm_status st = batch_upload(v, nc, 0, stream);
+    if (st != GM_OK)
+        return st;
+    GM_CUDA_CHECK(cudaMemcpyAsync(v->d_seeds, v->h_seeds, 3 * (size_t)nc * sizeof *seeds,
+                                  cudaMemcpyHostToDevice, stream));
+    const gm_map_view mv = map_view(map);
+    const double *d_seeds = v->d_seeds;
+    LAUNCH_MODEL(k_grow_verify, model, nc, stream, mv, map->d_cells, v->d_pts, v->d_cs, v->n,
+                 d_seeds, v->d_params, v->d_scores);
+    GM_CUDA_CHECK_LAUNCH();
+    if ((st = batch_download(v, nc, 1, scores, stream)) != GM_OK)
+        return st;
+    memcpy(h, v->h_params, 9 * (size_t)nc * sizeof *h);
+    return GM_OK;
+}
+
+extern "C" gm_status gm_spread_cuda(const gm_edge_map_dev *map, gm_verify_dev *v,
+                                    gm_model model, const double h[9], int w, int hgt,
+                                    double *spread, cudaStream_t stream)
+{
+    if (!map || !v || !h || !spread || v->max_cands < 5 ||
+        (model != GM_MODEL_SIMILARITY && model != GM_MODEL_AFFINE &&
+         model != GM_MODEL_HOMOGRAPHY))
+        return GM_ERR_INVALID;
+    memcpy(v->h_params, h, 9 * sizeof *h);
+    gm_status st = batch_upload(v, 1, 0, stream);
+    if (st != GM_OK)
+        return st;
+    const gm_map_view mv = map_view(map);
+    LAUNCH_MODEL(k_spread, model, 4, stream, mv, map->d_cells, v->d_pts, v->d_cs, v->n, w, hgt,
+                 v->d_params);
+    GM_CUDA_CHECK_LAUNCH();
+    GM_CUDA_CHECK(cudaMemcpyAsync(v->h_params + 9, v->d_params + 9, 36 * sizeof *v->h_params,
+                                  cudaMemcpyDeviceToHost, stream));
+    GM_CUDA_CHECK(cudaStreamSynchronize(stream));
+    double hq[4][9];
+    memcpy(hq, v->h_params + 9, sizeof hq);
+    *spread = gm_corner_moves(h, (const double(*)[9])hq, w, hgt);
+    return GM_OK;
+}
+
+extern "C" gm_status gm_refine_verify_cuda(const gm_edge_map_dev *map, gm_verify_dev *v,
+                                           gm_model model, double *h, int iters, uint32_t nc,
+                                           gm_verify_score *scores, cudaStream_t stream)
+{
+    if (!map || !v || nc > v->max_cands || iters < 0 || (nc && (!h || !scores)) ||
+        (model != GM_MODEL_SIMILARITY && model != GM_MODEL_AFFINE &&
+         model != GM_MODEL_HOMOGRAPHY))
+        return GM_ERR_INVALID;
+    if (nc == 0)
+        return GM_OK;
+    memcpy(v->h_params, h, 9 * (size_t)nc * sizeof *h);
+    gm_status st = batch_upload(v, nc, 0, stream);
+    if (st != GM_OK)
+        return st;
+    const gm_map_view mv = map_view(map);
+    LAUNCH_MODEL(k_refine_verify, model, nc, stream, mv, map->d_cells, v->d_pts, v->d_cs, v->n,
+                 iters, v->d_params, v->d_scores);
+    GM_CUDA_CHECK_LAUNCH();
+    if ((st = batch_download(v, nc, 1, scores, stream)) != GM_OK)
+        return st;
+    memcpy(h, v->h_params, 9 * (size_t)nc * sizeof *h);
+    return GM_OK;
+}

@@ -1,0 +1,128 @@
+/* verify_cuda.h: verification and refinement of candidate transforms on the
+ * GPU, in batches (src/cuda/verify.cu), C interface.
+ *
+ * Twins of verify.c's gm_verify_cpu and of gm_refine_model_cpu followed by
+ * gm_verify_strict_h_cpu, for many candidates at once.  The per-point rules
+ * are the CPU's own (src/stages/verify_core.h, src/stages/fit_core.h), so:
+ *  - loose scores (gm_verify_batch_cuda) equal gm_verify_cpu's exactly;
+ *  - strict scores of a given h equal gm_verify_strict_h_cpu's exactly;
+ *  - refined transforms agree with gm_refine_model_cpu's to rounding (the
+ *    normal equations are summed in another order), and the strict score is
+ *    that of the GPU's refined h.
+ *
+ * Buffers belong to the caller: the edge map is uploaded once per
+ * reference, a gm_verify_dev is allocated once for the largest point set and
+ * batch and reused query after query.
+ *
+ *     gm_edge_map_dev dm;  gm_verify_dev v;
+ *     gm_edge_map_upload(&map, &dm, stream);             // once per reference
+ *     gm_verify_dev_alloc(&v, GM_VERIFY_POINTS, 32);     // once
+ *     gm_verify_points_upload(&v, &vq0, stream);         // once per query
+ *     gm_verify_batch_cuda(&dm, &v, ms, nc, scores, stream);
+ *     gm_refine_verify_cuda(&dm, &v, GM_MODEL_SIMILARITY, hs, 6, 3, strict, stream);
+ *     gm_verify_dev_free(&v);  gm_edge_map_dev_free(&dm); */
+#ifndef GM_VERIFY_CUDA_H
+#define GM_VERIFY_CUDA_H
+
+#include "cuda/gm_cuda.h"
+#include "stages/points.h"
+#include "stages/verify.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* A gm_edge_map on the device (the same arrays). */
+typedef struct {
+    int w, h;
+    uint32_t n;          /* reference edge points */
+    uint16_t *d_mask;    /* [w*h] */
+    int32_t *d_nearest;  /* [w*h] */
+    gm_point *d_pts;     /* [n] (at least one element) */
+    float *d_dir;        /* [2n] (cos, sin) */
+    float4 *d_cells;     /* [w*h] the nearest edge point of each pixel as (x, y, cos, sin),
+                          * x NaN where there is none: the refinement's search reads one
+                          * 16-byte cell a pixel, no dependent loads */
+} gm_edge_map_dev;
+
+/* Allocates d's arrays and copies map into them (d is zeroed first);
+ * synchronizes stream before returning, so map may be freed then.  Free with
+ * gm_edge_map_dev_free (also safe on a zeroed or failed d).  GM_ERR_INVALID
+ * for an empty or inconsistent map. */
+gm_status gm_edge_map_upload(const gm_edge_map *map, gm_edge_map_dev *d, cudaStream_t stream);
+void gm_edge_map_dev_free(gm_edge_map_dev *d);
+
+/* The query's verification points on the device and the per-candidate
+ * buffers of a batch.  The cosines and sines of the point angles are
+ * computed on the host (glibc's cosf/sinf, as the CPU functions use them). */
+typedef struct {
+    uint32_t cap;             /* points at most (of gm_verify_dev_alloc) */
+    uint32_t n;               /* points of the last gm_verify_points_upload */
+    uint32_t max_cands;       /* candidates per call at most */
+    gm_point *d_pts;          /* [cap] */
+    float *d_cs;              /* [2 * cap] (cosf, sinf) of each point's angle */
+    double *d_params;         /* [9 * max_cands] m (6 used) or h per candidate */
+    double *d_seeds;          /* [3 * max_cands] a growth's seed (x, y, side) per candidate */
+    float *d_rot;             /* [max_cands] (float)atan2(m[3], m[0]) per candidate */
+    gm_verify_score *d_scores; /* [max_cands] */
+    gm_point *h_pts;          /* pinned staging of the points [cap] */
+    float *h_cs;              /* pinned [2 * cap] */
+    double *h_params;         /* pinned [9 * max_cands] */
+    double *h_seeds;          /* pinned [3 * max_cands] */
+    float *h_rot;             /* pinned [max_cands] */
+    gm_verify_score *h_scores; /* pinned [max_cands] */
+    cudaEvent_t staged;       /* the last points upload has left h_pts, h_cs */
+} gm_verify_dev;
+
+/* Buffers for up to max_points points and max_cands candidates per call
+ * (v is zeroed first).  Free with gm_verify_dev_free (also safe on a zeroed
+ * or failed v).  GM_ERR_INVALID when max_cands is 0. */
+gm_status gm_verify_dev_alloc(gm_verify_dev *v, uint32_t max_points, uint32_t max_cands);
+void gm_verify_dev_free(gm_verify_dev *v);
+
+/* The query points q (q->n <= v->cap; 0 allowed) with the cosf/sinf of
+ * their angles, through pinned staging; asynchronous on stream (waits only
+ * for the previous upload to have left the staging).  GM_ERR_INVALID when
+ * q->n > v->cap. */
+gm_status gm_verify_points_upload(gm_verify_dev *v, const gm_points *q, cudaStream_t stream);
+
+/* gm_verify_cpu(map, points, m + 6c) for the nc <= v->max_cands candidates
+ * of the host array m[6 * nc]: scores[c] equal to the CPU's (total, hits,
+ * bg_hits, confidence) exactly.  The rotations (float)atan2(m[3], m[0]) are
+ * computed on the host.  One kernel; synchronizes stream once.  nc = 0:
+ * nothing.  GM_ERR_INVALID when nc > v->max_cands. */
+gm_status gm_verify_batch_cuda(const gm_edge_map_dev *map, gm_verify_dev *v, const double *m,
+                               uint32_t nc, gm_verify_score *scores, cudaStream_t stream);
+
+/* For each of the nc <= v->max_cands candidates h[9c..9c+9) (host, in and
+ * out): gm_refine_model_cpu(map, points, model, h, iters), then
+ * gm_verify_strict_h_cpu of the refined h into scores[c].  One kernel, one
+ * block per candidate (per-point partner search, block reduction of the
+ * normal equations in double, one thread solves, iterate); a degenerate
+ * solve or too few pairs keeps the previous h and stops, as on the CPU.
+ * iters = 0: strict scoring only (h unchanged).  Synchronizes stream once.
+ * GM_ERR_INVALID when nc > v->max_cands, iters < 0 or model unknown. */
+gm_status gm_refine_verify_cuda(const gm_edge_map_dev *map, gm_verify_dev *v, gm_model model,
+                                double *h, int iters, uint32_t nc, gm_verify_score *scores,
+                                cudaStream_t stream);
+/* For each of the nc <= v->max_cands candidates h[9c..9c+9) (host, in and
+ * out): gm_grow_model_cpu(map, points, model, seeds + 3c, h), then
+ * gm_verify_strict_h_cpu of the grown h into scores[c].  One kernel, one
+ * block per candidate: every radius step and the final refinement in the
+ * block, the disc test gm_grow_d2's.  Synchronizes stream once.
+ * GM_ERR_INVALID when nc > v->max_cands or model is not affine or
+ * homography. */
+/* gm_corner_spread_cpu(map, points, model, h, w, hgt) into *spread: the
+ * four refits in one kernel (a block each), the corners' moves on the host
+ * (gm_corner_moves).  Needs v->max_cands >= 5 (h and the four refits).
+ * Synchronizes stream once. */
+gm_status gm_spread_cuda(const gm_edge_map_dev *map, gm_verify_dev *v, gm_model model,
+                         const double h[9], int w, int hgt, double *spread, cudaStream_t stream);
+gm_status gm_grow_verify_cuda(const gm_edge_map_dev *map, gm_verify_dev *v, gm_model model,
+                              double *h, const double *seeds, uint32_t nc,
+                              gm_verify_score *scores, cudaStream_t stream);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,854 @@
+/* matcher.c: the query side of the pipeline (gm_match).
+ *
+ *   the query's levels up to the bases (gm_side_build); m query bases in a
+ *   two-way index; votes into the m x n matrix; top-k reduction; each
+ *   candidate's transform verified on the reference's level-0 edges; the
+ *   best few refined; the distinctiveness test; the final model.
+ *
+ * Scale: one (reference level, query level) pairing covers query scales of
+ * about 0.7 to 1.4 (corners and basis lengths stay comparable).  Pairing
+ * (0, 0) runs first; when it finds no confident match, (0, 1) covers the
+ * query at twice the reference's scale (scale 0.35 to 0.7) and (1, 0) half
+ * of it (1.4 to 2.8).  Whatever pairing proposes a transform, it is verified
+ * and refined at full working resolution, so confidences are comparable.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "pipeline/matcher.h"
+#include "stages/points.h"
+#include "stages/bases.h"
+#include "stages/vote.h"
+#include "stages/reduce.h"
+#include "stages/affine.h"
+#include "stages/transform.h"
+#include "stages/verify.h"
+
+/* Points tested per candidate: a sample of the query's edge pixels. */
+#ifndef GM_VERIFY_POINTS
+#define GM_VERIFY_POINTS 2000
+#endif
+/* IRLS iterations of a candidate's refinement, and of the final model's. */
+#define GM_REFINE_ITERS 6
+#define GM_MODEL_ITERS 10
+/* Candidates refined per pairing (the best by verification). */
+#define GM_REFINE_CANDS 3
+/* Refined transforms remembered over all pairings (3 on the working levels,
+ * up to GM_FINE_LEVELS + 1 on the fine ones). */
+#define GM_SEARCH_MAX ((4 + GM_FINE_LEVELS + 2 * (1 + GM_FINE_LEVELS)) * GM_REFINE_CANDS)
+/* --model auto: a model with more freedom is reported only when its strict
+ * confidence beats the simpler one's by this much (a share of the query's
+ * edge points that only it explains), a step at a time. */
+#define GM_AUTO_GAIN 0.03
+/* A fine level's answer refined on the finest level is kept at this share
+ * of its strict confidence or more (the finer map, 1-pixel test, counts a
+ * little fewer hits on blurred photographs). */
+#define GM_FINEST_KEEP 0.8
+/* The corners' standard deviation (gm_corner_sigma_cpu, working pixels)
+ * above which the confidence falls: correct answers on the public and
+ * photo tiers measured 0.1 to 0.5 (clouds, sand), a crop of a flat-shaded
+ * illustration matched along one arc at the wrong scale 46 (docs/photo.md). */
+#define GM_SIGMA_MAX 2.0
+/* A pairing whose refined best reaches this confidence ends the search. */
+#define GM_EARLY_STOP 0.5
+
+/* Every k-th point so that at most `cap` remain (keeps the spread along edges). */
+static gm_points stride_sample(const gm_points *all, uint32_t cap, gm_point *buf)
+{
+    gm_points out = {buf, 0};
+    uint32_t step = all->n > cap ? (all->n + cap - 1) / cap : 1;
+    for (uint32_t k = 0; k < all->n; k += step)
+        buf[out.n++] = all->p[k];
+    return out;
+}
+
+/* Working coordinates of factor f: X = (x - (f-1)/2) / f, x the source pixel.
+ * work_to_source carries a transform between working frames (query factor
+ * fq -> reference factor fr) to source pixels; source_to_work back. */
+static void work_to_source(const double mw[6], int fq, int fr, double m[6])
+{
+    double sq = 1.0 / fq, oq = -(fq - 1) / 2.0 / fq, orr = (fr - 1) / 2.0;
+    m[0] = fr * mw[0] * sq;
+    m[1] = fr * mw[1] * sq;
+    m[2] = fr * (mw[0] * oq + mw[1] * oq + mw[2]) + orr;
+    m[3] = fr * mw[3] * sq;
+    m[4] = fr * mw[4] * sq;
+    m[5] = fr * (mw[3] * oq + mw[4] * oq + mw[5]) + orr;
+}
+
+static void source_to_work(const double m[6], int fq, int fr, double mw[6])
+{
+    /* mw = S_r^-1 m S_q with S_f(X) = f X + (f-1)/2 */
+    double oq = (fq - 1) / 2.0, orr = (fr - 1) / 2.0;
+    mw[0] = m[0] * fq / fr;
+    mw[1] = m[1] * fq / fr;
+    mw[2] = (m[0] * oq + m[1] * oq + m[2] - orr) / fr;
+    mw[3] = m[3] * fq / fr;
+    mw[4] = m[4] * fq / fr;
+    mw[5] = (m[3] * oq + m[4] * oq + m[5] - orr) / fr;
+}
+
+/* 3x3 product c = a b. */
+static void mat3_mul(const double a[9], const double b[9], double c[9])
+{
+    for (int i = 0; i < 3; i++)
+        for (int j = 0; j < 3; j++)
+            c[3 * i + j] = a[3 * i] * b[j] + a[3 * i + 1] * b[3 + j] + a[3 * i + 2] * b[6 + j];
+}
+
+/* S_f (working pixel X -> source pixel f X + (f-1)/2) or its inverse. */
+static void scale_of(int f, int inverse, double s[9])
+{
+    double k = inverse ? 1.0 / f : f, o = inverse ? -(f - 1) / 2.0 / f : (f - 1) / 2.0;
+    const double m[9] = {k, 0, o, 0, k, o, 0, 0, 1};
+    memcpy(s, m, sizeof m);
+}
+
+/* out = A h B, normalized to out[8] = 1. */
+static void h_between(const double a[9], const double h[9], const double b[9], double out[9])
+{
+    double t[9];
+    mat3_mul(h, b, t);
+    mat3_mul(a, t, out);
+    for (int i = 0; i < 9; i++)
+        out[i] /= out[8];
+}
+
+/* A working-frame 3x3 transform (query factor fq, reference factor fr) to
+ * source pixels: S_r h S_q^-1; and back: S_r^-1 h S_q. */
+static void h_work_to_source(const double hw[9], int fq, int fr, double h[9])
+{
+    double sr[9], sqi[9];
+    scale_of(fr, 0, sr), scale_of(fq, 1, sqi);
+    h_between(sr, hw, sqi, h);
+}
+
+static void h_source_to_work(const double h[9], int fq, int fr, double hw[9])
+{
+    double sri[9], sq[9];
+    scale_of(fr, 1, sri), scale_of(fq, 0, sq);
+    h_between(sri, h, sq, hw);
+}
+
+/* The fine level of the smallest factor, NULL when there is none. */
+static const ref_level *finest_level(const gm_ref *r)
+{
+    const ref_level *f = NULL;
+    for (int k = 0; k < GM_FINE_LEVELS; k++)
+        if (r->lv[GM_LEVELS + k].ok)
+            f = &r->lv[GM_LEVELS + k];
+    return f;
+}
+
+/* The map a level's candidates are verified and refined on, and its
+ * factor: a fine level's own, else level 0's (the working levels share it). */
+static const gm_edge_map *level_map(const gm_ref *r, const ref_level *rl, int *f)
+{
+    *f = rl->fine ? rl->f : r->lv[0].f;
+    return rl->fine ? &rl->map : &r->map;
+}
+
+#ifdef GMATCH_WITH_CUDA
+/* The same map on the device: the fine level's copy, or NULL for the
+ * reference's (the GPU stages' convention). */
+static const gm_gpu_level *level_map_gpu(const ref_level *rl)
+{
+    return rl->fine ? rl->gpu : NULL;
+}
+#endif
+
+/* The best transform found so far, in the working coordinates of the
+ * reference level it was verified on (lvl: 0, or a fine level). */
+typedef struct {
+    double m[6];
+    int lvl;
+    gm_verify_score score;
+    uint32_t votes;
+    int found;
+    /* refined transforms (level-0 working coordinates), to skip candidates
+     * that repeat one */
+    double done[GM_SEARCH_MAX][6];
+    int n_done;
+    /* every refined transform and its strict confidence, for the
+     * distinctiveness test */
+    double refined[GM_SEARCH_MAX][6];
+    double rconf[GM_SEARCH_MAX];
+    int n_refined;
+    double m0[6]; /* the best in level-0 working coordinates */
+    int has_h;    /* the best came from triangles: h is its final model, score strict */
+    double h[9];
+} search_state;
+
+/* Distinctiveness: a second transform, more than GM_DISTINCT_PX away at the
+ * query's corners, that verifies nearly as well as the best means the query
+ * fits several places (a chessboard, a brick wall, a symmetric shape) and the
+ * answer is a guess.  With rho = second / best, the confidence is scaled by
+ * min(1, (1 - rho) / (1 - GM_DISTINCT_RATIO)): untouched up to
+ * rho = GM_DISTINCT_RATIO, zero when the two tie (Lowe's ratio test, applied
+ * to whole transforms). */
+#define GM_DISTINCT_PX 4.0
+#define GM_DISTINCT_RATIO 0.5
+
+/* Mean distance, in pixels, between the images of a w x h query's corners
+ * under two transforms. */
+static double corner_dist(const double a[6], const double b[6], int w, int h)
+{
+    const double cx[4] = {0, w - 1.0, w - 1.0, 0}, cy[4] = {0, 0, h - 1.0, h - 1.0};
+    double d = 0;
+    for (int i = 0; i < 4; i++) {
+        double ax, ay, bx, by;
+        gm_transform_apply(a, cx[i], cy[i], &ax, &ay);
+        gm_transform_apply(b, cx[i], cy[i], &bx, &by);
+        d += hypot(ax - bx, ay - by);
+    }
+    return d / 4;
+}
+
+/* The candidate of highest confidence not yet taken (total UINT32_MAX marks
+ * the taken and the unusable), marked taken; -1 when none is left. */
+static int take_best(gm_verify_score *sc, uint32_t nc)
+{
+    int bi = -1;
+    for (uint32_t c = 0; c < nc; c++)
+        if (sc[c].total != UINT32_MAX && (bi < 0 || sc[c].confidence > sc[bi].confidence))
+            bi = (int)c;
+    if (bi >= 0)
+        sc[bi].total = UINT32_MAX;
+    return bi;
+}
+
+/* A refined answer (h: its model's 3x3 in the working coordinates of the
+ * query's level 0 and the reference map of factor fv) into the search
+ * state: the list for the distinctiveness test, and the best so far.
+ * from_tris: h is the triangles' final model (else a similarity). */
+static void ss_record(search_state *ss, const gm_ref *r, const side *q0, const ref_level *rl,
+                      int fv, const double h[9], gm_verify_score v, uint32_t votes, int from_tris)
+{
+    double hsrc[9], m0[6];
+    h_work_to_source(h, q0->f, fv, hsrc);
+    source_to_work(hsrc, q0->f, r->lv[0].f, m0); /* the affine part, for distances */
+    if (ss->n_refined < GM_SEARCH_MAX) {
+        memcpy(ss->refined[ss->n_refined], m0, sizeof m0);
+        ss->rconf[ss->n_refined++] = v.confidence;
+    }
+    if (!ss->found || v.confidence > ss->score.confidence) {
+        ss->found = 1;
+        ss->score = v;
+        ss->votes = votes;
+        ss->lvl = rl->fine ? (int)(rl - r->lv) : 0;
+        ss->has_h = from_tris;
+        memcpy(ss->h, h, sizeof ss->h);
+        memcpy(ss->m, h, sizeof ss->m);
+        memcpy(ss->m0, m0, sizeof m0);
+    }
+}
+
+/* One (reference level, query level) pairing: bases, votes, top-k, each
+ * candidate verified at level 0 (q0: the query's level-0 points), the best
+ * few refined.  Updates st->best. */
+static gm_status run_pairing(const gm_ref *r, void *gpu, const ref_level *rl, const side *qs,
+                             const side *q0, const gm_points *vq0, search_state *ss,
+                             gm_result *out)
+{
+    const gm_params *p = &r->p;
+    double t0 = gm_now_ms(), t1;
+    gm_bases all_b = {0};
+    gm_compact qidx;
+    memset(&qidx, 0, sizeof qidx);
+    gm_candidate *best = NULL; /* CPU path: the best cell of every row */
+    gm_candidate *cands = NULL;
+    uint32_t *sel = NULL;
+    gm_status st;
+    /* query basis lengths, in query working pixels: the reference level's
+     * band carried over at scale 1, narrowed so that scales from about 0.8
+     * to 1.25 keep every query basis inside it */
+    double ratio = (double)rl->f / qs->f; /* ref px per query px at scale 1 */
+    float qdiag = sqrtf((float)qs->w * qs->w + (float)qs->h * qs->h);
+    float lmin = (float)(rl->lmin / ratio) * 1.25f;
+    float lmax = fminf((float)(rl->lmax / ratio) * 0.8f, 0.8f * qdiag);
+    if ((st = gm_bases_select_cpu(&qs->corners, lmin, lmax, 1.0, p->seed, &all_b)) != GM_OK)
+        goto done;
+    /* m of them at random (a hash of the seed and the pair: thread-independent) */
+    sel = malloc((all_b.n ? all_b.n : 1) * sizeof *sel);
+    if (!sel) {
+        st = GM_ERR_NOMEM;
+        goto done;
+    }
+    uint32_t nsel = 0;
+    {
+        double prob = all_b.n > (uint32_t)p->query_bases ? (double)p->query_bases / all_b.n : 1.0;
+        uint64_t thr = gm_prob_threshold(prob);
+        for (uint32_t i = 0; i < all_b.n; i++)
+            if (gm_mix64(p->seed ^ 0x51EC7ull ^ ((uint64_t)all_b.key[i] << 20)) <= thr)
+                sel[nsel++] = all_b.key[i];
+    }
+#ifdef GMATCH_WITH_CUDA
+    if (gpu) {
+        if ((st = gm_gpu_index(gpu, sel, nsel, p->seed ^ 0x0B, &qidx.unique, &qidx.u)) != GM_OK)
+            goto done;
+    } else
+#endif
+    if ((st = gm_compact_build_cpu(&qidx, sel, nsel, 0, p->seed ^ 0x0B, NULL)) != GM_OK)
+        goto done;
+    uint32_t n_q = qidx.u, n_ref = rl->bases.u;
+    t1 = gm_now_ms();
+    out->time.bases += t1 - t0;
+    if (n_q == 0 || n_ref == 0 || qs->all.n < 8)
+        goto done; /* nothing to vote with */
+    uint32_t k = (uint32_t)(p->top_k > 0 ? p->top_k : 1);
+    if (k > 256)
+        k = 256;
+    cands = malloc(k * sizeof *cands);
+    if (!cands) {
+        st = GM_ERR_NOMEM;
+        goto done;
+    }
+    uint32_t nc = 0;
+#ifdef GMATCH_WITH_CUDA
+    if (gpu) {
+        /* votes, per-row bests and the top k on the device; k come back */
+        double tv = 0, tr = 0;
+        if ((st = gm_gpu_vote(gpu, rl->gpu, &qs->corners, qidx.unique, n_q, &qs->cloud, k, cands,
+                              &nc, &tv, &tr)) != GM_OK)
+            goto done;
+        out->time.vote += tv;
+        out->time.reduce += tr;
+        t1 = gm_now_ms();
+    } else
+#endif
+    {
+        /* votes and each row's best, one row at a time (the matrix is
+         * never written), then the k best rows */
+        if (!(best = malloc(n_q * sizeof *best))) {
+            st = GM_ERR_NOMEM;
+            goto done;
+        }
+        if ((st = gm_vote_rows_cpu(&rl->table, n_ref, rl->share, &qs->corners, qidx.unique, n_q,
+                                   &qs->cloud, best)) != GM_OK)
+            goto done;
+        t0 = gm_now_ms();
+        out->time.vote += t0 - t1;
+        nc = gm_reduce_select_cpu(best, n_q, k, cands);
+        t1 = gm_now_ms();
+        out->time.reduce += t1 - t0;
+    }
+
+    /* verification at level 0: one region over the candidates (each
+     * candidate's loop is serial), not one region per candidate */
+    /* a fine level is verified and refined on its own map, the working
+     * levels on level 0's (on the device: the level's copy, or the
+     * reference's for lv NULL) */
+    int fv; /* the verifying map's factor */
+    const gm_edge_map *map = level_map(r, rl, &fv);
+    double ms[256][6], m0[256][6];
+    gm_verify_score sc[256];
+    for (uint32_t c = 0; c < nc; c++) {
+        uint32_t rk = rl->bases.unique[cands[c].ref_basis], qk = qidx.unique[cands[c].query_basis];
+        gm_point qa = qs->corners.p[qk >> 16], qb = qs->corners.p[qk & 0xFFFF];
+        gm_point ra = rl->corners.p[rk >> 16], rb = rl->corners.p[rk & 0xFFFF];
+        double mw[6], msrc[6];
+        gm_similarity_from_pairs(qa.x, qa.y, qb.x, qb.y, ra.x, ra.y, rb.x, rb.y, mw);
+        work_to_source(mw, qs->f, rl->f, msrc);
+        source_to_work(msrc, q0->f, fv, ms[c]);
+        source_to_work(msrc, q0->f, r->lv[0].f, m0[c]);
+    }
+#ifdef GMATCH_WITH_CUDA
+    if (gpu) {
+        if ((st = gm_gpu_verify(gpu, level_map_gpu(rl), &ms[0][0], nc, sc)) != GM_OK)
+            goto done;
+    } else
+#endif
+    {
+#pragma omp parallel for schedule(dynamic, 1) if (nc > 1)
+        for (int64_t c = 0; c < (int64_t)nc; c++)
+            sc[c] = gm_verify_cpu(map, vq0, ms[c]);
+    }
+    /* the best few that do not repeat an already refined transform... */
+    int pick[GM_REFINE_CANDS], npick = 0;
+    while (npick < GM_REFINE_CANDS) {
+        int bi = take_best(sc, nc);
+        if (bi < 0)
+            break;
+        int dup = 0;
+        for (int d = 0; d < ss->n_done && !dup; d++)
+            dup = corner_dist(m0[bi], ss->done[d], q0->w, q0->h) < 2.0;
+        if (dup)
+            continue;
+        if (ss->n_done < GM_SEARCH_MAX)
+            memcpy(ss->done[ss->n_done++], m0[bi], sizeof m0[bi]);
+        pick[npick++] = bi;
+    }
+    /* ...refined side by side, then scored in order (thread-independent) */
+    double mr[GM_REFINE_CANDS][6];
+    gm_verify_score vr[GM_REFINE_CANDS];
+#ifdef GMATCH_WITH_CUDA
+    if (gpu) {
+        double hr[GM_REFINE_CANDS][9];
+        for (int i = 0; i < npick; i++)
+            gm_h_from_m(ms[pick[i]], hr[i]);
+        if ((st = gm_gpu_refine(gpu, level_map_gpu(rl), GM_MODEL_SIMILARITY, &hr[0][0],
+                                GM_REFINE_ITERS, (uint32_t)npick, vr)) != GM_OK)
+            goto done;
+        for (int i = 0; i < npick; i++)
+            memcpy(mr[i], hr[i], sizeof mr[i]);
+    } else
+#endif
+    {
+#pragma omp parallel for schedule(static, 1) if (npick > 1)
+        for (int i = 0; i < npick; i++) {
+            memcpy(mr[i], ms[pick[i]], sizeof mr[i]);
+            gm_refine_cpu(map, vq0, mr[i], GM_REFINE_ITERS);
+            vr[i] = gm_verify_strict_cpu(map, vq0, mr[i]);
+        }
+    }
+    for (int i = 0; i < npick; i++) {
+        double hr[9];
+        gm_h_from_m(mr[i], hr);
+        ss_record(ss, r, q0, rl, fv, hr, vr[i], cands[pick[i]].votes, 0);
+    }
+    out->time.verify += gm_now_ms() - t1;
+done:
+    free(all_b.key);
+    free(sel);
+    gm_compact_free(&qidx);
+    free(best);
+    free(cands);
+    return st;
+}
+
+/* Past this spread of the corners (gm_corner_spread_cpu, working pixels)
+ * the confidence falls. */
+#define GM_H_SPREAD_PX 3.0
+
+/* A query triangle in the query's level-0 working pixels: its centroid
+ * (seed[0], seed[1]) and its longer side from vertex a (seed[2]). */
+static void tri_seed(const side *qs, const side *q0, const gm_tri *qt, double seed[3])
+{
+    gm_point qa = qs->corners.p[qt->a], qb = qs->corners.p[qt->b], qc = qs->corners.p[qt->c];
+    double kf = (double)qs->f / q0->f, o = ((qs->f - 1) - (q0->f - 1)) / 2.0 / q0->f;
+    seed[0] = kf * (qa.x + qb.x + qc.x) / 3 + o;
+    seed[1] = kf * (qa.y + qb.y + qc.y) / 3 + o;
+    seed[2] = kf * fmax(hypot(qb.x - qa.x, qb.y - qa.y), hypot(qc.x - qa.x, qc.y - qa.y));
+}
+
+/* A reference level keeps the strongest corners of the whole image, level
+ * 0's count per area: on a query's region it has far fewer than the query,
+ * which keeps its own count on its area alone (200 on a 6% crop of a
+ * 6000-pixel photograph: 3.6 times the level's density at the pairing's
+ * scale).  A triangle votes only when its three corners are in both, so
+ * the query's triangles are drawn from its strongest corners at the level's
+ * density, with a margin for the pairing's scale range (a factor 2 each
+ * way).  Measured on the photo tier's tilts (docs/photo.md): 16/24 with every
+ * query corner, 19, 18, 18, 18 with margins 1, 1.5, 2, 3. */
+#define GM_TRI_DENSITY 2.0
+#define GM_TRI_MIN_CORNERS 12
+
+/* One (reference level, query level) pairing with triangles: the query's
+ * triangles vote in the level's affine table (a host stage on both
+ * devices), the best rows' affine maps are verified on the level's map, the
+ * best few grown to the model (both on the device when there is one).
+ * Updates ss when one beats the best so far. */
+static gm_status run_affine_pairing(const gm_ref *r, void *gpu, const ref_level *rl,
+                                    const side *qs, const side *q0, const gm_points *vq0,
+                                    search_state *ss, gm_result *out)
+{
+    const gm_params *p = &r->p;
+    double t0 = gm_now_ms();
+    gm_tris all = {0};
+    gm_candidate *best = NULL, *cands = NULL;
+    gm_status st = GM_OK;
+    if (rl->tris.n == 0 || qs->all.n < 8)
+        return GM_OK;
+    double ratio = (double)rl->f / qs->f;
+    /* a foreshortened view stretches one side against the other: a wider
+     * band than the similarity's */
+    float lmin = (float)(rl->tlmin / ratio) * 0.8f, lmax = (float)(rl->tlmax / ratio) * 1.25f;
+    /* the query's corners at the level's density: the strongest first (the
+     * order gm_corners_cpu keeps them in), as many as the level has on the
+     * query's area at the pairing's scale, GM_TRI_DENSITY times over */
+    gm_points qc = qs->corners;
+    double want = GM_TRI_DENSITY * rl->corners.n / ((double)rl->w * rl->h) *
+                  ((double)qs->w * qs->h) / (ratio * ratio);
+    if (want < qc.n)
+        qc.n = want < GM_TRI_MIN_CORNERS ? GM_TRI_MIN_CORNERS : (uint32_t)want;
+    if ((st = gm_tris_select_cpu(&qc, lmin, lmax, GM_TRI_MIN_SIN * 0.8f, 1.0,
+                                 p->seed, &all)) != GM_OK)
+        goto done;
+    /* m of them at random (a hash of the seed and the triangle), in place */
+    uint32_t nsel = 0, m = (uint32_t)p->query_bases;
+    uint64_t thr = gm_prob_threshold(all.n > m ? (double)m / all.n : 1.0);
+    for (uint32_t i = 0; i < all.n; i++) {
+        const gm_tri t = all.t[i];
+        if (gm_mix64(p->seed ^ 0x3A1ull ^ ((uint64_t)t.a << 40 | (uint64_t)t.b << 20 | t.c)) <= thr)
+            all.t[nsel++] = t;
+    }
+    const gm_tri *sel = all.t;
+    uint32_t k = (uint32_t)(p->top_k > 0 ? p->top_k : 1);
+    if (k > 256)
+        k = 256;
+    best = malloc((nsel ? nsel : 1) * sizeof *best);
+    cands = malloc(k * sizeof *cands);
+    if (!best || !cands) {
+        st = GM_ERR_NOMEM;
+        goto done;
+    }
+    double t1 = gm_now_ms();
+    out->time.bases += t1 - t0;
+    if ((st = gm_tri_vote_rows_cpu(&rl->ttable, rl->tris.n, rl->tshare, &qs->corners, sel, nsel,
+                                   &qs->cloud, best)) != GM_OK)
+        goto done;
+    uint32_t nc = gm_reduce_select_cpu(best, nsel, k, cands);
+    double t2 = gm_now_ms();
+    out->time.vote += t2 - t1;
+    int fv;
+    const gm_edge_map *map = level_map(r, rl, &fv);
+    double ms[256][6];
+    gm_verify_score sc[256];
+    for (uint32_t c = 0; c < nc; c++) {
+        const gm_tri *qt = &sel[cands[c].query_basis], *rt = &rl->tris.t[cands[c].ref_basis];
+        gm_point qv[3] = {qs->corners.p[qt->a], qs->corners.p[qt->b], qs->corners.p[qt->c]};
+        gm_point rv[3] = {rl->corners.p[rt->a], rl->corners.p[rt->b], rl->corners.p[rt->c]};
+        double mw[6], msrc[6];
+        sc[c].total = 0;
+        if (gm_affine_from_tris(qv, rv, mw) != 0) {
+            sc[c].total = UINT32_MAX;
+            continue;
+        }
+        work_to_source(mw, qs->f, rl->f, msrc);
+        source_to_work(msrc, q0->f, fv, ms[c]);
+    }
+#ifdef GMATCH_WITH_CUDA
+    if (gpu) { /* the candidates with a map, in one batch */
+        double mv[256][6];
+        gm_verify_score sv[256];
+        uint32_t idx[256], nv = 0;
+        for (uint32_t c = 0; c < nc; c++)
+            if (sc[c].total != UINT32_MAX) {
+                memcpy(mv[nv], ms[c], sizeof mv[nv]);
+                idx[nv++] = c;
+            }
+        if ((st = gm_gpu_verify(gpu, level_map_gpu(rl), &mv[0][0], nv, sv)) != GM_OK)
+            goto done;
+        for (uint32_t i = 0; i < nv; i++)
+            sc[idx[i]] = sv[i];
+    } else
+#endif
+    {
+#pragma omp parallel for schedule(dynamic, 1) if (nc > 1)
+        for (int64_t c = 0; c < (int64_t)nc; c++)
+            if (sc[c].total != UINT32_MAX)
+                sc[c] = gm_verify_cpu(map, vq0, ms[c]);
+    }
+    /* the best few grown side by side (a growth's refinements are serial:
+     * fewer than GM_PAR_POINTS points), then recorded in order */
+    const gm_model grow = p->model == GM_MODEL_AUTO ? GM_MODEL_HOMOGRAPHY : p->model;
+    int pick[GM_REFINE_CANDS], npick = 0;
+    while (npick < GM_REFINE_CANDS && (pick[npick] = take_best(sc, nc)) >= 0)
+        npick++;
+    double hg[GM_REFINE_CANDS][9], seeds[GM_REFINE_CANDS][3];
+    gm_verify_score vg[GM_REFINE_CANDS];
+    for (int i = 0; i < npick; i++) {
+        tri_seed(qs, q0, &sel[cands[pick[i]].query_basis], seeds[i]);
+        gm_h_from_m(ms[pick[i]], hg[i]);
+    }
+#ifdef GMATCH_WITH_CUDA
+    if (gpu) {
+        if ((st = gm_gpu_grow(gpu, level_map_gpu(rl), grow, &hg[0][0], &seeds[0][0],
+                              (uint32_t)npick, vg)) != GM_OK)
+            goto done;
+    } else
+#endif
+    {
+#pragma omp parallel for schedule(static, 1) if (npick > 1)
+        for (int i = 0; i < npick; i++) {
+            gm_grow_model_cpu(map, vq0, grow, seeds[i], hg[i]);
+            vg[i] = gm_verify_strict_h_cpu(map, vq0, hg[i]);
+        }
+    }
+    for (int i = 0; i < npick; i++) {
+        if (!gm_h_plausible(hg[i], q0->w, q0->h))
+            vg[i].confidence = 0; /* a degenerate fit: no camera sees the plane so */
+        ss_record(ss, r, q0, rl, fv, hg[i], vg[i], cands[pick[i]].votes, 1);
+    }
+    out->time.verify += gm_now_ms() - t2;
+done:
+    free(all.t);
+    free(best);
+    free(cands);
+    return st;
+}
+
+/* Query level ql (0: the working size, built by gm_match first; 1: half
+ * of it), built on first use, whatever pairing asks, and never twice.  1
+ * when it is there to match with; 0 when not, with *st set when the build
+ * failed for want of memory or device (a level too small is no failure). */
+static int query_level(void *gpu, const gm_params *p, gm_view query, int ql,
+                       uint32_t corner_target, side *q, int *tried, gm_result *out,
+                       gm_status *st)
+{
+    *st = GM_OK;
+    if (!tried[ql]) {
+        tried[ql] = 1;
+        char err[128];
+        double te = gm_now_ms();
+        gm_status s = gm_side_build(gpu, p, query, 1 << ql, (uint32_t)p->query_points,
+                                    corner_target, &q[ql], err, sizeof err);
+        out->time.edges += gm_now_ms() - te;
+        if (s == GM_ERR_DEVICE || s == GM_ERR_NOMEM) {
+            *st = s;
+            return 0;
+        }
+    }
+    /* the working size matches whatever its size; a coarser level only
+     * when it keeps enough pixels */
+    return ql == 0 || (q[ql].w >= GM_MIN_LEVEL_SIDE && q[ql].h >= GM_MIN_LEVEL_SIDE);
+}
+
+gm_status gm_match(const gm_ref *r, gm_view query, gm_result *out)
+{
+    memset(out, 0, sizeof *out);
+    double t0 = gm_now_ms();
+    const gm_params *p = &r->p;
+    side q[GM_LEVELS];
+    memset(q, 0, sizeof q);
+    int tried[GM_LEVELS] = {1}; /* level 0 is built right below */
+    char err[128];
+    uint32_t corner_target = (uint32_t)p->basis_points / 2;
+    gm_point *vbuf = NULL;
+    search_state *ss = NULL;
+    void *gpu = NULL; /* the GPU lane of this query, NULL on the CPU */
+#ifdef GMATCH_WITH_CUDA
+    if (r->gpu && !(gpu = gm_gpu_acquire(r->gpu)))
+        return GM_ERR_DEVICE;
+#endif
+    gm_status st = gm_side_build(gpu, p, query, 1, (uint32_t)p->query_points, corner_target, &q[0],
+                              err, sizeof err);
+    if (st != GM_OK)
+        goto done;
+    out->time.edges = gm_now_ms() - t0;
+    vbuf = malloc(GM_VERIFY_POINTS * sizeof *vbuf);
+    ss = calloc(1, sizeof *ss);
+    if (!vbuf || !ss) {
+        st = GM_ERR_NOMEM;
+        goto done;
+    }
+    gm_points vq0 = stride_sample(&q[0].all, GM_VERIFY_POINTS, vbuf);
+#ifdef GMATCH_WITH_CUDA
+    if (gpu && (st = gm_gpu_verify_points(gpu, &vq0)) != GM_OK)
+        goto done;
+#endif
+    if (r->map.pts.n == 0 || q[0].all.n < 8)
+        goto done; /* nothing to match: a successful "no match" */
+    /* pairings (reference level, query level), most likely first: the
+     * working levels, then each fine level coarse to fine with the query
+     * at its working size, the finest also with the query at half */
+    int pair_r[3 + GM_FINE_LEVELS + 1] = {0, 0, 1}, pair_q[3 + GM_FINE_LEVELS + 1] = {0, 1, 0};
+    int npair = 3, finest = -1;
+    for (int k = 0; k < GM_FINE_LEVELS; k++)
+        if (r->lv[GM_LEVELS + k].ok)
+            pair_r[npair] = GM_LEVELS + k, pair_q[npair++] = 0, finest = GM_LEVELS + k;
+    if (finest >= 0)
+        pair_r[npair] = finest, pair_q[npair++] = 1;
+    for (int pi = 0; pi < npair; pi++) {
+        const ref_level *rl = &r->lv[pair_r[pi]];
+        if (!rl->ok)
+            continue;
+        int ql = pair_q[pi];
+        if (!query_level(gpu, p, query, ql, corner_target, q, tried, out, &st)) {
+            if (st != GM_OK)
+                goto done;
+            continue;
+        }
+        if ((st = run_pairing(r, gpu, rl, &q[ql], &q[0], &vq0, ss, out)) != GM_OK)
+            goto done;
+        if (ss->found && ss->score.confidence >= GM_EARLY_STOP)
+            break;
+    }
+    /* views with perspective: triangles on level 0 and the fine levels, the
+     * query at its working size and at half */
+    for (int li = 0; li < GM_ALL_LEVELS && p->model != GM_MODEL_SIMILARITY; li++) {
+        const ref_level *rl = &r->lv[li];
+        if (!rl->ok || rl->tris.n == 0)
+            continue;
+        if (ss->found && ss->score.confidence >= GM_EARLY_STOP)
+            break;
+        for (int ql = 0; ql < GM_LEVELS; ql++) {
+            if (!query_level(gpu, p, query, ql, corner_target, q, tried, out, &st)) {
+                if (st != GM_OK)
+                    goto done;
+                continue;
+            }
+            if (q[ql].w < GM_MIN_LEVEL_SIDE || q[ql].h < GM_MIN_LEVEL_SIDE)
+                continue; /* too few pixels for triangles */
+            if ((st = run_affine_pairing(r, gpu, rl, &q[ql], &q[0], &vq0, ss, out)) != GM_OK)
+                goto done;
+        }
+    }
+    if (ss->found) {
+        double hw[9], h[9];
+        const ref_level *bl = &r->lv[ss->lvl];
+        gm_h_from_m(ss->m, hw);
+        gm_verify_score score = ss->score;
+        /* the model of hw: the search's similarity, or the triangles' model */
+        gm_model chosen = GM_MODEL_SIMILARITY;
+        if (ss->has_h) {
+            memcpy(hw, ss->h, sizeof hw);
+            chosen = p->model == GM_MODEL_AUTO ? GM_MODEL_HOMOGRAPHY : p->model;
+        }
+        /* found on a fine level: refined again on the finest, whose pixels
+         * are the reference's own (a level at factor 2 places edges to 2
+         * source pixels); kept when its strict test is not much worse */
+        const ref_level *fl = finest_level(r);
+        if (bl->fine && fl && fl->f < bl->f) {
+            double hs[9], hf[9];
+            h_work_to_source(hw, q[0].f, bl->f, hs);
+            h_source_to_work(hs, q[0].f, fl->f, hf);
+            gm_verify_score vf;
+#ifdef GMATCH_WITH_CUDA
+            if (gpu) {
+                if ((st = gm_gpu_refine(gpu, level_map_gpu(fl), chosen, hf, GM_MODEL_ITERS, 1,
+                                        &vf)) != GM_OK)
+                    goto done;
+            } else
+#endif
+            {
+                gm_refine_model_cpu(&fl->map, &vq0, chosen, hf, GM_MODEL_ITERS);
+                vf = gm_verify_strict_h_cpu(&fl->map, &vq0, hf);
+            }
+            if (vf.confidence >= GM_FINEST_KEEP * score.confidence) {
+                memcpy(hw, hf, sizeof hw);
+                score = vf;
+                bl = fl;
+            }
+        }
+        int bf;
+        const gm_edge_map *bmap = level_map(r, bl, &bf);
+        double tr = gm_now_ms();
+        double alt[9];
+        memcpy(alt, hw, sizeof alt);
+        gm_verify_score alt_score = score;
+        gm_model alt_model = ss->has_h ? GM_MODEL_HOMOGRAPHY : GM_MODEL_SIMILARITY;
+        /* the richer models from hw, each kept when the strict test says so
+         * (auto: only when clearly better, GM_AUTO_GAIN a step; the others:
+         * when not worse).  A view with perspective fits a similarity only in
+         * part, so the refinement starts below the reporting threshold and the
+         * model's own confidence decides. */
+        static const gm_model steps[2] = {GM_MODEL_AFFINE, GM_MODEL_HOMOGRAPHY};
+        for (int k = 0; k < 2 && p->model != GM_MODEL_SIMILARITY; k++) {
+            gm_model m = steps[k];
+            if (p->model != GM_MODEL_AUTO && m != p->model)
+                continue;
+            /* from the triangles' homography only the affine is tried */
+            if (ss->has_h ? m == chosen || m == GM_MODEL_HOMOGRAPHY
+                          : score.confidence < 0.5 * p->min_confidence)
+                continue;
+            double hm[9];
+            gm_verify_score v;
+            memcpy(hm, hw, sizeof hm);
+#ifdef GMATCH_WITH_CUDA
+            if (gpu) {
+                if ((st = gm_gpu_refine(gpu, level_map_gpu(bl), m, hm, GM_MODEL_ITERS, 1,
+                                        &v)) != GM_OK)
+                    goto done;
+            } else
+#endif
+            {
+                gm_refine_model_cpu(bmap, &vq0, m, hm, GM_MODEL_ITERS);
+                v = gm_verify_strict_h_cpu(bmap, &vq0, hm);
+            }
+            if (!gm_h_plausible(hm, q[0].w, q[0].h))
+                continue; /* folded onto a sliver, mirrored, or worse */
+            double need = p->model != GM_MODEL_AUTO ? 0.0
+                          : ss->has_h ? -GM_AUTO_GAIN /* the simpler, unless worse by the gain */
+                                      : GM_AUTO_GAIN;
+            if (v.confidence >= score.confidence + need) {
+                memcpy(alt, hw, sizeof alt); /* the simpler one, in case */
+                alt_score = score, alt_model = chosen;
+                memcpy(hw, hm, sizeof hm);
+                score = v;
+                chosen = m;
+            } else if (m != GM_MODEL_HOMOGRAPHY) {
+                memcpy(alt, hm, sizeof alt);
+                alt_score = v, alt_model = m;
+            }
+        }
+        /* the corners' spread (gm_corner_spread_cpu): a model whose corners the
+         * edges do not pin down.  A homography's perspective terms
+         * extrapolate freely where a part of the view has no edges; under
+         * auto the simpler model then stands, and passes the same test.  On
+         * the public and photo tiers and the other photographs
+         * (docs/calibration.md) no answer within 3 pixels of the truth moved
+         * by more than 2.5 working pixels; answers 7 to 530 pixels off (a
+         * similarity fitted to a tilted view, an affine on a negative) moved
+         * by 3.5 to 42.  Past GM_H_SPREAD_PX the confidence falls with the
+         * spread.  It only lowers the confidence, so a simpler model already
+         * below the threshold is spared it (3.7 ms a public still
+         * otherwise). */
+        while (chosen == GM_MODEL_HOMOGRAPHY || score.confidence >= p->min_confidence) {
+            double spread;
+#ifdef GMATCH_WITH_CUDA
+            if (gpu) {
+                if ((st = gm_gpu_spread(gpu, level_map_gpu(bl), chosen, hw, q[0].w,
+                                        q[0].h, &spread)) != GM_OK)
+                    goto done;
+            } else
+#endif
+                spread = gm_corner_spread_cpu(bmap, &vq0, chosen, hw, q[0].w, q[0].h);
+            if (spread <= GM_H_SPREAD_PX)
+                break;
+            if (chosen == GM_MODEL_HOMOGRAPHY && p->model == GM_MODEL_AUTO &&
+                alt_model != GM_MODEL_HOMOGRAPHY) {
+                memcpy(hw, alt, sizeof alt);
+                score = alt_score;
+                chosen = alt_model;
+                continue;
+            }
+            score.confidence *= GM_H_SPREAD_PX / spread;
+            break;
+        }
+        out->time.verify += gm_now_ms() - tr;
+        h_work_to_source(hw, q[0].f, bf, h);
+        out->model = chosen;
+        memcpy(out->h, h, sizeof h);
+        memcpy(out->m, h, sizeof out->m);
+        double second = 0;
+        for (int i = 0; i < ss->n_refined; i++)
+            if (corner_dist(ss->refined[i], ss->m0, q[0].w, q[0].h) > GM_DISTINCT_PX &&
+                ss->rconf[i] > second)
+                second = ss->rconf[i];
+        /* against the final model's confidence: under shear or perspective
+         * two similarities may each fit a part about equally, while the
+         * refined model fits the whole */
+        /* edges that leave the transform free to slide (a straight edge, one
+         * smooth arc): the corners' uncertainty scales the confidence down
+         * past GM_SIGMA_MAX pixels */
+        double sigma = gm_corner_sigma_cpu(bmap, &vq0, hw, q[0].w, q[0].h);
+        if (sigma > GM_SIGMA_MAX)
+            score.confidence *= GM_SIGMA_MAX / sigma;
+        double rho = score.confidence > 0 ? second / score.confidence : 1.0;
+        double distinct = fmin(1.0, fmax(0.0, (1.0 - rho) / (1.0 - GM_DISTINCT_RATIO)));
+        out->votes = (int)ss->votes;
+        out->confidence = score.confidence * distinct;
+        out->inliers = (int)score.hits;
+        out->scale = hypot(out->m[0], out->m[3]);
+        out->angle_deg = atan2(out->m[3], out->m[0]) * 180.0 / GM_PI;
+        int finite = 1;
+        for (int i = 0; i < 9; i++)
+            finite &= isfinite(h[i]);
+        if (out->confidence >= p->min_confidence && finite && out->scale > 0)
+            out->status = GM_MATCH_FOUND;
+    }
+done:
+#ifdef GMATCH_WITH_CUDA
+    if (gpu)
+        gm_gpu_release(r->gpu, gpu);
+#endif
+    free(vbuf);
+    free(ss);
+    for (int l = 0; l < GM_LEVELS; l++)
+        gm_side_free(&q[l]);
+    out->time.total = gm_now_ms() - t0;
+    return st;
+}

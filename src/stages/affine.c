@@ -1,0 +1,213 @@
+/* affine.c: three-point bases and affine-invariant keys, for views with
+ * perspective (Lamdan and Wolfson, "Geometric hashing: a general and
+ * efficient model-based recognition scheme", 1988; Wolfson and Rigoutsos,
+ * "Geometric hashing: an overview", 1997).
+ *
+ * A view with perspective is locally affine, and a similarity does not
+ * describe even the neighbourhood of a basis once the view is foreshortened
+ * (docs/photo.md).  A basis here is an ordered triangle of corners (a, b, c),
+ * counter-clockwise, its sides within a length band and not too flat.  A
+ * point p gets its affine coordinates (u, v) in the frame p = a + u (b - a) +
+ * v (c - a) and the direction of M^T n, with M = [b - a, c - a] and n the
+ * point's gradient direction: both are unchanged by any affine map of
+ * positive determinant (the gradient maps by A^-T, M by A), so a triangle
+ * and its image key their points alike.
+ *
+ * Key layout (16 bits): bits 0..5 the u cell, 6..11 the v cell (GM_AFF_Q
+ * cells a unit, u and v kept in [GM_AFF_LO, GM_AFF_LO + GM_AFF_CELLS /
+ * GM_AFF_Q)), 12..15 the direction bin.
+ *
+ * Triangles come from a grid of the corners (each corner meets the corners
+ * within lmax of it), items from a grid of the cloud; both linear in the
+ * area for a fixed band. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/common.h"
+#include "stages/points.h"
+#include "stages/bases.h"
+#include "stages/vote.h"
+#include "stages/reduce.h"
+#include "stages/affine.h"
+
+gm_aframe gm_aframe_of(gm_point a, gm_point b, gm_point c)
+{
+    gm_aframe f;
+    float m00 = b.x - a.x, m01 = c.x - a.x, m10 = b.y - a.y, m11 = c.y - a.y;
+    float det = m00 * m11 - m01 * m10;
+    f.ax = a.x, f.ay = a.y;
+    f.m00 = m00, f.m01 = m01, f.m10 = m10, f.m11 = m11;
+    f.i00 = m11 / det, f.i01 = -m01 / det, f.i10 = -m10 / det, f.i11 = m00 / det;
+    return f;
+}
+
+uint32_t gm_aframe_key(const gm_aframe *f, gm_point p)
+{
+    float dx = p.x - f->ax, dy = p.y - f->ay;
+    float u = f->i00 * dx + f->i01 * dy, v = f->i10 * dx + f->i11 * dy;
+    float fu = floorf((u - GM_AFF_LO) * GM_AFF_Q), fv = floorf((v - GM_AFF_LO) * GM_AFF_Q);
+    if (!(fu >= 0 && fu < GM_AFF_CELLS && fv >= 0 && fv < GM_AFF_CELLS))
+        return GM_KEY_EMPTY;
+    float c = cosf(p.angle), s = sinf(p.angle);
+    float nx = f->m00 * c + f->m10 * s, ny = f->m01 * c + f->m11 * s; /* M^T n */
+    int bin = (int)floorf(atan2f(ny, nx) * (float)(GM_AFF_BINS / (2 * GM_PI)));
+    bin &= GM_AFF_BINS - 1;
+    return (uint32_t)fu | (uint32_t)fv << 6 | (uint32_t)bin << 12;
+}
+
+/* Points this close to a vertex say nothing (every triangle has them). */
+static int near_vertex(const gm_point *a, const gm_point *b, const gm_point *c, gm_point p)
+{
+    const float r2 = GM_ENDPOINT_EXCL * GM_ENDPOINT_EXCL;
+    float d0 = (p.x - a->x) * (p.x - a->x) + (p.y - a->y) * (p.y - a->y);
+    float d1 = (p.x - b->x) * (p.x - b->x) + (p.y - b->y) * (p.y - b->y);
+    float d2 = (p.x - c->x) * (p.x - c->x) + (p.y - c->y) * (p.y - c->y);
+    return d0 < r2 || d1 < r2 || d2 < r2;
+}
+
+/* Row a of the selection: the triangles (a, b, c) with b and c among near
+ * (sorted), in increasing (b, c); written to out unless NULL. */
+static uint32_t tri_row(const gm_points *pts, uint32_t a, const uint32_t *near, uint32_t m,
+                        float l2min, float l2max, float min_sin, uint64_t seed, uint64_t thr,
+                        gm_tri *out)
+{
+    const gm_point pa = pts->p[a];
+    uint32_t c = 0;
+    for (uint32_t s = 0; s < m; s++) {
+        uint32_t ib = near[s];
+        float bx = pts->p[ib].x - pa.x, by = pts->p[ib].y - pa.y, lb = bx * bx + by * by;
+        if (ib == a || lb < l2min || lb > l2max)
+            continue;
+        for (uint32_t t = 0; t < m; t++) {
+            uint32_t ic = near[t];
+            float cx = pts->p[ic].x - pa.x, cy = pts->p[ic].y - pa.y, lc = cx * cx + cy * cy;
+            if (ic == a || ic == ib || lc < l2min || lc > l2max)
+                continue;
+            float cross = bx * cy - by * cx;
+            if (cross <= 0 || cross * cross < min_sin * min_sin * lb * lc)
+                continue; /* clockwise, or too flat */
+            uint64_t h = gm_mix64(seed ^ ((uint64_t)a << 40 | (uint64_t)ib << 20 | ic));
+            if (h <= thr) {
+                if (out)
+                    out[c] = (gm_tri){(uint16_t)a, (uint16_t)ib, (uint16_t)ic};
+                c++;
+            }
+        }
+    }
+    return c;
+}
+
+typedef struct {
+    const gm_points *pts;
+    float l2min, l2max, min_sin;
+    uint64_t seed, thr;
+} tri_sel;
+
+static uint32_t tri_row_of(const void *ctx, uint32_t a, const uint32_t *near, uint32_t m, void *out)
+{
+    const tri_sel *c = ctx;
+    return tri_row(c->pts, a, near, m, c->l2min, c->l2max, c->min_sin, c->seed, c->thr, out);
+}
+
+gm_status gm_tris_select_cpu(const gm_points *pts, float lmin, float lmax, float min_sin,
+                             double prob, uint64_t seed, gm_tris *out)
+{
+    out->t = NULL;
+    out->n = 0;
+    if (pts->n > 65535)
+        return GM_ERR_INVALID;
+    tri_sel c = {pts, lmin * lmin, lmax * lmax, min_sin, seed, gm_prob_threshold(prob)};
+    void *items;
+    gm_status st = gm_grid_rows(pts, lmax, 1, sizeof *out->t, tri_row_of, &c, &items, &out->n);
+    out->t = items;
+    return st;
+}
+
+/* How far from vertex a a kept point can lie: |u| and |v| at most
+ * max(-GM_AFF_LO, GM_AFF_LO + GM_AFF_CELLS / GM_AFF_Q) along each side. */
+static float tri_reach(const gm_point *a, const gm_point *b, const gm_point *c)
+{
+    float k = fmaxf(-(float)GM_AFF_LO, (float)GM_AFF_LO + (float)GM_AFF_CELLS / GM_AFF_Q);
+    return k * (hypotf(b->x - a->x, b->y - a->y) + hypotf(c->x - a->x, c->y - a->y)) + 1.0f;
+}
+
+typedef struct {
+    const gm_points *pts, *cloud;
+    const gm_tri *t;
+} tri_items;
+
+static uint32_t tri_keys(const void *ctx, uint32_t d, const gm_grid *g, uint32_t *near,
+                         uint64_t *seen, uint32_t *keyv)
+{
+    const tri_items *x = ctx;
+    const gm_point *a = &x->pts->p[x->t[d].a], *b = &x->pts->p[x->t[d].b], *c = &x->pts->p[x->t[d].c];
+    gm_aframe f = gm_aframe_of(*a, *b, *c);
+    uint32_t m = gm_grid_gather(g, a->x, a->y, tri_reach(a, b, c), 0, near), k = 0;
+    for (uint32_t s = 0; s < m; s++) {
+        gm_point q = x->cloud->p[near[s]];
+        if (!near_vertex(a, b, c, q))
+            k = gm_keys_add(seen, gm_aframe_key(&f, q), keyv, k);
+    }
+    gm_keys_clear(seen, keyv, k);
+    return k;
+}
+
+gm_status gm_tri_items_cpu(const gm_points *pts, const gm_tris *t, const gm_points *cloud,
+                           uint32_t **keys, uint32_t **vals, uint32_t *n_items)
+{
+    float reach = 1.0f;
+    for (uint32_t d = 0; d < t->n; d++)
+        reach = fmaxf(reach, tri_reach(&pts->p[t->t[d].a], &pts->p[t->t[d].b], &pts->p[t->t[d].c]));
+    tri_items x = {pts, cloud, t->t};
+    return gm_grid_items(cloud, reach / 2, t->n, GM_AFF_KEYS, tri_keys, &x, keys, vals, n_items);
+}
+
+typedef struct {
+    const gm_multi *table;
+    const gm_points *qpts, *qcloud;
+    const gm_tri *qtris;
+} tri_rows;
+
+static void fill_tri_row(const void *ctx, uint32_t q, uint16_t *row)
+{
+    const tri_rows *x = ctx;
+    const gm_point *a = &x->qpts->p[x->qtris[q].a], *b = &x->qpts->p[x->qtris[q].b],
+                   *c = &x->qpts->p[x->qtris[q].c];
+    gm_aframe f = gm_aframe_of(*a, *b, *c);
+    gm_key_batch kb = {x->table, row, 0, {0}};
+    for (uint32_t k = 0; k < x->qcloud->n; k++) {
+        if (near_vertex(a, b, c, x->qcloud->p[k]))
+            continue;
+        uint32_t key = gm_aframe_key(&f, x->qcloud->p[k]);
+        if (key != GM_KEY_EMPTY)
+            gm_batch_add(&kb, key);
+    }
+    gm_batch_flush(&kb);
+}
+
+gm_status gm_tri_vote_rows_cpu(const gm_multi *table, uint32_t n_ref, const float *share,
+                               const gm_points *qpts, const gm_tri *qtris, uint32_t n_q,
+                               const gm_points *qcloud, gm_candidate *best)
+{
+    tri_rows x = {table, qpts, qcloud, qtris};
+    return gm_rows_reduce_cpu(n_ref, share, n_q, fill_tri_row, &x, best);
+}
+
+int gm_affine_from_tris(const gm_point q[3], const gm_point r[3], double m[6])
+{
+    /* [qx qy 1] [m0 m1 m2]^T = rx and likewise for ry at the three vertices:
+     * Cramer's rule on the 3x3 system with rows (qx, qy, 1) */
+    double x0 = q[0].x, y0 = q[0].y, x1 = q[1].x, y1 = q[1].y, x2 = q[2].x, y2 = q[2].y;
+    double det = x0 * (y1 - y2) - y0 * (x1 - x2) + (x1 * y2 - x2 * y1);
+    if (fabs(det) < 1e-9)
+        return -1;
+    for (int row = 0; row < 2; row++) {
+        double t0 = row ? r[0].y : r[0].x, t1 = row ? r[1].y : r[1].x, t2 = row ? r[2].y : r[2].x;
+        m[3 * row + 0] = (t0 * (y1 - y2) - y0 * (t1 - t2) + (t1 * y2 - t2 * y1)) / det;
+        m[3 * row + 1] = (x0 * (t1 - t2) - t0 * (x1 - x2) + (x1 * t2 - x2 * t1)) / det;
+        m[3 * row + 2] = (x0 * (y1 * t2 - y2 * t1) - y0 * (x1 * t2 - x2 * t1) +
+                          t0 * (x1 * y2 - x2 * y1)) / det;
+    }
+    return 0;
+}

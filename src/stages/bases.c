@@ -1,0 +1,415 @@
+/* bases.c: basis pairs and the similarity-invariant keys of points in their
+ * frames (paper section 6).
+ *
+ * Frame of basis (a -> b): a at the origin, b at (GM_BASIS_B, 0).  A point p
+ * gets cell (floor(u), floor(v)) and the direction of its gradient relative
+ * to the basis direction, in GM_ANGLE_BINS bins: any similar labelled triple
+ * (a, b, p) in either image gives the same key.  The direction is the extra
+ * invariant the issue allows: it divides the chance collisions of unrelated
+ * points by the number of bins.
+ *
+ * Key layout (18 bits):
+ *   bits 0..6   u cell + GM_UV_HALF - B/2   (0..2*GM_UV_HALF-1, below 128)
+ *   bits 7..13  v cell + GM_UV_HALF         (likewise)
+ *   bits 14..17 direction bin               (0..15) */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/common.h"
+#include "stages/points.h"
+#include "stages/bases.h"
+
+/* Row i of the pair selection: the j != i at squared distance l2min..l2max
+ * whose hash of (seed, i, j) is at most thr, in increasing j.  Writes their
+ * keys i << 16 | j to out unless out is NULL; returns how many. */
+static uint32_t select_row(const gm_points *pts, uint32_t i, const uint32_t *near, uint32_t n_near,
+                           float l2min, float l2max, uint64_t seed, uint64_t thr, uint32_t *out)
+{
+    /* near: the candidate j in increasing order (the grid's), NULL: all */
+    uint32_t n = near ? n_near : pts->n, c = 0;
+    for (uint32_t t = 0; t < n; t++) {
+        uint32_t j = near ? near[t] : t;
+        if (j == i)
+            continue;
+        float dx = pts->p[j].x - pts->p[i].x, dy = pts->p[j].y - pts->p[i].y;
+        float d2 = dx * dx + dy * dy;
+        if (d2 < l2min || d2 > l2max)
+            continue;
+        if (gm_mix64(seed ^ ((uint64_t)i << 32 | j)) <= thr) {
+            if (out)
+                out[c] = i << 16 | j;
+            c++;
+        }
+    }
+    return c;
+}
+
+
+uint32_t gm_basis_key(gm_point a, gm_point b, gm_point p)
+{
+    gm_frame f = gm_frame_of(a, b);
+    return gm_frame_key(&f, p);
+}
+
+gm_status gm_basis_items_cpu(const gm_points *basis_pts, const uint32_t *basis_keys,
+                             uint32_t nb, const gm_points *cloud, uint32_t **keys,
+                             uint32_t **vals, uint32_t *n_items)
+{
+    *keys = *vals = NULL;
+    *n_items = 0;
+    /* one pass into a scratch of nb x cloud->n keys (at most cloud->n per
+     * basis), then a compaction by the per-basis counts */
+    size_t cap;
+    if (!gm_mul_ok((size_t)nb, (size_t)cloud->n, &cap))
+        return GM_ERR_NOMEM;
+    uint32_t *scratch = malloc((cap ? cap : 1) * sizeof *scratch);
+    uint32_t *cnt = calloc((size_t)nb + 1, sizeof *cnt);
+    if (!scratch || !cnt) {
+        free(scratch);
+        free(cnt);
+        return GM_ERR_NOMEM;
+    }
+    /* a (key, basis) pair is stored once even when several points of the
+     * basis share the key: one query point then votes once per basis */
+    int fail = 0;
+#pragma omp parallel
+    {
+        uint64_t *seen = calloc((1u << 18) / 64, sizeof *seen);
+        if (!seen) {
+#pragma omp atomic write
+            fail = 1;
+        }
+#pragma omp for schedule(dynamic, 16)
+        for (int64_t d = 0; d < (int64_t)nb; d++) {
+            if (!seen)
+                continue;
+            gm_point a = basis_pts->p[basis_keys[d] >> 16], b = basis_pts->p[basis_keys[d] & 0xFFFF];
+            gm_frame f = gm_frame_of(a, b);
+            uint32_t *out = scratch + (size_t)d * cloud->n, c = 0;
+            for (uint32_t k = 0; k < cloud->n; k++) {
+                if (gm_near_endpoint(a, b, cloud->p[k]))
+                    continue;
+                uint32_t key = gm_frame_key(&f, cloud->p[k]);
+                if (key == GM_KEY_EMPTY || (seen[key >> 6] >> (key & 63) & 1))
+                    continue;
+                seen[key >> 6] |= 1ull << (key & 63);
+                out[c++] = key;
+            }
+            for (uint32_t k = 0; k < c; k++) /* clear the bits we set */
+                seen[out[k] >> 6] = 0;
+            cnt[d + 1] = c;
+        }
+        free(seen);
+    }
+    if (fail) {
+        free(scratch);
+        free(cnt);
+        return GM_ERR_NOMEM;
+    }
+    for (uint32_t d = 0; d < nb; d++)
+        cnt[d + 1] += cnt[d];
+    uint32_t n = cnt[nb];
+    *keys = malloc((n ? n : 1) * sizeof **keys);
+    *vals = malloc((n ? n : 1) * sizeof **vals);
+    if (!*keys || !*vals) {
+        free(*keys);
+        free(*vals);
+        *keys = *vals = NULL;
+        free(scratch);
+        free(cnt);
+        return GM_ERR_NOMEM;
+    }
+#pragma omp parallel for schedule(static)
+    for (int64_t d = 0; d < (int64_t)nb; d++) {
+        const uint32_t *in = scratch + (size_t)d * cloud->n;
+        for (uint32_t k = cnt[d]; k < cnt[d + 1]; k++) {
+            (*keys)[k] = in[k - cnt[d]];
+            (*vals)[k] = (uint32_t)d;
+        }
+    }
+    free(scratch);
+    free(cnt);
+    *n_items = n;
+    return GM_OK;
+}
+
+/* ---- local versions through a grid (fine reference levels) --------------- */
+
+void gm_grid_free(gm_grid *g)
+{
+    free(g->start);
+    free(g->idx);
+}
+
+gm_status gm_grid_build(const gm_points *pts, float cell, gm_grid *g)
+{
+    memset(g, 0, sizeof *g);
+    float x0 = 0, y0 = 0, x1 = 1, y1 = 1;
+    for (uint32_t k = 0; k < pts->n; k++) {
+        const gm_point *p = &pts->p[k];
+        if (k == 0 || p->x < x0) x0 = p->x;
+        if (k == 0 || p->y < y0) y0 = p->y;
+        if (k == 0 || p->x > x1) x1 = p->x;
+        if (k == 0 || p->y > y1) y1 = p->y;
+    }
+    g->cell = cell > 1.0f ? cell : 1.0f;
+    g->x0 = x0, g->y0 = y0;
+    g->gw = (int)((x1 - x0) / g->cell) + 1;
+    g->gh = (int)((y1 - y0) / g->cell) + 1;
+    size_t nc = (size_t)g->gw * g->gh;
+    g->start = calloc(nc + 1, sizeof *g->start);
+    g->idx = malloc((pts->n ? pts->n : 1) * sizeof *g->idx);
+    if (!g->start || !g->idx) {
+        gm_grid_free(g);
+        return GM_ERR_NOMEM;
+    }
+    for (uint32_t k = 0; k < pts->n; k++) {
+        int cx = (int)((pts->p[k].x - x0) / g->cell), cy = (int)((pts->p[k].y - y0) / g->cell);
+        g->start[(size_t)cy * g->gw + cx + 1]++;
+    }
+    for (size_t c = 0; c < nc; c++)
+        g->start[c + 1] += g->start[c];
+    uint32_t *fill = malloc((nc ? nc : 1) * sizeof *fill);
+    if (!fill) {
+        gm_grid_free(g);
+        return GM_ERR_NOMEM;
+    }
+    memcpy(fill, g->start, nc * sizeof *fill);
+    for (uint32_t k = 0; k < pts->n; k++) { /* increasing k: each cell stays sorted */
+        int cx = (int)((pts->p[k].x - x0) / g->cell), cy = (int)((pts->p[k].y - y0) / g->cell);
+        g->idx[fill[(size_t)cy * g->gw + cx]++] = k;
+    }
+    free(fill);
+    return GM_OK;
+}
+
+static int cmp_u32(const void *a, const void *b)
+{
+    uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+    return (x > y) - (x < y);
+}
+
+uint32_t gm_grid_gather(const gm_grid *g, float cx, float cy, float r, int sorted, uint32_t *out)
+{
+    int gx0 = (int)floorf((cx - r - g->x0) / g->cell), gx1 = (int)floorf((cx + r - g->x0) / g->cell);
+    int gy0 = (int)floorf((cy - r - g->y0) / g->cell), gy1 = (int)floorf((cy + r - g->y0) / g->cell);
+    if (gx0 < 0) gx0 = 0;
+    if (gy0 < 0) gy0 = 0;
+    if (gx1 >= g->gw) gx1 = g->gw - 1;
+    if (gy1 >= g->gh) gy1 = g->gh - 1;
+    uint32_t n = 0;
+    for (int y = gy0; y <= gy1; y++)
+        for (int x = gx0; x <= gx1; x++) {
+            size_t c = (size_t)y * g->gw + x;
+            for (uint32_t k = g->start[c]; k < g->start[c + 1]; k++)
+                out[n++] = g->idx[k];
+        }
+    if (sorted)
+        qsort(out, n, sizeof *out, cmp_u32);
+    return n;
+}
+
+gm_status gm_grid_rows(const gm_points *pts, float reach, int grid, size_t elem, gm_grid_row row,
+                       const void *ctx, void **items, uint32_t *n_items)
+{
+    *items = NULL;
+    *n_items = 0;
+    uint32_t n = pts->n;
+    gm_grid g;
+    memset(&g, 0, sizeof g);
+    gm_status st = grid ? gm_grid_build(pts, reach, &g) : GM_OK;
+    if (st != GM_OK)
+        return st;
+    uint32_t *cnt = calloc((size_t)n + 1, sizeof *cnt);
+    int fail = cnt == NULL;
+    for (int pass = 0; pass < 2 && !fail; pass++) {
+#pragma omp parallel reduction(| : fail) if (n >= 128)
+        {
+            uint32_t *near = grid ? malloc((n ? n : 1) * sizeof *near) : NULL;
+            fail = grid && near == NULL;
+#pragma omp for schedule(dynamic, 64)
+            for (int64_t i = 0; i < (int64_t)n; i++) {
+                if (grid && !near)
+                    continue;
+                uint32_t m = grid ? gm_grid_gather(&g, pts->p[i].x, pts->p[i].y, reach, 1, near) : 0;
+                uint32_t c = row(ctx, (uint32_t)i, grid ? near : NULL, m,
+                                 pass ? (char *)*items + elem * cnt[i] : NULL);
+                if (!pass)
+                    cnt[i + 1] = c;
+            }
+            free(near);
+        }
+        if (!pass && !fail) {
+            for (uint32_t i = 0; i < n; i++)
+                cnt[i + 1] += cnt[i];
+            *items = malloc((cnt[n] ? cnt[n] : 1) * elem);
+            fail = *items == NULL;
+        }
+    }
+    gm_grid_free(&g);
+    if (fail) {
+        free(cnt);
+        free(*items);
+        *items = NULL;
+        return GM_ERR_NOMEM;
+    }
+    *n_items = cnt[n];
+    free(cnt);
+    return GM_OK;
+}
+
+typedef struct {
+    const gm_points *pts;
+    float l2min, l2max;
+    uint64_t seed, thr;
+} pair_sel;
+
+static uint32_t pair_row(const void *ctx, uint32_t i, const uint32_t *near, uint32_t m, void *out)
+{
+    const pair_sel *c = ctx;
+    return select_row(c->pts, i, near, m, c->l2min, c->l2max, c->seed, c->thr, out);
+}
+
+/* Both selections: every pair tested (grid == 0), or only the pairs of
+ * grid cells of side lmax that touch (grid == 1); the same output. */
+static gm_status select_pairs(const gm_points *pts, float lmin, float lmax, double prob,
+                              uint64_t seed, int grid, gm_bases *b)
+{
+    b->n = 0;
+    b->key = NULL;
+    if (pts->n > 65535)
+        return GM_ERR_INVALID;
+    pair_sel c = {pts, lmin * lmin, lmax * lmax, seed, gm_prob_threshold(prob)};
+    void *items;
+    gm_status st = gm_grid_rows(pts, lmax, grid, sizeof *b->key, pair_row, &c, &items, &b->n);
+    b->key = items;
+    return st;
+}
+
+gm_status gm_bases_select_cpu(const gm_points *pts, float lmin, float lmax, double prob,
+                              uint64_t seed, gm_bases *b)
+{
+    return select_pairs(pts, lmin, lmax, prob, seed, 0, b);
+}
+
+gm_status gm_bases_select_local_cpu(const gm_points *pts, float lmin, float lmax, double prob,
+                                    uint64_t seed, gm_bases *b)
+{
+    return select_pairs(pts, lmin, lmax, prob, seed, 1, b);
+}
+
+/* A point keeps a key only while |u - B/2| < GM_UV_HALF and |v| < GM_UV_HALF
+ * cells, B cells a basis length: within this many basis lengths of the
+ * midpoint (the square's half-diagonal, and a margin). */
+#define GM_ITEM_REACH (1.4143f * GM_UV_HALF / GM_BASIS_B + 0.01f)
+
+gm_status gm_grid_items(const gm_points *cloud, float cell, uint32_t nb, uint32_t key_bound,
+                        gm_item_keys fn, const void *ctx, uint32_t **keys, uint32_t **vals,
+                        uint32_t *n_items)
+{
+    *keys = *vals = NULL;
+    *n_items = 0;
+    gm_grid g;
+    gm_status st = gm_grid_build(cloud, cell, &g);
+    if (st != GM_OK)
+        return st;
+    uint32_t *cnt = calloc((size_t)nb + 1, sizeof *cnt);
+    int fail = cnt == NULL;
+    for (int pass = 0; pass < 2 && !fail; pass++) {
+#pragma omp parallel reduction(| : fail)
+        {
+            uint64_t *seen = calloc((key_bound + 63) / 64, sizeof *seen);
+            uint32_t *near = malloc((cloud->n ? cloud->n : 1) * 2 * sizeof *near);
+            fail = !seen || !near;
+#pragma omp for schedule(dynamic, 16)
+            for (int64_t d = 0; d < (int64_t)nb; d++) {
+                if (!seen || !near)
+                    continue;
+                uint32_t *keyv = near + cloud->n;
+                uint32_t c = fn(ctx, (uint32_t)d, &g, near, seen, keyv);
+                if (!pass) {
+                    cnt[d + 1] = c;
+                } else {
+                    memcpy(*keys + cnt[d], keyv, c * sizeof *keyv);
+                    for (uint32_t k = 0; k < c; k++)
+                        (*vals)[cnt[d] + k] = (uint32_t)d;
+                }
+            }
+            free(seen);
+            free(near);
+        }
+        if (!pass && !fail) {
+            for (uint32_t d = 0; d < nb; d++)
+                cnt[d + 1] += cnt[d];
+            uint32_t n = cnt[nb];
+            *keys = malloc((n ? n : 1) * sizeof **keys);
+            *vals = malloc((n ? n : 1) * sizeof **vals);
+            fail = !*keys || !*vals;
+        }
+    }
+    gm_grid_free(&g);
+    if (fail) {
+        free(cnt);
+        free(*keys);
+        free(*vals);
+        *keys = *vals = NULL;
+        return GM_ERR_NOMEM;
+    }
+    *n_items = cnt[nb];
+    free(cnt);
+    return GM_OK;
+}
+
+uint32_t gm_keys_add(uint64_t *seen, uint32_t key, uint32_t *keyv, uint32_t c)
+{
+    if (key == GM_KEY_EMPTY || (seen[key >> 6] >> (key & 63) & 1))
+        return c;
+    seen[key >> 6] |= 1ull << (key & 63);
+    keyv[c] = key;
+    return c + 1;
+}
+
+void gm_keys_clear(uint64_t *seen, const uint32_t *keyv, uint32_t c)
+{
+    for (uint32_t k = 0; k < c; k++)
+        seen[keyv[k] >> 6] = 0;
+}
+
+typedef struct {
+    const gm_points *pts, *cloud;
+    const uint32_t *basis_keys;
+} pair_items;
+
+static uint32_t pair_keys(const void *ctx, uint32_t d, const gm_grid *g, uint32_t *near,
+                          uint64_t *seen, uint32_t *keyv)
+{
+    const pair_items *x = ctx;
+    gm_point a = x->pts->p[x->basis_keys[d] >> 16], b = x->pts->p[x->basis_keys[d] & 0xFFFF];
+    gm_frame f = gm_frame_of(a, b);
+    float len = hypotf(b.x - a.x, b.y - a.y);
+    uint32_t m = gm_grid_gather(g, (a.x + b.x) / 2, (a.y + b.y) / 2, GM_ITEM_REACH * len + 1.0f, 0,
+                                near);
+    uint32_t c = 0;
+    for (uint32_t t = 0; t < m; t++) {
+        const gm_point q = x->cloud->p[near[t]];
+        if (!gm_near_endpoint(a, b, q))
+            c = gm_keys_add(seen, gm_frame_key(&f, q), keyv, c);
+    }
+    gm_keys_clear(seen, keyv, c);
+    return c;
+}
+
+gm_status gm_basis_items_local_cpu(const gm_points *basis_pts, const uint32_t *basis_keys,
+                                   uint32_t nb, const gm_points *cloud, uint32_t **keys,
+                                   uint32_t **vals, uint32_t *n_items)
+{
+    float lmax = 1.0f; /* the grid cell: the longest basis's reach */
+    for (uint32_t d = 0; d < nb; d++) {
+        gm_point a = basis_pts->p[basis_keys[d] >> 16], b = basis_pts->p[basis_keys[d] & 0xFFFF];
+        lmax = fmaxf(lmax, hypotf(b.x - a.x, b.y - a.y));
+    }
+    pair_items x = {basis_pts, cloud, basis_keys};
+    return gm_grid_items(cloud, GM_ITEM_REACH * lmax, nb, 1u << 18, pair_keys, &x, keys, vals,
+                         n_items);
+}

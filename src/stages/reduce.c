@@ -1,0 +1,97 @@
+/* reduce.c: the best cells of the vote matrix.  First the best of each
+ * query-basis row (lowest reference index on ties), then the k best rows:
+ * k candidates from k different query bases, which keeps one busy query
+ * basis from filling the list.  Cells are ranked by votes above chance. */
+#include <math.h>
+#include <stdlib.h>
+
+#include "common/common.h"
+#include "stages/reduce.h"
+
+#define GM_REDUCE_BLOCK 16
+
+static int cand_cmp(const void *a, const void *b)
+{
+    const gm_candidate *p = a, *q = b;
+    if (p->score != q->score)
+        return p->score < q->score ? 1 : -1;
+    if (p->query_basis != q->query_basis)
+        return p->query_basis < q->query_basis ? -1 : 1;
+    return p->ref_basis < q->ref_basis ? -1 : p->ref_basis > q->ref_basis;
+}
+
+gm_candidate gm_reduce_row_cpu(const uint16_t *row, const float *share, uint32_t n_ref, uint32_t q)
+{
+    uint32_t total = 0;
+    for (uint32_t r = 0; r < n_ref; r++)
+        total += row[r];
+    uint32_t bi = 0;
+    float bs = -INFINITY;
+    /* in blocks of GM_REDUCE_BLOCK cells, a block that cannot hold the
+     * best skipped with one vectorized test: on a fine level a row has tens
+     * of thousands of cells, and the per-cell branch, square root and
+     * division of a plain scan cost as much as the votes themselves.  Cells
+     * are visited in the same order, so the best and its ties are the same
+     * (the outputs on the public and photo tiers are identical). */
+    for (uint32_t r0 = 0; r0 < n_ref; r0 += GM_REDUCE_BLOCK) {
+        uint32_t end = n_ref - r0 < GM_REDUCE_BLOCK ? n_ref : r0 + GM_REDUCE_BLOCK;
+        if (end - r0 == GM_REDUCE_BLOCK) {
+            /* a whole block: skipped when it has no vote, or, once the
+             * best is positive, when no cell's d (below) passes it; both
+             * tests vectorize, d is computed as in the cell loop */
+            int any = 0;
+            if (bs >= 0.0f) {
+                for (uint32_t i = 0; i < GM_REDUCE_BLOCK; i++)
+                    any |= (float)row[r0 + i] - (float)total * share[r0 + i] > bs;
+            } else {
+                for (uint32_t i = 0; i < GM_REDUCE_BLOCK; i++)
+                    any |= row[r0 + i] != 0;
+            }
+            if (!any)
+                continue;
+        }
+        for (uint32_t r = r0; r < end; r++) {
+            if (row[r] == 0)
+                continue;
+            float l = (float)total * share[r];
+            float d = (float)row[r] - l;
+            /* the divisor sqrt(l + 1) is 1 or more, so z is at most d when
+             * d >= 0 (rounding is monotone): once the best is positive, a
+             * cell whose d does not pass it cannot, and its square root and
+             * division are skipped.  The same best, exactly. */
+            if (bs >= 0.0f && d <= bs)
+                continue;
+            float z = d / sqrtf(l + 1.0f);
+            if (z > bs) {
+                bs = z;
+                bi = r;
+            }
+        }
+    }
+    return (gm_candidate){bi, q, row[bi], bs};
+}
+
+uint32_t gm_reduce_topk_cpu(const uint16_t *votes, const float *share, uint32_t n_ref,
+                            uint32_t n_q, uint32_t k, gm_candidate *out)
+{
+    if (n_ref == 0 || n_q == 0 || k == 0)
+        return 0;
+    gm_candidate *best = malloc((size_t)n_q * sizeof *best);
+    if (!best)
+        return 0;
+#pragma omp parallel for schedule(static) if ((size_t)n_q * n_ref >= GM_PAR_PIXELS)
+    for (int64_t q = 0; q < (int64_t)n_q; q++)
+        best[q] = gm_reduce_row_cpu(votes + (size_t)q * n_ref, share, n_ref, (uint32_t)q);
+    uint32_t m = gm_reduce_select_cpu(best, n_q, k, out);
+    free(best);
+    return m;
+}
+
+uint32_t gm_reduce_select_cpu(gm_candidate *best, uint32_t n_q, uint32_t k, gm_candidate *out)
+{
+    qsort(best, n_q, sizeof *best, cand_cmp);
+    uint32_t m = n_q < k ? n_q : k;
+    for (uint32_t i = 0; i < m; i++)
+        out[i] = best[i];
+    return m;
+}

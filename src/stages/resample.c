@@ -1,0 +1,31 @@
+/* resample.c: integer box downscale to the working size.
+ * A working pixel X covers source pixels f*X .. f*X+f-1, so its centre is the
+ * source coordinate f*X + (f-1)/2 (pixel centres at integers). */
+#include "common/common.h"
+#include "stages/resample.h"
+
+int gm_downscale_factor(int w, int h, int max_side)
+{
+    int m = w > h ? w : h;
+    if (max_side <= 0 || m <= max_side)
+        return 1;
+    return (m + max_side - 1) / max_side;
+}
+
+void gm_downscale_cpu(gm_view src, int f, uint8_t *dst)
+{
+    int dw = src.width / f, dh = src.height / f;
+    uint32_t area = (uint32_t)(f * f);
+#pragma omp parallel for schedule(static) if ((size_t)dw * dh * f * f >= GM_PAR_PIXELS)
+    for (int y = 0; y < dh; y++) {
+        for (int x = 0; x < dw; x++) {
+            uint32_t s = 0;
+            for (int j = 0; j < f; j++) {
+                const uint8_t *row = src.data + (ptrdiff_t)(y * f + j) * src.stride + (ptrdiff_t)x * f;
+                for (int i = 0; i < f; i++)
+                    s += row[i];
+            }
+            dst[(size_t)y * dw + x] = (uint8_t)((s + area / 2) / area);
+        }
+    }
+}

@@ -1,0 +1,106 @@
+/* transform.c: similarity transforms [a -b tx; b a ty] (query -> reference). */
+#include <math.h>
+
+#include "stages/transform.h"
+
+void gm_similarity_from_pairs(double qx0, double qy0, double qx1, double qy1, double rx0,
+                              double ry0, double rx1, double ry1, double m[6])
+{
+    /* as complex numbers: z = (r1 - r0) / (q1 - q0), t = r0 - z q0 */
+    double qdx = qx1 - qx0, qdy = qy1 - qy0, rdx = rx1 - rx0, rdy = ry1 - ry0;
+    double d = qdx * qdx + qdy * qdy;
+    double a = d > 0 ? (rdx * qdx + rdy * qdy) / d : 1.0;
+    double b = d > 0 ? (rdy * qdx - rdx * qdy) / d : 0.0;
+    m[0] = a;
+    m[1] = -b;
+    m[2] = rx0 - (a * qx0 - b * qy0);
+    m[3] = b;
+    m[4] = a;
+    m[5] = ry0 - (b * qx0 + a * qy0);
+}
+
+void gm_transform_apply(const double m[6], double x, double y, double *ox, double *oy)
+{
+    *ox = m[0] * x + m[1] * y + m[2];
+    *oy = m[3] * x + m[4] * y + m[5];
+}
+
+/* Weighted least squares over the correspondences of the model's rows
+ * (fit_core.h), in point order.  The similarity takes every slot (a zero
+ * weight adds zeros) and needs n >= 2; the other models count the slots of
+ * positive weight. */
+static int fit_lines(gm_model model, const double *qx, const double *qy, const double *rx,
+                     const double *ry, const double *nx, const double *ny, const double *w, int n,
+                     const double h0[9], double h[9])
+{
+    double hn[9];
+    gm_fit_prepare(h0, hn);
+    double A[8][8] = {{0}}, b[8] = {0};
+    int used = 0;
+    for (int i = 0; i < n; i++) {
+        if (model != GM_MODEL_SIMILARITY && w[i] <= 0)
+            continue;
+        used++;
+        double rows[3][8] = {{0}}, tgt[3], ws[3];
+        int np = gm_fit_rows(model, hn, qx[i], qy[i], rx[i], ry[i], nx[i], ny[i], w[i], rows, tgt,
+                             ws);
+        gm_fit_accumulate(np, rows, tgt, ws, 0, A, b);
+    }
+    return gm_fit_finish(model, used, A, b, hn, h);
+}
+
+int gm_similarity_fit_lines(const double *qx, const double *qy, const double *rx,
+                            const double *ry, const double *nx, const double *ny,
+                            const double *w, int n, double m[6])
+{
+    static const double id[9] = {1, 0, 0, 0, 1, 0, 0, 0, 1};
+    double h[9];
+    if (fit_lines(GM_MODEL_SIMILARITY, qx, qy, rx, ry, nx, ny, w, n, id, h) != 0)
+        return -1;
+    for (int i = 0; i < 6; i++)
+        m[i] = h[i];
+    return 0;
+}
+
+void gm_h_from_m(const double m[6], double h[9])
+{
+    for (int i = 0; i < 6; i++)
+        h[i] = m[i];
+    h[6] = h[7] = 0;
+    h[8] = 1;
+}
+
+int gm_model_fit_lines(gm_model model, const double *qx, const double *qy, const double *rx,
+                       const double *ry, const double *nx, const double *ny, const double *w,
+                       int n, const double h0[9], double h[9])
+{
+    return fit_lines(model, qx, qy, rx, ry, nx, ny, w, n, h0, h);
+}
+
+int gm_h_plausible(const double h[9], int w, int hgt)
+{
+    const double xs[5] = {0, w - 1.0, w - 1.0, 0, (w - 1) / 2.0};
+    const double ys[5] = {0, 0, hgt - 1.0, hgt - 1.0, (hgt - 1) / 2.0};
+    double smin = INFINITY, smax = 0, wmin = INFINITY, wmax = 0;
+    for (int i = 0; i < 5; i++) {
+        double x = xs[i], y = ys[i];
+        double ww = h[6] * x + h[7] * y + h[8];
+        if (!(ww > 0) || !isfinite(ww))
+            return 0; /* the line at infinity crosses the view */
+        double u = (h[0] * x + h[1] * y + h[2]) / ww, v = (h[3] * x + h[4] * y + h[5]) / ww;
+        double a = (h[0] - u * h[6]) / ww, b = (h[1] - u * h[7]) / ww;
+        double c = (h[3] - v * h[6]) / ww, d = (h[4] - v * h[7]) / ww;
+        double det = a * d - b * c;
+        if (!(det > 0))
+            return 0; /* mirrored or collapsed */
+        /* singular values of [a b; c d] */
+        double e = (a * a + b * b + c * c + d * d) / 2, f = sqrt(fmax(0, e * e - det * det));
+        double s1 = sqrt(e + f), s2 = det / s1;
+        if (s1 > GM_H_MAX_ANISO * s2)
+            return 0;
+        double sc = sqrt(det);
+        smin = fmin(smin, sc), smax = fmax(smax, sc);
+        wmin = fmin(wmin, ww), wmax = fmax(wmax, ww);
+    }
+    return smax <= GM_H_MAX_SCALE_RATIO * smin && wmax <= GM_H_MAX_SCALE_RATIO * wmin;
+}

@@ -1,0 +1,82 @@
+/* verify.h: the reference's edge-orientation map, the verification of a
+ * transform on it, its refinement and the tests of how well the edges pin it
+ * down (verify.c; the formulas shared with the GPU in verify_core.h). */
+#ifndef GM_VERIFY_H
+#define GM_VERIFY_H
+
+#include "stages/points.h"
+#include "stages/transform.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct {
+    int w, h;
+    uint16_t *mask;      /* [w*h] orientation bins of edges within the radius */
+    int32_t *nearest;    /* [w*h] index into pts of an edge point at this pixel, or -1 */
+    gm_points pts;       /* the reference edge pixels, sub-pixel */
+    float *dir;          /* [2 * pts.n] unit gradient (cos, sin) of each point */
+} gm_edge_map;
+
+/* The orientation mask over the reference's edge points `all` (borrowed:
+ * the map keeps a copy). */
+gm_status gm_edge_map_build_cpu(const gm_points *all, int w, int h, int radius,
+                                gm_edge_map *map);
+void gm_edge_map_free(gm_edge_map *map);
+
+typedef struct {
+    uint32_t total;     /* query points tested */
+    uint32_t hits;      /* landed on a reference edge of agreeing direction */
+    uint32_t bg_hits;   /* hits with the direction turned 90 degrees: the chance level */
+    double confidence;  /* (hits - bg) / (total - bg), clamped to 0..1 */
+} gm_verify_score;
+
+gm_verify_score gm_verify_cpu(const gm_edge_map *map, const gm_points *q, const double m[6]);
+/* The same score with a 1-pixel, 20-degree test: for refined transforms. */
+gm_verify_score gm_verify_strict_cpu(const gm_edge_map *map, const gm_points *q, const double m[6]);
+/* Point-to-line refinement of m on the query points; iterations of IRLS. */
+void gm_refine_cpu(const gm_edge_map *map, const gm_points *q, double m[6], int iters);
+/* The same for any model, on a 3x3 h. */
+void gm_refine_model_cpu(const gm_edge_map *map, const gm_points *q, gm_model model, double h[9],
+                         int iters);
+gm_verify_score gm_verify_strict_h_cpu(const gm_edge_map *map, const gm_points *q, const double h[9]);
+/* Region growing (src/stages/verify.c): h, right near a seed (x, y; its triangle's
+ * longer side s), refined to model on the points of q within a radius of
+ * the seed, from max(GM_GROW_START s, GM_GROW_MIN_PX) by steps of
+ * GM_GROW_STEP (GM_GROW_STEP_ITERS iterations each) until the disc holds
+ * every point, then GM_GROW_FINAL_ITERS iterations on all of q.  A point is
+ * in the disc when dx^2 + dy^2 <= r^2 (the same test on the GPU). */
+#define GM_GROW_STEP 1.15
+#define GM_GROW_START 0.5 /* of the triangle's longer side */
+#define GM_GROW_MIN_PX 24.0
+#define GM_GROW_STEP_ITERS 4
+#define GM_GROW_FINAL_ITERS 10
+void gm_grow_model_cpu(const gm_edge_map *map, const gm_points *q, gm_model model,
+                       const double seed[3], double h[9]);
+/* How far the corners of a w x hgt query under h (a similarity, an affine or
+ * a homography, as model says) move when a quarter of the query's points is
+ * left out (each quadrant in turn, gm_quadrant; the fit refined from h on
+ * the rest, GM_SPREAD_ITERS iterations): the largest move of a corner, in
+ * the map's pixels.  gm_corner_moves: that largest move, given the four
+ * refits hq. */
+#define GM_SPREAD_ITERS 4
+double gm_corner_spread_cpu(const gm_edge_map *map, const gm_points *q, gm_model model,
+                            const double h[9], int w, int hgt);
+double gm_corner_moves(const double h[9], const double hq[4][9], int w, int hgt);
+/* How well the edges pin a transform down: the standard deviation, in the
+ * map's pixels, of the worst-placed corner of a w x hgt query under h, from
+ * the normal matrix of the point-to-line residuals of its partners (within
+ * 1 pixel) for a small similarity after h.  Edges that all run one way (a
+ * straight line) or along one arc leave a direction free and the corners
+ * uncertain; INFINITY when a direction is unconstrained. */
+#define GM_SIGMA_PX 0.5             /* a partner's noise, pixels */
+#define GM_SIGMA_PIXELS_PER_OBS 8.0 /* edge pixels per independent measurement */
+double gm_corner_sigma_cpu(const gm_edge_map *map, const gm_points *q, const double h[9], int w,
+                           int hgt);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

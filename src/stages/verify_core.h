@@ -1,0 +1,209 @@
+/* verify_core.h: the per-point rules of verification and refinement, shared
+ * by the CPU (verify.c) and the GPU (src/cuda/verify.cu).  Static inline GM_HD
+ * functions: both sides evaluate the same float/double expressions (the
+ * CUDA side with --fmad=false, lrint rounding half to even on both), so the
+ * counts, and the scores made from them, are the same numbers.
+ *
+ * What must come from the host: the cosines and sines of the query angles
+ * (cosf/sinf of glibc and CUDA differ by an ulp) and the rotation of a
+ * similarity (atan2). */
+#ifndef GM_VERIFY_CORE_H
+#define GM_VERIFY_CORE_H
+
+#include <math.h>
+#include <stdint.h>
+
+#include "common/common.h"
+#include "stages/points.h"
+#include "stages/bases.h"
+#include "stages/verify.h"
+
+/* The reference's edge map as the per-point functions read it: borrowed
+ * arrays of a gm_edge_map (host) or of its device copy. */
+typedef struct {
+    int w, h;
+    const uint16_t *mask;   /* [w*h] */
+    const int32_t *nearest; /* [w*h] */
+    const gm_point *pts;    /* [n] */
+    const float *dir;       /* [2n] (cos, sin) */
+} gm_map_view;
+
+static inline GM_HD int gm_angle_bin(float a)
+{
+    int b = (int)floorf(a * (float)(GM_ANGLE_BINS / (2 * GM_PI)) + 0.5f);
+    return b & (GM_ANGLE_BINS - 1);
+}
+
+/* mask with bins b-1, b, b+1 */
+static inline GM_HD uint16_t gm_bin3(int b)
+{
+    const int n = GM_ANGLE_BINS;
+    return (uint16_t)(1u << (b & (n - 1)) | 1u << ((b + 1) & (n - 1)) | 1u << ((b + n - 1) & (n - 1)));
+}
+
+/* The score of `total` points with `hits` hits and `bg2` chance hits counted
+ * twice (once per perpendicular direction): the confidence is the share of
+ * the points above chance that hit, clamped to [0, 1]; 0 when no point is
+ * above chance. */
+static inline GM_HD gm_verify_score gm_score_of(uint32_t total, uint32_t hits, uint32_t bg2)
+{
+    gm_verify_score s = {0, 0, 0, 0.0};
+    s.total = total;
+    s.hits = hits;
+    s.bg_hits = bg2 / 2;
+    double chance = (double)bg2 / 2.0;
+    if (s.total > 0 && s.total > chance) {
+        double c = ((double)hits - chance) / ((double)s.total - chance);
+        s.confidence = c < 0 ? 0 : c > 1 ? 1 : c;
+    }
+    return s;
+}
+
+/* The loose test of one query point p under the similarity m (rot =
+ * (float)atan2(m[3], m[0])): returns its hit (0 or 1) and adds its chance
+ * hits, the two perpendicular directions, to *bg2. */
+static inline GM_HD uint32_t gm_verify_point(const gm_map_view *map, const double m[6], float rot,
+                                             gm_point p, uint32_t *bg2)
+{
+    const int quarter = GM_ANGLE_BINS / 4;
+    double x = m[0] * p.x + m[1] * p.y + m[2], y = m[3] * p.x + m[4] * p.y + m[5];
+    long ix = lrint(x), iy = lrint(y);
+    if (ix < 0 || iy < 0 || ix >= map->w || iy >= map->h)
+        return 0;
+    uint16_t mk = map->mask[(size_t)iy * map->w + ix];
+    int b = gm_angle_bin(p.angle + rot);
+    *bg2 += (uint32_t)((mk & gm_bin3(b + quarter)) != 0) + (uint32_t)((mk & gm_bin3(b - quarter)) != 0);
+    return (mk & gm_bin3(b)) != 0;
+}
+
+/* The strict test, for refined transforms: a hit needs a reference edge
+ * point in the 3x3 pixels around the mapped point whose direction agrees
+ * within GM_STRICT_DEG and whose edge line passes within GM_STRICT_DIST of it.
+ * A true match, refined to sub-pixel, keeps most of its hits; a wrong one,
+ * however busy the reference, keeps few.  GM_STRICT_COS is
+ * (float)cos(GM_STRICT_DEG degrees), written out so that no cos runs on the
+ * device (tests/unit/test_verify.c checks the value). */
+#define GM_STRICT_DEG 20.0
+#define GM_STRICT_COS 0.939692616f
+#define GM_STRICT_DIST 1.0
+
+static inline GM_HD int gm_strict_hit(const gm_map_view *map, double x, double y, float ca, float sa)
+{
+    long ix = lrint(x), iy = lrint(y);
+    for (long yy = iy - 1; yy <= iy + 1; yy++) {
+        if (yy < 0 || yy >= map->h)
+            continue;
+        for (long xx = ix - 1; xx <= ix + 1; xx++) {
+            if (xx < 0 || xx >= map->w)
+                continue;
+            int32_t j = map->nearest[(size_t)yy * map->w + xx];
+            if (j < 0)
+                continue;
+            gm_point e = map->pts[j];
+            float ce = map->dir[2 * j], se = map->dir[2 * j + 1];
+            if (ce * ca + se * sa < GM_STRICT_COS)
+                continue;
+            if (fabs(ce * (x - e.x) + se * (y - e.y)) <= GM_STRICT_DIST)
+                return 1;
+        }
+    }
+    return 0;
+}
+
+/* The strict test of query point p (cp, sp: cosf, sinf of its angle) under
+ * h: returns its hit and adds its chance hits to *bg2. */
+static inline GM_HD uint32_t gm_verify_strict_point(const gm_map_view *map, const double h[9],
+                                                    gm_point p, float cp, float sp, uint32_t *bg2)
+{
+    double x, y;
+    gm_h_apply(h, p.x, p.y, &x, &y);
+    float ca, sa;
+    gm_h_normal(h, p.x, p.y, cp, sp, &ca, &sa);
+    /* chance level: the perpendicular directions */
+    *bg2 += (uint32_t)gm_strict_hit(map, x, y, -sa, ca) + (uint32_t)gm_strict_hit(map, x, y, sa, -ca);
+    return (uint32_t)gm_strict_hit(map, x, y, ca, sa);
+}
+
+/* Refinement: each query point mapped by h is paired with the reference edge
+ * point nearest to it within gm_refine_radius(it) pixels whose direction
+ * agrees within 30 degrees; the model minimizing the point-to-line distances
+ * (Huber weights, threshold gm_refine_huber(it) pixels) is solved; repeated
+ * with a shrinking radius.  A refinement needs GM_REFINE_MIN_PAIRS pairs. */
+#define GM_REFINE_COS 0.866f /* 30 degrees */
+#define GM_REFINE_MIN_PAIRS 8
+
+static inline GM_HD int gm_refine_radius(int it) { return it < 2 ? 3 : 2; }
+#define GM_REFINE_MAX_R 3 /* the largest gm_refine_radius */
+static inline GM_HD double gm_refine_huber(int it) { return it < 2 ? 1.5 : 0.75; }
+
+/* The corner spread test's quadrant of p in a w x hgt query (0 top left, 1
+ * top right, 2 bottom left, 3 bottom right), the same on both devices. */
+static inline GM_HD int gm_quadrant(gm_point p, int w, int hgt)
+{
+    return (p.x >= w / 2.0) + 2 * (p.y >= hgt / 2.0);
+}
+
+/* Region growing's disc test (gm_grow_model_cpu and its CUDA twin): the
+ * squared distance of p from the seed (x, y), the same double operations on
+ * both devices, so that both take the same points. */
+static inline GM_HD double gm_grow_d2(gm_point p, const double seed[3])
+{
+    double dx = p.x - seed[0], dy = p.y - seed[1];
+    return dx * dx + dy * dy;
+}
+
+/* One correspondence of the fit: query point, reference point, the
+ * reference edge's unit normal, weight. */
+typedef struct {
+    double qx, qy, rx, ry, nx, ny, w;
+} gm_corr;
+
+/* The partner of query point p (cp, sp: cosf, sinf of its angle) under h
+ * within radius r; 1 and *c filled when there is one, else 0. */
+static inline GM_HD int gm_refine_match(const gm_map_view *map, const double h[9], gm_point p,
+                                        float cp, float sp, int r, double huber, gm_corr *c)
+{
+    double x, y;
+    gm_h_apply(h, p.x, p.y, &x, &y);
+    long ix = lrint(x), iy = lrint(y);
+    if (ix < 0 || iy < 0 || ix >= map->w || iy >= map->h)
+        return 0;
+    float ca, sa;
+    gm_h_normal(h, p.x, p.y, cp, sp, &ca, &sa);
+    double bestd = 1e30;
+    int32_t best = -1;
+    for (long yy = iy - r; yy <= iy + r; yy++) {
+        if (yy < 0 || yy >= map->h)
+            continue;
+        for (long xx = ix - r; xx <= ix + r; xx++) {
+            if (xx < 0 || xx >= map->w)
+                continue;
+            int32_t j = map->nearest[(size_t)yy * map->w + xx];
+            if (j < 0)
+                continue;
+            if (map->dir[2 * j] * ca + map->dir[2 * j + 1] * sa < GM_REFINE_COS)
+                continue;
+            gm_point e = map->pts[j];
+            double dx = e.x - x, dy = e.y - y, d = dx * dx + dy * dy;
+            if (d < bestd) {
+                bestd = d;
+                best = j;
+            }
+        }
+    }
+    if (best < 0)
+        return 0;
+    gm_point e = map->pts[best];
+    double enx = map->dir[2 * best], eny = map->dir[2 * best + 1];
+    double res = fabs(enx * (x - e.x) + eny * (y - e.y));
+    c->qx = p.x;
+    c->qy = p.y;
+    c->rx = e.x;
+    c->ry = e.y;
+    c->nx = enx;
+    c->ny = eny;
+    c->w = res < huber ? 1.0 : huber / res;
+    return 1;
+}
+
+#endif

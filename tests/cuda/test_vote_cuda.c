@@ -1,0 +1,178 @@
+/* test_vote_cuda.c: the GPU voting stage (src/cuda/vote.cu) against the CPU
+ * (gm_vote_cpu and the per-row step of gm_reduce_topk_cpu): the whole vote
+ * matrix and every row's best cell must be identical.  Exit 77 (skipped)
+ * without a CUDA device. */
+#include <check.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cuda_runtime_api.h>
+
+#include "cuda/gm_cuda.h"
+#include "common/common.h"
+#include "stages/points.h"
+#include "stages/bases.h"
+#include "stages/vote.h"
+#include "stages/reduce.h"
+#include "cuda/vote_cuda.h"
+#include "test_util.h"
+
+static uint64_t rng = 0x5EED;
+static double unit(void)
+{
+    rng = gm_mix64(rng);
+    return (double)(rng >> 11) / 9007199254740992.0;
+}
+
+static gm_points random_points(uint32_t n, float w, float h)
+{
+    gm_points p = {malloc(n * sizeof(gm_point)), n};
+    ck_assert_ptr_nonnull(p.p);
+    for (uint32_t i = 0; i < n; i++)
+        p.p[i] = (gm_point){(float)(unit() * w), (float)(unit() * h),
+                            (float)((unit() * 2 - 1) * GM_PI), 1.0f};
+    return p;
+}
+
+/* The query: the reference's points under a similarity, plus others. */
+static gm_points transform_points(const gm_points *src, double ang, double s, double tx, double ty,
+                                  uint32_t extra)
+{
+    gm_points p = {malloc((src->n + extra) * sizeof(gm_point)), src->n + extra};
+    ck_assert_ptr_nonnull(p.p);
+    double c = cos(ang) * s, sn = sin(ang) * s;
+    for (uint32_t i = 0; i < src->n; i++) {
+        gm_point q = src->p[i];
+        p.p[i] = (gm_point){(float)(c * q.x - sn * q.y + tx), (float)(sn * q.x + c * q.y + ty),
+                            (float)(q.angle + ang), q.w};
+    }
+    for (uint32_t i = 0; i < extra; i++)
+        p.p[src->n + i] = (gm_point){(float)(unit() * 300), (float)(unit() * 300),
+                                     (float)((unit() * 2 - 1) * GM_PI), 1.0f};
+    return p;
+}
+
+static void run_case(uint32_t n_corners, uint32_t n_cloud, double ang, double s)
+{
+    gm_points corners = random_points(n_corners, 400, 400);
+    gm_points cloud = random_points(n_cloud, 400, 400);
+    gm_bases rb;
+    ck_assert_int_eq(gm_bases_select_cpu(&corners, 16, 150, 0.3, 7, &rb), GM_OK);
+    uint32_t *keys, *vals, n_items;
+    ck_assert_int_eq(gm_basis_items_cpu(&corners, rb.key, rb.n, &cloud, &keys, &vals, &n_items),
+                     GM_OK);
+    const uint32_t bound = 2 * GM_UV_HALF * 2 * GM_UV_HALF * GM_ANGLE_BINS;
+    gm_multi cpu_table;
+    ck_assert_int_eq(gm_multi_build_cpu(&cpu_table, keys, vals, n_items, bound, 11, NULL), GM_OK);
+    uint32_t *d_keys = to_dev(keys, n_items * 4ull), *d_vals = to_dev(vals, n_items * 4ull);
+    gm_cuckoo_dev gpu_table;
+    memset(&gpu_table, 0, sizeof gpu_table);
+    ck_assert_int_eq(gm_multi_build_cuda(&gpu_table, d_keys, d_vals, n_items, bound, 11, NULL, 0),
+                     GM_OK);
+    /* shares of the reference bases */
+    uint32_t n_ref = rb.n;
+    float *share = calloc(n_ref ? n_ref : 1, sizeof *share);
+    for (uint32_t i = 0; i < n_items; i++)
+        share[vals[i]] += 1.0f;
+    for (uint32_t i = 0; i < n_ref; i++)
+        share[i] /= (float)n_items;
+    /* query: the corners and the cloud moved by a similarity */
+    gm_points qcorners = transform_points(&corners, ang, s, 30, -20, 10);
+    gm_points qcloud = transform_points(&cloud, ang, s, 30, -20, 100);
+    gm_bases qb;
+    ck_assert_int_eq(gm_bases_select_cpu(&qcorners, 16, 150, 0.05, 9, &qb), GM_OK);
+    uint32_t n_q = qb.n;
+    ck_assert_uint_gt(n_q, 0);
+    /* CPU */
+    uint16_t *votes = malloc((size_t)n_q * n_ref * sizeof *votes);
+    gm_vote_cpu(&cpu_table, n_ref, &qcorners, qb.key, n_q, &qcloud, votes);
+    gm_candidate *cbest = malloc(n_q * sizeof *cbest);
+    ck_assert_uint_eq(gm_reduce_topk_cpu(votes, share, n_ref, n_q, n_q, cbest), n_q);
+    /* GPU */
+    gm_vote_basis *vb = malloc(n_q * sizeof *vb);
+    for (uint32_t q = 0; q < n_q; q++) {
+        gm_point a = qcorners.p[qb.key[q] >> 16], b = qcorners.p[qb.key[q] & 0xFFFF];
+        vb[q] = (gm_vote_basis){gm_frame_of(a, b), a, b};
+    }
+    gm_vote_basis *d_qb = to_dev(vb, n_q * sizeof *vb);
+    gm_point *d_cloud = to_dev(qcloud.p, qcloud.n * sizeof(gm_point));
+    float *d_share = to_dev(share, n_ref * sizeof(float));
+    uint16_t *d_votes = NULL;
+    gm_candidate *d_best = NULL;
+    uint32_t *d_scratch = NULL;
+    ck_assert_int_eq(cudaMalloc((void **)&d_votes, (size_t)n_q * n_ref * 2), cudaSuccess);
+    ck_assert_int_eq(cudaMalloc((void **)&d_best, n_q * sizeof(gm_candidate)), cudaSuccess);
+    size_t sb = gm_vote_scratch_bytes(n_ref, n_q);
+    if (sb)
+        ck_assert_int_eq(cudaMalloc((void **)&d_scratch, sb), cudaSuccess);
+    gm_status st = gm_vote_reduce_cuda(&gpu_table, n_ref, d_share, d_qb, n_q, d_cloud, qcloud.n,
+                                       d_scratch, d_votes, d_best, 0);
+    if (st != GM_OK)
+        ck_abort_msg("gm_vote_reduce_cuda: %s", gm_cuda_last_error());
+    ck_assert_int_eq(cudaDeviceSynchronize(), cudaSuccess);
+    uint16_t *gvotes = malloc((size_t)n_q * n_ref * 2);
+    gm_candidate *gbest = malloc(n_q * sizeof *gbest);
+    ck_assert_int_eq(cudaMemcpy(gvotes, d_votes, (size_t)n_q * n_ref * 2, cudaMemcpyDeviceToHost),
+                     cudaSuccess);
+    ck_assert_int_eq(cudaMemcpy(gbest, d_best, n_q * sizeof *gbest, cudaMemcpyDeviceToHost),
+                     cudaSuccess);
+    size_t diff = 0;
+    for (size_t i = 0; i < (size_t)n_q * n_ref; i++)
+        diff += votes[i] != gvotes[i];
+    ck_assert_msg(diff == 0, "%zu of %zu vote cells differ", diff, (size_t)n_q * n_ref);
+    /* cbest is sorted by score; index the GPU rows by query basis */
+    uint32_t max_votes = 0;
+    for (uint32_t i = 0; i < n_q; i++) {
+        const gm_candidate *c = &cbest[i], *g = &gbest[c->query_basis];
+        ck_assert_uint_eq(g->query_basis, c->query_basis);
+        ck_assert_uint_eq(g->ref_basis, c->ref_basis);
+        ck_assert_uint_eq(g->votes, c->votes);
+        ck_assert_msg(memcmp(&g->score, &c->score, sizeof(float)) == 0,
+                      "row %u: score %.9g (GPU) vs %.9g (CPU)", c->query_basis, g->score, c->score);
+        if (c->votes > max_votes)
+            max_votes = c->votes;
+    }
+    ck_assert_uint_gt(max_votes, 10); /* the transformed points must really vote */
+    cudaFree(d_keys); cudaFree(d_vals); cudaFree(d_qb); cudaFree(d_cloud); cudaFree(d_share);
+    cudaFree(d_votes); cudaFree(d_best); cudaFree(d_scratch);
+    gm_cuckoo_dev_free(&gpu_table);
+    gm_multi_free(&cpu_table);
+    free(votes); free(gvotes); free(cbest); free(gbest); free(vb); free(share);
+    free(keys); free(vals); free(rb.key); free(qb.key);
+    free(corners.p); free(cloud.p); free(qcorners.p); free(qcloud.p);
+}
+
+START_TEST(test_vote_matches_cpu)
+{
+    run_case(40, 300, 0.3, 1.0);
+    run_case(80, 600, -2.0, 0.8);
+    run_case(120, 900, 1.2, 1.3);
+}
+END_TEST
+
+/* Rows counted in global scratch, query bases in tiles (as for references
+ * with too many bases for shared memory): the same votes and bests. */
+START_TEST(test_vote_tiles)
+{
+    gm_vote_debug_tiles(7);
+    run_case(80, 600, -2.0, 0.8);
+    gm_vote_debug_tiles(1);
+    run_case(40, 300, 0.3, 1.0);
+    gm_vote_debug_tiles(0);
+}
+END_TEST
+
+static Suite *vote_cuda_suite(void)
+{
+    Suite *s = suite_create("vote_cuda");
+    TCase *tc = tcase_create("cuda_vs_cpu");
+    tcase_set_timeout(tc, 300);
+    tcase_add_test(tc, test_vote_matches_cpu);
+    tcase_add_test(tc, test_vote_tiles);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int main(void) { return run_cuda_suite(vote_cuda_suite); }

@@ -1,0 +1,281 @@
+/* test_video.c: video frames through FFmpeg (src/io/video.c): numbering,
+ * timestamps, frame selection with and without a seek, the gray conversion
+ * against libswscale, and files that are not videos.  Runs from the
+ * repository root (data/video, see data/README.md). */
+#define _POSIX_C_SOURCE 200809L
+
+#include <check.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <libavutil/frame.h>
+#include <libavutil/pixfmt.h>
+#include <libswscale/swscale.h>
+
+#include "test_util.h"
+#include "io/video.h"
+
+#define CLIP "data/video/clip.mp4" /* 320x180, 50 frames at 30 fps */
+
+/* Read every selected item of path; the gray images are kept (the caller
+ * frees items[i] with gm_video_frame_free and items with free). */
+static int read_all(const char *path, gm_video_opts o, gm_video_frame **items)
+{
+    gm_video *v;
+    char err[256];
+    ck_assert_msg(gm_video_open(path, &o, &v, err, sizeof err) == GM_OK, "%s: %s", path, err);
+    int n = 0, cap = 64;
+    *items = xcalloc((size_t)cap, sizeof **items);
+    for (;;) {
+        int got;
+        ck_assert_int_eq(gm_video_read(v, &(*items)[n], &got), GM_OK);
+        if (!got)
+            break;
+        ck_assert_int_lt(++n, cap);
+    }
+    ck_assert_msg(!gm_video_lost(v), "%s", gm_video_error(v));
+    gm_video_close(v);
+    return n;
+}
+
+static void free_items(gm_video_frame *items, int n)
+{
+    for (int i = 0; i <= n; i++)
+        gm_video_frame_free(&items[i]);
+    free(items);
+}
+
+START_TEST(test_numbers_and_pts)
+{
+    gm_video *v;
+    char err[256];
+    gm_video_opts o = gm_video_opts_default();
+    ck_assert_int_eq(gm_video_open(CLIP, &o, &v, err, sizeof err), GM_OK);
+    int w, h;
+    double fps;
+    gm_video_info(v, &w, &h, &fps);
+    ck_assert_int_eq(w, 320);
+    ck_assert_int_eq(h, 180);
+    ck_assert_double_eq_tol(fps, 30.0, 1e-9);
+    ck_assert_int_eq(gm_video_frames_total(v), 50);
+    gm_video_close(v);
+
+    gm_video_frame *it;
+    int n = read_all(CLIP, o, &it);
+    ck_assert_int_eq(n, 50);
+    for (int i = 0; i < n; i++) {
+        ck_assert_int_eq(it[i].frame, i);
+        ck_assert_int_eq(it[i].status, GM_OK);
+        ck_assert(it[i].has_pts);
+        ck_assert_double_eq_tol(it[i].pts_s, i / 30.0, 1e-6);
+        ck_assert_int_eq(it[i].img.width, 320);
+        ck_assert_int_eq(it[i].img.height, 180);
+    }
+    free_items(it, n);
+}
+END_TEST
+
+/* --frames 40:45 seeks (40 >= SEEK_MIN_FRAMES); 5:20 with step 5 decodes
+ * and drops.  Both must give the frames a full read gives, pixel for pixel. */
+START_TEST(test_selection)
+{
+    gm_video_opts o = gm_video_opts_default();
+    gm_video_frame *all, *sel;
+    int n = read_all(CLIP, o, &all);
+    ck_assert_int_eq(n, 50);
+    const int64_t cases[][3] = {{40, 45, 1}, {5, 20, 5}, {33, -1, 7}, {0, 3, 1}};
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        o.first = cases[c][0], o.last = cases[c][1], o.step = cases[c][2];
+        gm_video *v;
+        char err[256];
+        ck_assert_int_eq(gm_video_open(CLIP, &o, &v, err, sizeof err), GM_OK);
+        int64_t total = gm_video_frames_total(v);
+        gm_video_close(v);
+        int m = read_all(CLIP, o, &sel);
+        int64_t hi = o.last < 0 ? 50 : o.last;
+        ck_assert_int_eq(m, (hi - o.first + o.step - 1) / o.step);
+        ck_assert_int_eq(total, m);
+        for (int i = 0; i < m; i++) {
+            const gm_video_frame *a = &all[sel[i].frame], *b = &sel[i];
+            ck_assert_int_eq(b->frame, o.first + i * o.step);
+            ck_assert_double_eq_tol(b->pts_s, a->pts_s, 1e-9);
+            ck_assert_int_eq(b->img.width, a->img.width);
+            ck_assert_int_eq(b->img.height, a->img.height);
+            ck_assert_msg(memcmp(a->img.data, b->img.data, (size_t)a->img.width * a->img.height) == 0,
+                          "frame %d differs after selection %zu", (int)b->frame, c);
+        }
+        free_items(sel, m);
+    }
+    free_items(all, n);
+}
+END_TEST
+
+/* The luma plane with the limited-range table equals libswscale's GRAY8
+ * within one level; full range is the plane as it is. */
+START_TEST(test_gray_vs_swscale)
+{
+    const int w = 64, h = 8;
+    AVFrame *fr = av_frame_alloc();
+    fr->format = AV_PIX_FMT_YUV420P, fr->width = w, fr->height = h;
+    ck_assert_int_eq(av_frame_get_buffer(fr, 0), 0);
+    for (int y = 0; y < h; y++)
+        for (int x = 0; x < w; x++)
+            fr->data[0][y * fr->linesize[0] + x] = (uint8_t)((y * w + x) / 2); /* 0..255 */
+    for (int p = 1; p < 3; p++)
+        for (int y = 0; y < h / 2; y++)
+            memset(fr->data[p] + y * fr->linesize[p], 128, (size_t)w / 2);
+    struct SwsContext *sws = NULL;
+    gm_video_frame a = {0}, b = {0};
+    for (int range = 0; range < 2; range++) {
+        fr->color_range = range ? AVCOL_RANGE_JPEG : AVCOL_RANGE_MPEG;
+        ck_assert_int_eq(gm_video_convert(fr, 0, &sws, &a), GM_OK);
+        ck_assert_int_eq(gm_video_convert(fr, 1, &sws, &b), GM_OK);
+        int worst = 0;
+        for (int i = 0; i < w * h; i++) {
+            int d = abs((int)a.img.data[i] - (int)b.img.data[i]);
+            worst = d > worst ? d : worst;
+            if (range)
+                ck_assert_int_eq(a.img.data[i], fr->data[0][(i / w) * fr->linesize[0] + i % w]);
+        }
+        ck_assert_msg(worst <= 1, "range %d: luma and swscale differ by %d", range, worst);
+    }
+    /* limited range: 16 -> 0, 235 -> 255 */
+    fr->color_range = AVCOL_RANGE_MPEG;
+    ck_assert_int_eq(gm_video_convert(fr, 0, &sws, &a), GM_OK);
+    ck_assert_int_eq(a.img.data[32], 0);
+    ck_assert_int_eq(a.img.data[470], 255);
+    gm_video_frame_free(&a);
+    gm_video_frame_free(&b);
+    sws_freeContext(sws);
+    av_frame_free(&fr);
+}
+END_TEST
+
+/* --decode cpu is the default decoder, item for item; --decode nvdec gives
+ * the same items (numbers, pts, pixels: H.264 decoding is bit-exact) where a
+ * GPU decodes, else GM_ERR_DEVICE with the one-line reason. */
+static void check_same_items(const gm_video_frame *a, int n, const gm_video_frame *b, int m)
+{
+    ck_assert_int_eq(m, n);
+    for (int i = 0; i < n; i++) {
+        ck_assert_int_eq(b[i].frame, a[i].frame);
+        ck_assert_int_eq(b[i].status, a[i].status);
+        ck_assert_double_eq_tol(b[i].pts_s, a[i].pts_s, 1e-9);
+        ck_assert_int_eq(b[i].img.width, a[i].img.width);
+        ck_assert_int_eq(b[i].img.height, a[i].img.height);
+        ck_assert_msg(memcmp(a[i].img.data, b[i].img.data,
+                             (size_t)a[i].img.width * a[i].img.height) == 0, "frame %d", i);
+    }
+}
+
+START_TEST(test_decoders)
+{
+    gm_video_opts o = gm_video_opts_default();
+    ck_assert_int_eq(o.decode, GM_VIDEO_DECODE_AUTO);
+    gm_video_frame *def, *cpu, *nv;
+    int n = read_all(CLIP, o, &def);
+    o.decode = GM_VIDEO_DECODE_CPU;
+    int m = read_all(CLIP, o, &cpu);
+    check_same_items(def, n, cpu, m);
+    free_items(cpu, m);
+
+    gm_video *v = NULL;
+    char err[256];
+    o.decode = GM_VIDEO_DECODE_NVDEC;
+    gm_status st = gm_video_open(CLIP, &o, &v, err, sizeof err);
+    if (st == GM_OK) {
+        ck_assert_msg(strncmp(gm_video_decoder(v), "nvdec", 5) == 0, "%s", gm_video_decoder(v));
+        gm_video_close(v);
+        m = read_all(CLIP, o, &nv);
+        check_same_items(def, n, nv, m);
+        free_items(nv, m);
+        o.first = 40, o.last = 45; /* a seek */
+        m = read_all(CLIP, o, &nv);
+        check_same_items(def + 40, 5, nv, m);
+        free_items(nv, m);
+    } else {
+        ck_assert_int_eq(st, GM_ERR_DEVICE);
+        ck_assert_ptr_null(v);
+        ck_assert_msg(strncmp(err, "hardware decoding unavailable: ", 31) == 0, "%s", err);
+        ck_assert_ptr_null(strchr(err, '\n'));
+    }
+    free_items(def, n);
+    o = gm_video_opts_default();
+    o.decode = (gm_video_decode)7;
+    ck_assert_int_eq(gm_video_open(CLIP, &o, &v, err, sizeof err), GM_ERR_INVALID);
+}
+END_TEST
+
+START_TEST(test_not_videos)
+{
+    gm_video *v = NULL;
+    char err[256];
+    gm_video_opts o = gm_video_opts_default();
+    char txt[] = "/tmp/gm_test_video_XXXXXX";
+    int fd = mkstemp(txt);
+    ck_assert_int_ge(fd, 0);
+    FILE *f = fdopen(fd, "w");
+    fputs("this is not a video\n", f);
+    fclose(f);
+    ck_assert_int_eq(gm_video_open(txt, &o, &v, err, sizeof err), GM_ERR_FORMAT);
+    ck_assert_ptr_null(v);
+    ck_assert_str_eq(err, "not a JPEG or PNG image or a video");
+    remove(txt);
+    ck_assert_int_eq(gm_video_open("/nonexistent/x.mp4", &o, &v, err, sizeof err), GM_ERR_FORMAT);
+    ck_assert_msg(strstr(err, "cannot open") != NULL, "%s", err);
+    o.step = 0;
+    ck_assert_int_eq(gm_video_open(CLIP, &o, &v, err, sizeof err), GM_ERR_INVALID);
+    o.step = 1, o.first = 10, o.last = 5;
+    ck_assert_int_eq(gm_video_open(CLIP, &o, &v, err, sizeof err), GM_ERR_INVALID);
+}
+END_TEST
+
+/* Every video gives at least one item: a selection past the end is one
+ * error item at the first frame asked for, saying how many frames there
+ * are (with a seek: 400 >= SEEK_MIN_FRAMES; without: 60, 50); a video
+ * with no frame is one error item at frame 0. */
+START_TEST(test_empty_selection)
+{
+    const int64_t cases[][2] = {{400, 500}, {60, -1}, {50, 51}};
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        gm_video_opts o = gm_video_opts_default();
+        o.first = cases[c][0], o.last = cases[c][1];
+        gm_video *v;
+        char err[256];
+        ck_assert_int_eq(gm_video_open(CLIP, &o, &v, err, sizeof err), GM_OK);
+        gm_video_frame f;
+        memset(&f, 0, sizeof f);
+        int got;
+        ck_assert_int_eq(gm_video_read(v, &f, &got), GM_OK);
+        ck_assert_int_eq(got, 1);
+        ck_assert_int_eq(f.frame, o.first);
+        ck_assert_int_eq(f.status, GM_ERR_INVALID);
+        ck_assert_msg(strstr(f.error, "the video has 50 frames") != NULL, "%s", f.error);
+        ck_assert_int_eq(gm_video_read(v, &f, &got), GM_OK);
+        ck_assert_int_eq(got, 0);
+        gm_video_frame_free(&f);
+        gm_video_close(v);
+    }
+}
+END_TEST
+
+static Suite *video_suite(void)
+{
+    Suite *s = suite_create("video");
+    TCase *tc = tcase_create("cpu");
+    tcase_add_test(tc, test_numbers_and_pts);
+    tcase_add_test(tc, test_selection);
+    tcase_add_test(tc, test_empty_selection);
+    tcase_add_test(tc, test_gray_vs_swscale);
+    tcase_add_test(tc, test_not_videos);
+    tcase_add_test(tc, test_decoders);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int main(void)
+{
+    return run_suite(video_suite());
+}
