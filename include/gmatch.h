@@ -38,15 +38,18 @@
 extern "C" {
 #endif
 
-#if defined(_WIN32) && defined(GMATCH_SHARED)
+#include "gmatch_version.h" /* GMATCH_VERSION, GMATCH_VERSION_MAJOR, ... */
+
+/* What the library exports: it is built with hidden visibility, so the
+ * functions marked GM_API are its whole interface (the shared library's
+ * dynamic symbols are exactly these). */
+#if defined(_WIN32) && defined(GMATCH_BUILDING)
 #define GM_API __declspec(dllexport)
 #elif defined(__GNUC__)
 #define GM_API __attribute__((visibility("default")))
 #else
 #define GM_API
 #endif
-
-#define GMATCH_VERSION "0.1.0"
 
 typedef enum {
     GM_OK = 0,
@@ -63,6 +66,9 @@ typedef enum {
 } gm_status;
 
 GM_API const char *gm_status_str(gm_status s);
+/* The library's version at run time, "MAJOR.MINOR.PATCH" (GMATCH_VERSION is
+ * the headers'). */
+GM_API const char *gm_version(void);
 
 /* ---- images ------------------------------------------------------------ */
 

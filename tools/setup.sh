@@ -16,6 +16,7 @@ packages=(
     libswscale-dev libavutil-dev       #   gray conversion)
     check libsubunit-dev               # unit tests (Check links libsubunit)
     python3 python3-numpy              # integration and accuracy tests
+    man-db                             # the install test shows the manual page
 )
 
 if [ "${1:-}" = --list ]; then

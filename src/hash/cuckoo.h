@@ -138,14 +138,14 @@ typedef struct {
 
 /* keys must be unique and != GM_KEY_EMPTY (a duplicate key gives GM_ERR_INVALID).
  * dbg may be NULL.  The caller frees the table with gm_cuckoo_free. */
-GM_API gm_status gm_cuckoo_build_cpu(gm_cuckoo *t, const uint32_t *keys, const uint32_t *vals,
+gm_status gm_cuckoo_build_cpu(gm_cuckoo *t, const uint32_t *keys, const uint32_t *vals,
                                      uint32_t n, uint64_t seed, const gm_cuckoo_debug *dbg);
 /* GM_KEY_EMPTY when absent.  At most three probes. */
-GM_API uint32_t gm_cuckoo_find(const gm_cuckoo *t, uint32_t key);
+uint32_t gm_cuckoo_find(const gm_cuckoo *t, uint32_t key);
 /* Bulk retrieval, all cores: out[i] = gm_cuckoo_find(t, keys[i]). */
-GM_API void gm_cuckoo_find_all_cpu(const gm_cuckoo *t, const uint32_t *keys, uint32_t n,
+void gm_cuckoo_find_all_cpu(const gm_cuckoo *t, const uint32_t *keys, uint32_t n,
                                    uint32_t *out);
-GM_API void gm_cuckoo_free(gm_cuckoo *t);
+void gm_cuckoo_free(gm_cuckoo *t);
 
 /* ---- multi-value table: key -> (count, offset) into a values array ----------- */
 typedef struct {
@@ -166,12 +166,12 @@ typedef struct {
  * sparse tables that gives).  A bucket that cannot be built restarts phase 1.
  * Values of one key are contiguous; the key's block starts at the bucket's
  * start plus a prefix sum over the bucket's slots in slot order. */
-GM_API gm_status gm_multi_build_cpu(gm_multi *t, const uint32_t *keys, const uint32_t *vals,
+gm_status gm_multi_build_cpu(gm_multi *t, const uint32_t *keys, const uint32_t *vals,
                                     uint32_t n, uint32_t unique_bound, uint64_t seed,
                                     const gm_cuckoo_debug *dbg);
 /* Count of values for key (0 when absent); *first points at them. */
 static inline uint32_t gm_multi_find(const gm_multi *t, uint32_t key, const uint32_t **first);
-GM_API void gm_multi_free(gm_multi *t);
+void gm_multi_free(gm_multi *t);
 
 /* ---- compacting table: keys (duplicates allowed) -> dense index 0..u-1 ------ */
 typedef struct {
@@ -185,12 +185,12 @@ typedef struct {
     gm_cuckoo_stats stats;
 } gm_compact;
 
-GM_API gm_status gm_compact_build_cpu(gm_compact *t, const uint32_t *keys, uint32_t n,
+gm_status gm_compact_build_cpu(gm_compact *t, const uint32_t *keys, uint32_t n,
                                       uint32_t unique_bound, uint64_t seed,
                                       const gm_cuckoo_debug *dbg);
 /* Dense index of key, GM_KEY_EMPTY when absent. */
 static inline uint32_t gm_compact_find(const gm_compact *t, uint32_t key);
-GM_API void gm_compact_free(gm_compact *t);
+void gm_compact_free(gm_compact *t);
 
 /* ---- retrieval, inline: read the bucket seed, probe at most three slots ---- */
 

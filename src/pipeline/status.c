@@ -1,5 +1,7 @@
-/* status.c: gm_status names. */
+/* status.c: gm_status and gm_model names, the library's version. */
 #include "gmatch.h"
+
+const char *gm_version(void) { return GMATCH_VERSION; }
 
 const char *gm_status_str(gm_status s)
 {
