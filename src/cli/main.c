@@ -518,8 +518,8 @@ int main(int argc, char **argv)
 #ifdef GMATCH_WITH_FFMPEG
     gm_video_log(o.verbosity >= VERBOSITY_VERBOSE);
 #endif
-    if (o.threads_given)
-        omp_set_num_threads(o.params.threads > 0 ? o.params.threads : omp_get_num_procs());
+    if (o.threads_given && o.params.threads <= 0) /* --threads 0: every core */
+        o.params.threads = omp_get_num_procs();
 
     const char *ref_path = argv[optind];
     char **queries = argv + optind + 1;

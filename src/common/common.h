@@ -10,6 +10,10 @@
 
 #include "gmatch.h"
 
+#ifndef __CUDACC__
+#include <omp.h>
+#endif
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -41,6 +45,31 @@ static inline int gm_mul_ok(size_t a, size_t b, size_t *out)
     *out = a * b;
     return 1;
 }
+
+#ifndef __CUDACC__
+/* The threads of the library's parallel regions (each has a
+ * num_threads(gm_threads()) clause): the budget of the call in progress on
+ * this thread, set by its entry point for the length of the call
+ * (gm_ref_prepare and gm_match: the parameters' threads; a video worker:
+ * its frame threads), or OpenMP's default when none is set.  The library
+ * never calls omp_set_num_threads, so an application's OpenMP settings stay
+ * as it left them. */
+extern _Thread_local int gm_thread_budget;
+static inline int gm_threads(void)
+{
+    return gm_thread_budget > 0 ? gm_thread_budget : omp_get_max_threads();
+}
+/* For an entry point: sets the budget to n (> 0) unless a caller up the
+ * stack has set one; returns what to hand gm_threads_leave. */
+static inline int gm_threads_enter(int n)
+{
+    int old = gm_thread_budget;
+    if (old <= 0 && n > 0)
+        gm_thread_budget = n;
+    return old;
+}
+static inline void gm_threads_leave(int old) { gm_thread_budget = old; }
+#endif
 
 /* splitmix64: the one source of randomness; pure function of its input, so
  * results are independent of thread count and order. */

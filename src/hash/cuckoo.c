@@ -19,14 +19,7 @@
 
 enum { GM_BUCKET_OK = 0, GM_BUCKET_FAIL = 1, GM_BUCKET_DUP = 2 };
 
-static int gm_max_threads(void)
-{
-#ifdef _OPENMP
-    return omp_get_max_threads();
-#else
-    return 1;
-#endif
-}
+static int gm_max_threads(void) { return gm_threads(); }
 
 static int gm_thread_num(void)
 {
@@ -260,7 +253,7 @@ static int gm_phase1_count(const gm_cuckoo_core *c, gm_phase1 *p, uint32_t resta
     const gm_divider div = gm_divider_make(nb);
     int bad = 0;
 
-#pragma omp parallel for schedule(static) reduction(| : bad) if (chunks > 1)
+#pragma omp parallel for num_threads(gm_threads()) schedule(static) reduction(| : bad) if (chunks > 1)
     for (int64_t q = 0; q < (int64_t)chunks; q++) {
         uint32_t lo = (uint32_t)((uint64_t)n * (uint64_t)q / chunks);
         uint32_t hi = (uint32_t)((uint64_t)n * (uint64_t)(q + 1) / chunks);
@@ -280,7 +273,7 @@ static int gm_phase1_count(const gm_cuckoo_core *c, gm_phase1 *p, uint32_t resta
 
     uint32_t *start = p->start;
     int overfull = 0;
-#pragma omp parallel for schedule(static) reduction(| : overfull) if (nb > 4096)
+#pragma omp parallel for num_threads(gm_threads()) schedule(static) reduction(| : overfull) if (nb > 4096)
     for (int64_t b = 0; b < (int64_t)nb; b++) {
         uint32_t total = 0;
         for (uint32_t q = 0; q < chunks; q++)
@@ -311,7 +304,7 @@ static void gm_phase1_scatter(const gm_cuckoo_core *c, gm_phase1 *p, uint32_t re
     start[nb] = run;
 
     /* Per-chunk cursors: chunk q writes bucket b after the chunks before it. */
-#pragma omp parallel for schedule(static) if (nb > 4096 && chunks > 1)
+#pragma omp parallel for num_threads(gm_threads()) schedule(static) if (nb > 4096 && chunks > 1)
     for (int64_t b = 0; b < (int64_t)nb; b++) {
         uint32_t pos = start[b];
         for (uint32_t q = 0; q < chunks; q++) {
@@ -324,7 +317,7 @@ static void gm_phase1_scatter(const gm_cuckoo_core *c, gm_phase1 *p, uint32_t re
 
     const uint32_t *keys = c->keys, *vals = c->vals;
     uint32_t *skeys = p->skeys, *svals = p->svals;
-#pragma omp parallel for schedule(static) if (chunks > 1)
+#pragma omp parallel for num_threads(gm_threads()) schedule(static) if (chunks > 1)
     for (int64_t q = 0; q < (int64_t)chunks; q++) {
         uint32_t lo = (uint32_t)((uint64_t)n * (uint64_t)q / chunks);
         uint32_t hi = (uint32_t)((uint64_t)n * (uint64_t)(q + 1) / chunks);
@@ -608,7 +601,7 @@ uint32_t gm_cuckoo_find(const gm_cuckoo *t, uint32_t key)
 
 void gm_cuckoo_find_all_cpu(const gm_cuckoo *t, const uint32_t *keys, uint32_t n, uint32_t *out)
 {
-#pragma omp parallel for schedule(static) if (n >= GM_FIND_MIN_PARALLEL)
+#pragma omp parallel for num_threads(gm_threads()) schedule(static) if (n >= GM_FIND_MIN_PARALLEL)
     for (int64_t i = 0; i < (int64_t)n; i++)
         out[i] = gm_cuckoo_find(t, keys[i]);
 }

@@ -67,7 +67,7 @@ gm_status gm_compact_build_cpu(gm_compact *t, const uint32_t *keys, uint32_t n,
         run += occ;
     }
     const uint32_t *skeys = c.keys_out;
-#pragma omp parallel for schedule(static) if (segs >= GM_COMPACT_MIN_PARALLEL)
+#pragma omp parallel for num_threads(gm_threads()) schedule(static) if (segs >= GM_COMPACT_MIN_PARALLEL)
     for (int64_t g = 0; g < (int64_t)segs; g++) {
         uint32_t idx = e.occupied[g];
         size_t base = (size_t)g * GM_CUCKOO_SLOTS;

@@ -12,6 +12,7 @@
 #define _POSIX_C_SOURCE 200809L /* clock_gettime */
 
 #include "io/video.h"
+#include "common/common.h"
 
 #include <dlfcn.h>
 #include <inttypes.h>
@@ -865,8 +866,8 @@ static void *decode_main(void *arg)
 static void *match_main(void *arg)
 {
     pipeline *p = arg;
-    /* a new thread starts with OpenMP's default team size: set this one's */
-    omp_set_num_threads(p->v->o.frame_threads > 0 ? p->v->o.frame_threads : 1);
+    /* this worker's share of the cores: gm_match keeps a budget set here */
+    gm_thread_budget = p->v->o.frame_threads > 0 ? p->v->o.frame_threads : 1;
     pthread_mutex_lock(&p->mu);
     for (;;) {
         /* error items go straight to the writer, which may already have

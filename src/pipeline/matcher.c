@@ -361,7 +361,7 @@ static gm_status run_pairing(const gm_ref *r, void *gpu, const ref_level *rl, co
     } else
 #endif
     {
-#pragma omp parallel for schedule(dynamic, 1) if (nc > 1)
+#pragma omp parallel for num_threads(gm_threads()) schedule(dynamic, 1) if (nc > 1)
         for (int64_t c = 0; c < (int64_t)nc; c++)
             sc[c] = gm_verify_cpu(map, vq0, ms[c]);
     }
@@ -396,7 +396,7 @@ static gm_status run_pairing(const gm_ref *r, void *gpu, const ref_level *rl, co
     } else
 #endif
     {
-#pragma omp parallel for schedule(static, 1) if (npick > 1)
+#pragma omp parallel for num_threads(gm_threads()) schedule(static, 1) if (npick > 1)
         for (int i = 0; i < npick; i++) {
             memcpy(mr[i], ms[pick[i]], sizeof mr[i]);
             gm_refine_cpu(map, vq0, mr[i], GM_REFINE_ITERS);
@@ -536,7 +536,7 @@ static gm_status run_affine_pairing(const gm_ref *r, void *gpu, const ref_level 
     } else
 #endif
     {
-#pragma omp parallel for schedule(dynamic, 1) if (nc > 1)
+#pragma omp parallel for num_threads(gm_threads()) schedule(dynamic, 1) if (nc > 1)
         for (int64_t c = 0; c < (int64_t)nc; c++)
             if (sc[c].total != UINT32_MAX)
                 sc[c] = gm_verify_cpu(map, vq0, ms[c]);
@@ -561,7 +561,7 @@ static gm_status run_affine_pairing(const gm_ref *r, void *gpu, const ref_level 
     } else
 #endif
     {
-#pragma omp parallel for schedule(static, 1) if (npick > 1)
+#pragma omp parallel for num_threads(gm_threads()) schedule(static, 1) if (npick > 1)
         for (int i = 0; i < npick; i++) {
             gm_grow_model_cpu(map, vq0, grow, seeds[i], hg[i]);
             vg[i] = gm_verify_strict_h_cpu(map, vq0, hg[i]);
@@ -606,7 +606,7 @@ static int query_level(void *gpu, const gm_params *p, gm_view query, int ql,
     return ql == 0 || (q[ql].w >= GM_MIN_LEVEL_SIDE && q[ql].h >= GM_MIN_LEVEL_SIDE);
 }
 
-gm_status gm_match(const gm_ref *r, gm_view query, gm_result *out)
+static gm_status match_query(const gm_ref *r, gm_view query, gm_result *out)
 {
     memset(out, 0, sizeof *out);
     double t0 = gm_now_ms();
@@ -850,5 +850,13 @@ done:
     for (int l = 0; l < GM_LEVELS; l++)
         gm_side_free(&q[l]);
     out->time.total = gm_now_ms() - t0;
+    return st;
+}
+
+gm_status gm_match(const gm_ref *r, gm_view query, gm_result *out)
+{
+    int budget = gm_threads_enter(r->p.threads);
+    gm_status st = match_query(r, query, out);
+    gm_threads_leave(budget);
     return st;
 }

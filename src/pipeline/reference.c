@@ -333,7 +333,7 @@ static void ref_clear(gm_ref *r)
         level_free(&r->lv[lv]);
 }
 
-gm_status gm_ref_prepare(const gm_params *p, gm_view img, gm_ref **out)
+static gm_status ref_prepare(const gm_params *p, gm_view img, gm_ref **out)
 {
     *out = NULL;
     g_device_error[0] = '\0';
@@ -342,9 +342,7 @@ gm_status gm_ref_prepare(const gm_params *p, gm_view img, gm_ref **out)
     if (!r)
         return GM_ERR_NOMEM;
     r->p = *p;
-    if (p->threads > 0)
-        omp_set_num_threads(p->threads);
-    int threads = p->threads > 0 ? p->threads : omp_get_max_threads();
+    int threads = gm_threads();
     snprintf(r->device, sizeof r->device, "cpu, %d threads", threads);
     gm_status st = GM_OK;
 #ifdef GMATCH_WITH_CUDA
@@ -410,3 +408,11 @@ void gm_ref_free(gm_ref *r)
 const char *gm_ref_device(const gm_ref *r) { return r ? r->device : ""; }
 const char *gm_ref_error(const gm_ref *r) { return r ? r->err : "no reference"; }
 double gm_ref_time_ms(const gm_ref *r) { return r ? r->prep_ms : 0.0; }
+
+gm_status gm_ref_prepare(const gm_params *p, gm_view img, gm_ref **out)
+{
+    int budget = gm_threads_enter(p->threads);
+    gm_status st = ref_prepare(p, img, out);
+    gm_threads_leave(budget);
+    return st;
+}

@@ -73,7 +73,7 @@ gm_status gm_basis_items_cpu(const gm_points *basis_pts, const uint32_t *basis_k
     /* a (key, basis) pair is stored once even when several points of the
      * basis share the key: one query point then votes once per basis */
     int fail = 0;
-#pragma omp parallel
+#pragma omp parallel num_threads(gm_threads())
     {
         uint64_t *seen = calloc((1u << 18) / 64, sizeof *seen);
         if (!seen) {
@@ -120,7 +120,7 @@ gm_status gm_basis_items_cpu(const gm_points *basis_pts, const uint32_t *basis_k
         free(cnt);
         return GM_ERR_NOMEM;
     }
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for num_threads(gm_threads()) schedule(static)
     for (int64_t d = 0; d < (int64_t)nb; d++) {
         const uint32_t *in = scratch + (size_t)d * cloud->n;
         for (uint32_t k = cnt[d]; k < cnt[d + 1]; k++) {
@@ -224,7 +224,7 @@ gm_status gm_grid_rows(const gm_points *pts, float reach, int grid, size_t elem,
     uint32_t *cnt = calloc((size_t)n + 1, sizeof *cnt);
     int fail = cnt == NULL;
     for (int pass = 0; pass < 2 && !fail; pass++) {
-#pragma omp parallel reduction(| : fail) if (n >= 128)
+#pragma omp parallel num_threads(gm_threads()) reduction(| : fail) if (n >= 128)
         {
             uint32_t *near = grid ? malloc((n ? n : 1) * sizeof *near) : NULL;
             fail = grid && near == NULL;
@@ -317,7 +317,7 @@ gm_status gm_grid_items(const gm_points *cloud, float cell, uint32_t nb, uint32_
     uint32_t *cnt = calloc((size_t)nb + 1, sizeof *cnt);
     int fail = cnt == NULL;
     for (int pass = 0; pass < 2 && !fail; pass++) {
-#pragma omp parallel reduction(| : fail)
+#pragma omp parallel num_threads(gm_threads()) reduction(| : fail)
         {
             uint64_t *seen = calloc((key_bound + 63) / 64, sizeof *seen);
             uint32_t *near = malloc((cloud->n ? cloud->n : 1) * 2 * sizeof *near);

@@ -23,7 +23,7 @@ uint32_t gm_compact_flags_cpu(const uint8_t *flags, uint32_t n, uint32_t *out)
                 out[c++] = i;
         return c;
     }
-#pragma omp parallel for schedule(static) if (n >= GM_PAR_PIXELS)
+#pragma omp parallel for num_threads(gm_threads()) schedule(static) if (n >= GM_PAR_PIXELS)
     for (int64_t b = 0; b < (int64_t)nblk; b++) {
         uint32_t lo = (uint32_t)b * GM_COMPACT_BLOCK, hi = lo + GM_COMPACT_BLOCK;
         if (hi > n)
@@ -39,7 +39,7 @@ uint32_t gm_compact_flags_cpu(const uint8_t *flags, uint32_t n, uint32_t *out)
         counts[b] = total;
         total += c;
     }
-#pragma omp parallel for schedule(static) if (n >= GM_PAR_PIXELS)
+#pragma omp parallel for num_threads(gm_threads()) schedule(static) if (n >= GM_PAR_PIXELS)
     for (int64_t b = 0; b < (int64_t)nblk; b++) {
         uint32_t lo = (uint32_t)b * GM_COMPACT_BLOCK, hi = lo + GM_COMPACT_BLOCK;
         if (hi > n)

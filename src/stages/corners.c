@@ -34,14 +34,14 @@ static int cand_cmp(const void *a, const void *b)
 /* Box sum of radius GM_CORNER_WIN over rows then columns. */
 static void box_sum(const float *src, float *tmp, float *dst, int w, int h)
 {
-#pragma omp parallel for schedule(static) if ((size_t)w * h >= GM_PAR_PIXELS)
+#pragma omp parallel for num_threads(gm_threads()) schedule(static) if ((size_t)w * h >= GM_PAR_PIXELS)
     for (int y = 0; y < h; y++) {
         const float *s = src + (size_t)y * w;
         float *t = tmp + (size_t)y * w;
         for (int x = 0; x < w; x++)
             t[x] = gm_corner_box(s, x, w, 1);
     }
-#pragma omp parallel for schedule(static) if ((size_t)w * h >= GM_PAR_PIXELS)
+#pragma omp parallel for num_threads(gm_threads()) schedule(static) if ((size_t)w * h >= GM_PAR_PIXELS)
     for (int y = 0; y < h; y++) {
         float *d = dst + (size_t)y * w;
         for (int x = 0; x < w; x++)
@@ -64,14 +64,14 @@ gm_status gm_corners_cpu(const gm_edges *e, uint32_t target, gm_points *pts)
     }
     float *xx = buf, *yy = buf + n, *xy = buf + 2 * n, *tmp = buf + 3 * n, *resp = buf + 4 * n;
     /* gradients scaled down so the sums stay well inside float precision */
-#pragma omp parallel for schedule(static) if (n >= GM_PAR_PIXELS)
+#pragma omp parallel for num_threads(gm_threads()) schedule(static) if (n >= GM_PAR_PIXELS)
     for (int64_t i = 0; i < (int64_t)n; i++)
         gm_corner_products(e->gx[i], e->gy[i], &xx[i], &yy[i], &xy[i]);
     box_sum(xx, tmp, xx, w, h);
     box_sum(yy, tmp, yy, w, h);
     box_sum(xy, tmp, xy, w, h);
     float best = 0;
-#pragma omp parallel for schedule(static) reduction(max : best) if (n >= GM_PAR_PIXELS)
+#pragma omp parallel for num_threads(gm_threads()) schedule(static) reduction(max : best) if (n >= GM_PAR_PIXELS)
     for (int64_t i = 0; i < (int64_t)n; i++) {
         float r = gm_corner_response(xx[i], xy[i], yy[i]);
         resp[i] = r;

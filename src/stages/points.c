@@ -23,7 +23,7 @@ gm_status gm_edge_points_cpu(const gm_edges *e, const uint32_t *idx, uint32_t n_
     const int w = e->w;
     const ptrdiff_t off[4] = {1, w, w + 1, w - 1};
     const float stepx[4] = {1, 0, 1, -1}, stepy[4] = {0, 1, 1, 1};
-#pragma omp parallel for schedule(static) if (n_idx >= GM_PAR_POINTS)
+#pragma omp parallel for num_threads(gm_threads()) schedule(static) if (n_idx >= GM_PAR_POINTS)
     for (int64_t k = 0; k < (int64_t)n_idx; k++) {
         uint32_t i = idx[k];
         int gx = e->gx[i], gy = e->gy[i];

@@ -79,7 +79,7 @@ uint32_t gm_reduce_topk_cpu(const uint16_t *votes, const float *share, uint32_t 
     gm_candidate *best = malloc((size_t)n_q * sizeof *best);
     if (!best)
         return 0;
-#pragma omp parallel for schedule(static) if ((size_t)n_q * n_ref >= GM_PAR_PIXELS)
+#pragma omp parallel for num_threads(gm_threads()) schedule(static) if ((size_t)n_q * n_ref >= GM_PAR_PIXELS)
     for (int64_t q = 0; q < (int64_t)n_q; q++)
         best[q] = gm_reduce_row_cpu(votes + (size_t)q * n_ref, share, n_ref, (uint32_t)q);
     uint32_t m = gm_reduce_select_cpu(best, n_q, k, out);

@@ -16,7 +16,7 @@ void gm_downscale_cpu(gm_view src, int f, uint8_t *dst)
 {
     int dw = src.width / f, dh = src.height / f;
     uint32_t area = (uint32_t)(f * f);
-#pragma omp parallel for schedule(static) if ((size_t)dw * dh * f * f >= GM_PAR_PIXELS)
+#pragma omp parallel for num_threads(gm_threads()) schedule(static) if ((size_t)dw * dh * f * f >= GM_PAR_PIXELS)
     for (int y = 0; y < dh; y++) {
         for (int x = 0; x < dw; x++) {
             uint32_t s = 0;

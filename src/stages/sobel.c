@@ -17,7 +17,7 @@ static void smooth(gm_view img, uint16_t *tmp, uint16_t *s)
 {
     int w = img.width, h = img.height;
     const int par = (size_t)w * h >= GM_PAR_PIXELS;
-#pragma omp parallel for schedule(static) if (par)
+#pragma omp parallel for num_threads(gm_threads()) schedule(static) if (par)
     for (int y = 0; y < h; y++) {
         const uint8_t *row = img.data + (ptrdiff_t)y * img.stride;
         uint16_t *t = tmp + (size_t)y * w;
@@ -27,7 +27,7 @@ static void smooth(gm_view img, uint16_t *tmp, uint16_t *s)
             t[x] = (uint16_t)(a + 4 * b + 6 * c + 4 * d + e);
         }
     }
-#pragma omp parallel for schedule(static) if (par)
+#pragma omp parallel for num_threads(gm_threads()) schedule(static) if (par)
     for (int y = 0; y < h; y++) {
         const uint16_t *r0 = tmp + (size_t)clampi(y - 2, 0, h - 1) * w;
         const uint16_t *r1 = tmp + (size_t)clampi(y - 1, 0, h - 1) * w;
@@ -44,7 +44,7 @@ static void smooth(gm_view img, uint16_t *tmp, uint16_t *s)
 
 static void sobel(const uint16_t *s, int w, int h, int16_t *gx, int16_t *gy, int32_t *mag2)
 {
-#pragma omp parallel for schedule(static) if ((size_t)w * h >= GM_PAR_PIXELS)
+#pragma omp parallel for num_threads(gm_threads()) schedule(static) if ((size_t)w * h >= GM_PAR_PIXELS)
     for (int y = 0; y < h; y++) {
         const uint16_t *a = s + (size_t)clampi(y - 1, 0, h - 1) * w;
         const uint16_t *b = s + (size_t)y * w;
@@ -66,7 +66,7 @@ static void nms(const int16_t *gx, const int16_t *gy, const int32_t *mag2, int w
                 int32_t floor2, uint8_t *edge)
 {
     const ptrdiff_t off[4] = {1, w, w + 1, w - 1};
-#pragma omp parallel for schedule(static) if ((size_t)w * h >= GM_PAR_PIXELS)
+#pragma omp parallel for num_threads(gm_threads()) schedule(static) if ((size_t)w * h >= GM_PAR_PIXELS)
     for (int y = 0; y < h; y++) {
         uint8_t *er = edge + (size_t)y * w;
         if (y < GM_EDGE_MARGIN || y >= h - GM_EDGE_MARGIN) {
@@ -156,7 +156,7 @@ gm_status gm_edges_cpu(gm_view img, int max_edges, gm_edges *e)
     nms(e->gx, e->gy, e->mag2, w, h, GM_MIN_MAG * GM_MIN_MAG, e->edge);
     e->threshold = adaptive_threshold(e->mag2, e->edge, n, max_edges);
     int32_t thr = e->threshold;
-#pragma omp parallel for schedule(static) if (n >= GM_PAR_PIXELS)
+#pragma omp parallel for num_threads(gm_threads()) schedule(static) if (n >= GM_PAR_PIXELS)
     for (ptrdiff_t i = 0; i < (ptrdiff_t)n; i++)
         e->edge[i] = (uint8_t)(e->edge[i] && e->mag2[i] >= thr);
     return GM_OK;

@@ -83,7 +83,7 @@ gm_verify_score gm_verify_cpu(const gm_edge_map *map, const gm_points *q, const 
     const gm_map_view v = view_of(map);
     float rot = (float)atan2(m[3], m[0]);
     uint32_t hits = 0, bg = 0;
-#pragma omp parallel for schedule(static) reduction(+ : hits, bg) if (q->n >= GM_PAR_POINTS)
+#pragma omp parallel for num_threads(gm_threads()) schedule(static) reduction(+ : hits, bg) if (q->n >= GM_PAR_POINTS)
     for (int64_t k = 0; k < (int64_t)q->n; k++)
         hits += gm_verify_point(&v, m, rot, q->p[k], &bg);
     return gm_score_of(q->n, hits, bg);
@@ -93,7 +93,7 @@ gm_verify_score gm_verify_strict_h_cpu(const gm_edge_map *map, const gm_points *
 {
     const gm_map_view v = view_of(map);
     uint32_t hits = 0, bg = 0;
-#pragma omp parallel for schedule(static) reduction(+ : hits, bg) if (q->n >= GM_PAR_POINTS)
+#pragma omp parallel for num_threads(gm_threads()) schedule(static) reduction(+ : hits, bg) if (q->n >= GM_PAR_POINTS)
     for (int64_t k = 0; k < (int64_t)q->n; k++) {
         gm_point p = q->p[k];
         hits += gm_verify_strict_point(&v, h, p, cosf(p.angle), sinf(p.angle), &bg);
@@ -191,7 +191,7 @@ void gm_refine_model_cpu(const gm_edge_map *map, const gm_points *q, gm_model mo
         int cnt = 0;
         /* one slot per query point (weight 0: no partner), so the search
          * runs on all cores and the fit sees the points in a fixed order */
-#pragma omp parallel for schedule(static) reduction(+ : cnt) if (n >= GM_PAR_POINTS)
+#pragma omp parallel for num_threads(gm_threads()) schedule(static) reduction(+ : cnt) if (n >= GM_PAR_POINTS)
         for (int64_t k = 0; k < (int64_t)n; k++) {
             gm_point p = q->p[k];
             gm_corr c = {0, 0, 0, 0, 0, 0, 0};
@@ -277,7 +277,7 @@ double gm_corner_spread_cpu(const gm_edge_map *map, const gm_points *q, gm_model
     double hq[4][9];
     /* the four fits side by side (each refinement is serial below
      * GM_PAR_POINTS points, and each is independent of the others) */
-#pragma omp parallel for schedule(static, 1)
+#pragma omp parallel for num_threads(gm_threads()) schedule(static, 1)
     for (int quad = 0; quad < 4; quad++) {
         gm_points sub = {buf + quad * cap, 0};
         for (uint32_t k = 0; k < q->n; k++)

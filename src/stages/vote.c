@@ -47,7 +47,7 @@ void gm_vote_cpu(const gm_multi *table, uint32_t n_ref, const gm_points *qbasis_
                  const uint32_t *qbasis_keys, uint32_t n_q, const gm_points *qcloud,
                  uint16_t *votes)
 {
-#pragma omp parallel for schedule(dynamic, 4)
+#pragma omp parallel for num_threads(gm_threads()) schedule(dynamic, 4)
     for (int64_t q = 0; q < (int64_t)n_q; q++) {
         memset(votes + (size_t)q * n_ref, 0, (size_t)n_ref * sizeof *votes);
         vote_row(table, n_ref, qbasis_pts, qbasis_keys[q], qcloud, votes + (size_t)q * n_ref);
@@ -58,7 +58,7 @@ gm_status gm_rows_reduce_cpu(uint32_t n_ref, const float *share, uint32_t n_q, g
                              const void *ctx, gm_candidate *best)
 {
     int failed = 0;
-#pragma omp parallel reduction(| : failed)
+#pragma omp parallel num_threads(gm_threads()) reduction(| : failed)
     {
         uint16_t *row = malloc((n_ref ? n_ref : 1) * sizeof *row);
         failed = row == NULL;

@@ -669,7 +669,8 @@ START_TEST(test_threads_deterministic)
         p.threads = 2;
         EXPECT_EQ(gm_ref_prepare(&p, (gm_view){g_ref, RW, RH, RW}, &b), GM_OK);
         EXPECT_EQ(gm_match(b, qv, &r2), GM_OK);
-        /* the reference prepared with 1 thread, matched with 2 */
+        /* the first reference again, after the second's preparation: each
+         * keeps its own thread count */
         EXPECT_EQ(gm_match(a, qv, &r4), GM_OK);
         EXPECT_EQ(r1.status, GM_MATCH_FOUND);
         result_fields_equal(&r1, &r2);
@@ -682,6 +683,40 @@ START_TEST(test_threads_deterministic)
     omp_set_num_threads(omp_get_num_procs());
 #endif
     free(q);
+}
+END_TEST
+
+/* The library leaves the application's OpenMP settings as it found them:
+ * the parameters' threads hold for the length of a call (num_threads
+ * clauses), never through omp_set_num_threads. */
+START_TEST(test_threads_leave_caller_alone)
+{
+#ifdef _OPENMP
+    omp_set_num_threads(3);
+    double T[6];
+    make_T(20, 1.0, 150, 130, 205, 195, T);
+    uint8_t *q = warp(g_ref, RW, RH, T, 150, 130);
+    gm_view qv = {q, 150, 130, 150};
+    for (int threads = 0; threads <= 2; threads++) {
+        gm_params p = gm_params_default();
+        p.device = GM_DEVICE_CPU;
+        p.threads = threads;
+        gm_ref *a;
+        gm_result r;
+        EXPECT_EQ(gm_ref_prepare(&p, (gm_view){g_ref, RW, RH, RW}, &a), GM_OK);
+        EXPECT_EQ(omp_get_max_threads(), 3);
+        EXPECT_EQ(gm_match(a, qv, &r), GM_OK);
+        EXPECT_EQ(r.status, GM_MATCH_FOUND);
+        EXPECT_EQ(omp_get_max_threads(), 3);
+        char want[64];
+        snprintf(want, sizeof want, "cpu, %d threads", threads > 0 ? threads : 3);
+        if (strcmp(gm_ref_device(a), want) != 0)
+            ck_abort_msg("device '%s', expected '%s'", gm_ref_device(a), want);
+        gm_ref_free(a);
+    }
+    omp_set_num_threads(omp_get_num_procs());
+    free(q);
+#endif
 }
 END_TEST
 
@@ -723,6 +758,7 @@ static Suite *matcher_suite(void)
     tcase_add_test(none, test_empty_query);
     tcase_add_test(none, test_degenerate_references);
     tcase_add_test(none, test_threads_deterministic);
+    tcase_add_test(none, test_threads_leave_caller_alone);
     tcase_add_test(none, test_params_default);
     suite_add_tcase(s, none);
     return s;
