@@ -124,39 +124,76 @@ typedef enum {
 /* "similarity", "affine" or "homography" ("unknown" otherwise). */
 GM_API const char *gm_model_name(gm_model m);
 
+/* The parameters of a reference, fixed when it is prepared.  Start from
+ * gm_params_default() and change what you need; gm_ref_prepare answers
+ * GM_ERR_INVALID, with the field and its range in gm_ref_error, for a value
+ * outside the range given here.  The defaults are the measured choices
+ * (README, docs/); the last seven shape the search and are for experiments. */
 typedef struct {
-    uint64_t seed;          /* same seed, same output, whatever the thread count */
-    int threads;            /* OpenMP threads; 0 = all cores */
-    gm_device device;
-    gm_model model;
-    double min_confidence;  /* below it the result is GM_MATCH_NONE */
-    int64_t max_pixels;     /* decode limit, see gm_image_load */
-    int max_side;           /* images are matched at a working size of at most this many pixels a side */
-    int ref_points;         /* target edge points sampled from the reference */
-    int query_points;       /* target edge points sampled from the query */
-    int basis_points;       /* corner points that basis pairs are drawn from */
-    double ref_basis_prob;  /* probability that a reference corner pair becomes a basis (paper: 1/5) */
-    int query_bases;        /* number of query bases voted (m) */
-    int top_k;              /* candidates kept from the vote matrix for verification */
+    uint64_t seed;          /* default 1, any value: the same seed gives the same output,
+                               whatever the thread count and the device */
+    int threads;            /* default 0: CPU threads of this reference's calls, 0 = OpenMP's
+                               default (all cores unless OMP_NUM_THREADS says otherwise);
+                               0..GM_MAX_THREADS.  Set for each call through num_threads
+                               clauses: the application's OpenMP settings are left alone */
+    gm_device device;       /* default GM_DEVICE_AUTO: the GPU when one is usable, else the
+                               CPU (gm_ref_device says which and why); GM_DEVICE_CUDA: the
+                               GPU or GM_ERR_DEVICE */
+    gm_model model;         /* default GM_MODEL_SIMILARITY: the transform reported */
+    double min_confidence;  /* default 0.3, 0..1: below it the result is GM_MATCH_NONE
+                               (docs/calibration.md) */
+    int64_t max_pixels;     /* default GM_DEFAULT_MAX_PIXELS: a decode limit for the
+                               caller's gm_image_load; <= 0 means the default */
+    int max_side;           /* default 1024, GM_MIN_MAX_SIDE..GM_MAX_MAX_SIDE: images are
+                               matched at a working size of at most this many pixels a side
+                               (a larger reference also gets finer levels, docs/photo.md) */
+    int ref_points;         /* default 600, GM_MIN_POINTS..GM_MAX_POINTS: edge points sampled
+                               from the reference's working size into the hash table */
+    int query_points;       /* default 500, GM_MIN_POINTS..GM_MAX_POINTS: edge points of the
+                               query that vote */
+    int basis_points;       /* default 400, GM_MIN_BASIS_POINTS..GM_MAX_BASIS_POINTS: corners
+                               that basis pairs are drawn from */
+    double ref_basis_prob;  /* default 0.2 (the paper's 1/5), above 0 up to 1: the share of
+                               the reference's corner pairs that become bases */
+    int query_bases;        /* default 400, 1..GM_MAX_QUERY_BASES: query bases that vote (m) */
+    int top_k;              /* default 32, 1..GM_MAX_TOP_K: candidates verified */
 } gm_params;
+
+#define GM_MAX_THREADS 4096
+#define GM_MIN_MAX_SIDE 64
+#define GM_MAX_MAX_SIDE 16384
+#define GM_MIN_POINTS 16
+#define GM_MAX_POINTS 1000000
+#define GM_MIN_BASIS_POINTS 8
+#define GM_MAX_BASIS_POINTS 60000 /* a basis names its two corners in 16 bits each */
+#define GM_MAX_QUERY_BASES 100000
+#define GM_MAX_TOP_K 256
 
 GM_API gm_params gm_params_default(void);
 
 typedef struct gm_ref gm_ref; /* a prepared reference: edges, bases, hash tables */
 
 /* Prepare a reference image once; reuse it for every query.  The view is
- * copied where needed and may be freed after the call.  Free with gm_ref_free. */
+ * copied where needed and may be freed after the call.  *out is a handle
+ * whatever the outcome (NULL only when even the handle could not be
+ * allocated: GM_ERR_NOMEM): on failure gm_ref_error(*out) says why in one
+ * line (a parameter out of range, "no usable cuda device: ..." for
+ * GM_ERR_DEVICE under GM_DEVICE_CUDA, an empty image, ...) and gm_match on
+ * it answers GM_ERR_INVALID.  Free it with gm_ref_free in every case. */
 GM_API gm_status gm_ref_prepare(const gm_params *p, gm_view img, gm_ref **out);
 GM_API void gm_ref_free(gm_ref *r);
-/* The last error message of this reference (never NULL). */
+/* Why the preparation failed, or "" (never NULL). */
 GM_API const char *gm_ref_error(const gm_ref *r);
 /* What matches against this reference, in words: "cpu, N threads" or
  * "cuda: <GPU>, ..."; under GM_DEVICE_AUTO without a usable GPU it says why. */
 GM_API const char *gm_ref_device(const gm_ref *r);
-/* Why the calling thread's last gm_ref_prepare could not use the GPU ("" when
- * it did or was not asked to); with GM_DEVICE_CUDA that call returned
- * GM_ERR_DEVICE. */
-GM_API const char *gm_last_device_error(void);
+/* The device the reference runs on: GM_DEVICE_CPU or GM_DEVICE_CUDA
+ * (GM_DEVICE_AUTO for a failed preparation). */
+GM_API gm_device gm_ref_backend(const gm_ref *r);
+/* Whether this library has the backend of device d: 1 for GM_DEVICE_CPU
+ * and GM_DEVICE_AUTO; for GM_DEVICE_CUDA when built with CUDA (whether a
+ * GPU is usable is known when a reference is prepared on it). */
+GM_API int gm_backend_available(gm_device d);
 
 typedef enum { GM_MATCH_NONE = 0, GM_MATCH_FOUND = 1 } gm_match_status;
 
@@ -179,9 +216,12 @@ typedef struct {
     gm_timing time;
 } gm_result;
 
-/* Match one query against a prepared reference.  Thread-safe for distinct
- * queries on the same reference.  GM_OK with status GM_MATCH_NONE is a
- * successful "no match". */
+/* Match one query against a prepared reference.  Thread-safe: any number
+ * of threads may match queries against one reference at once (each its own
+ * gm_result); preparing and freeing a reference are not safe against calls
+ * on that same reference.  GM_OK with status GM_MATCH_NONE is a successful
+ * "no match"; an error (a device failure, out of memory) leaves the
+ * reference usable for the next query. */
 GM_API gm_status gm_match(const gm_ref *r, gm_view query, gm_result *out);
 
 /* Reference preparation time, MILLISECONDS. */

@@ -28,11 +28,9 @@
 #include <omp.h>
 
 #include "gmatch.h"
+#include "gmatch_video.h"
 #include "cli/output.h"
 #include "cli/progress.h"
-#ifdef GMATCH_WITH_FFMPEG
-#include "io/video.h"
-#endif
 
 #define PROG "gmatch"
 #define MAX_THREADS 4096 /* a typo like --threads 1000000 should not start a million threads */
@@ -261,13 +259,12 @@ static void parse_options(int argc, char **argv, cli_opts *o)
             } else if (strcmp(optarg, "auto") == 0) {
                 o->params.device = GM_DEVICE_AUTO;
             } else if (strcmp(optarg, "cuda") == 0) {
-#ifndef GMATCH_WITH_CUDA
-                fputs(PROG ": --device cuda: this gmatch was built without CUDA (no nvcc at build time)\n",
-                      stderr);
-                exit(EXIT_USAGE);
-#else
+                if (!gm_backend_available(GM_DEVICE_CUDA)) {
+                    fputs(PROG ": --device cuda: this gmatch was built without CUDA (no nvcc at build time)\n",
+                          stderr);
+                    exit(EXIT_USAGE);
+                }
                 o->params.device = GM_DEVICE_CUDA;
-#endif
             } else {
                 usage_error("--device: '%s' is not cpu, auto or cuda", optarg);
             }
@@ -354,15 +351,9 @@ static gm_ref *prepare_reference(const cli_opts *o, const char *path, char *err,
     gm_ref *r = NULL;
     st = gm_ref_prepare(&o->params, gm_image_view(&img), &r);
     double t2 = now_ms();
-    if (st == GM_ERR_DEVICE) {
-        snprintf(err, errlen, "no usable CUDA device: %s", gm_last_device_error());
-        gm_image_free(&img);
-        return NULL;
-    }
     if (st != GM_OK) {
-        snprintf(err, errlen, "%s", r ? gm_ref_error(r) : gm_status_str(st));
-        if (r)
-            gm_ref_free(r);
+        snprintf(err, errlen, "%s", r && *gm_ref_error(r) ? gm_ref_error(r) : gm_status_str(st));
+        gm_ref_free(r);
         gm_image_free(&img);
         return NULL;
     }
@@ -394,7 +385,6 @@ static int emit(FILE *out, const char *out_name, gm_output_format fmt, const gm_
     return -1;
 }
 
-#ifdef GMATCH_WITH_FFMPEG
 /* ---- videos -------------------------------------------------------------- */
 
 #define MAX_FRAME_DIAGS 5 /* per video; the summary line counts the rest */
@@ -424,7 +414,7 @@ static gm_status open_video(const cli_opts *o, const gm_ref *ref, const char *q,
     vo.decode = o->decode == 2 ? GM_VIDEO_DECODE_NVDEC
                 : o->decode == 1 ? GM_VIDEO_DECODE_CPU : GM_VIDEO_DECODE_AUTO;
     vo.workers = o->params.threads; /* 0: all cores */
-    if (vo.workers == 0 && strncmp(gm_ref_device(ref), "cuda", 4) == 0)
+    if (vo.workers == 0 && gm_ref_backend(ref) == GM_DEVICE_CUDA)
         vo.workers = omp_get_num_procs() < GPU_VIDEO_WORKERS ? omp_get_num_procs()
                                                              : GPU_VIDEO_WORKERS;
     const char *ft = getenv("GMATCH_FRAME_THREADS");
@@ -504,7 +494,6 @@ static int run_video(video_ctx *c, const gm_ref *ref, gm_video *v)
     }
     return c->failed;
 }
-#endif
 
 int main(int argc, char **argv)
 {
@@ -515,9 +504,7 @@ int main(int argc, char **argv)
     o.verbosity = VERBOSITY_NORMAL;
     o.last = -1, o.step = 1;
     parse_options(argc, argv, &o);
-#ifdef GMATCH_WITH_FFMPEG
     gm_video_log(o.verbosity >= VERBOSITY_VERBOSE);
-#endif
     if (o.threads_given && o.params.threads <= 0) /* --threads 0: every core */
         o.params.threads = omp_get_num_procs();
 
@@ -567,7 +554,6 @@ int main(int argc, char **argv)
             gm_image img;
             gm_status st = gm_image_load(q, o.params.max_pixels, &img, err, sizeof err);
             double decode_ms = now_ms() - t_decode;
-#ifdef GMATCH_WITH_FFMPEG
             gm_video *v = NULL;
             if (st == GM_ERR_FORMAT &&
                 (st = open_video(&o, ref, q, &v, err, sizeof err)) == GM_OK) {
@@ -579,7 +565,6 @@ int main(int argc, char **argv)
                 gm_video_close(v);
                 continue;
             }
-#endif
             if (st == GM_OK) {
                 /* gm_match takes a const reference (thread-safe), so the
                  * status is all it can tell us. */

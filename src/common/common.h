@@ -69,6 +69,8 @@ static inline int gm_threads_enter(int n)
     return old;
 }
 static inline void gm_threads_leave(int old) { gm_thread_budget = old; }
+/* Wall time in MILLISECONDS, for the stage timings. */
+static inline double gm_now_ms(void) { return omp_get_wtime() * 1000.0; }
 #endif
 
 /* splitmix64: the one source of randomness; pure function of its input, so

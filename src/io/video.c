@@ -98,6 +98,8 @@ void gm_video_log(int verbose)
     av_log_set_level(verbose ? AV_LOG_WARNING : AV_LOG_QUIET);
 }
 
+int gm_video_available(void) { return 1; }
+
 void gm_video_frame_free(gm_video_frame *f)
 {
     free(f->img.data);

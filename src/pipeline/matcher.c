@@ -150,14 +150,13 @@ static const gm_edge_map *level_map(const gm_ref *r, const ref_level *rl, int *f
     return rl->fine ? &rl->map : &r->map;
 }
 
-#ifdef GMATCH_WITH_CUDA
-/* The same map on the device: the fine level's copy, or NULL for the
- * reference's (the GPU stages' convention). */
-static const gm_gpu_level *level_map_gpu(const ref_level *rl)
+/* The same map as the backend's stages read it: the host copy and the
+ * device's (the fine level's, or NULL for the reference's). */
+static gm_map_at map_at(const gm_ref *r, const ref_level *rl)
 {
-    return rl->fine ? rl->gpu : NULL;
+    int f;
+    return (gm_map_at){level_map(r, rl, &f), rl->fine ? rl->dev : NULL};
 }
-#endif
 
 /* The best transform found so far, in the working coordinates of the
  * reference level it was verified on (lvl: 0, or a fine level). */
@@ -248,7 +247,7 @@ static void ss_record(search_state *ss, const gm_ref *r, const side *q0, const r
 /* One (reference level, query level) pairing: bases, votes, top-k, each
  * candidate verified at level 0 (q0: the query's level-0 points), the best
  * few refined.  Updates st->best. */
-static gm_status run_pairing(const gm_ref *r, void *gpu, const ref_level *rl, const side *qs,
+static gm_status run_pairing(const gm_ref *r, void *lane, const ref_level *rl, const side *qs,
                              const side *q0, const gm_points *vq0, search_state *ss,
                              gm_result *out)
 {
@@ -257,7 +256,6 @@ static gm_status run_pairing(const gm_ref *r, void *gpu, const ref_level *rl, co
     gm_bases all_b = {0};
     gm_compact qidx;
     memset(&qidx, 0, sizeof qidx);
-    gm_candidate *best = NULL; /* CPU path: the best cell of every row */
     gm_candidate *cands = NULL;
     uint32_t *sel = NULL;
     gm_status st;
@@ -281,16 +279,10 @@ static gm_status run_pairing(const gm_ref *r, void *gpu, const ref_level *rl, co
         double prob = all_b.n > (uint32_t)p->query_bases ? (double)p->query_bases / all_b.n : 1.0;
         uint64_t thr = gm_prob_threshold(prob);
         for (uint32_t i = 0; i < all_b.n; i++)
-            if (gm_mix64(p->seed ^ 0x51EC7ull ^ ((uint64_t)all_b.key[i] << 20)) <= thr)
+            if (gm_mix64(p->seed ^ GM_SALT_QUERY_PICK ^ ((uint64_t)all_b.key[i] << 20)) <= thr)
                 sel[nsel++] = all_b.key[i];
     }
-#ifdef GMATCH_WITH_CUDA
-    if (gpu) {
-        if ((st = gm_gpu_index(gpu, sel, nsel, p->seed ^ 0x0B, &qidx.unique, &qidx.u)) != GM_OK)
-            goto done;
-    } else
-#endif
-    if ((st = gm_compact_build_cpu(&qidx, sel, nsel, 0, p->seed ^ 0x0B, NULL)) != GM_OK)
+    if ((st = r->be->index(lane, sel, nsel, p->seed ^ GM_SALT_QUERY_INDEX, &qidx)) != GM_OK)
         goto done;
     uint32_t n_q = qidx.u, n_ref = rl->bases.u;
     t1 = gm_now_ms();
@@ -305,43 +297,24 @@ static gm_status run_pairing(const gm_ref *r, void *gpu, const ref_level *rl, co
         st = GM_ERR_NOMEM;
         goto done;
     }
+    /* votes, each row's best and the k best rows (the CPU never writes the
+     * whole matrix: a row at a time, reduced at once) */
     uint32_t nc = 0;
-#ifdef GMATCH_WITH_CUDA
-    if (gpu) {
-        /* votes, per-row bests and the top k on the device; k come back */
-        double tv = 0, tr = 0;
-        if ((st = gm_gpu_vote(gpu, rl->gpu, &qs->corners, qidx.unique, n_q, &qs->cloud, k, cands,
-                              &nc, &tv, &tr)) != GM_OK)
-            goto done;
-        out->time.vote += tv;
-        out->time.reduce += tr;
-        t1 = gm_now_ms();
-    } else
-#endif
-    {
-        /* votes and each row's best, one row at a time (the matrix is
-         * never written), then the k best rows */
-        if (!(best = malloc(n_q * sizeof *best))) {
-            st = GM_ERR_NOMEM;
-            goto done;
-        }
-        if ((st = gm_vote_rows_cpu(&rl->table, n_ref, rl->share, &qs->corners, qidx.unique, n_q,
-                                   &qs->cloud, best)) != GM_OK)
-            goto done;
-        t0 = gm_now_ms();
-        out->time.vote += t0 - t1;
-        nc = gm_reduce_select_cpu(best, n_q, k, cands);
-        t1 = gm_now_ms();
-        out->time.reduce += t1 - t0;
-    }
+    double tv = 0, tr = 0;
+    gm_level_at lat = {&rl->table, rl->share, n_ref, rl->dev};
+    if ((st = r->be->vote(lane, lat, &qs->corners, qidx.unique, n_q, &qs->cloud, k, cands, &nc, &tv,
+                          &tr)) != GM_OK)
+        goto done;
+    out->time.vote += tv;
+    out->time.reduce += tr;
+    t1 = gm_now_ms();
 
     /* verification at level 0: one region over the candidates (each
      * candidate's loop is serial), not one region per candidate */
     /* a fine level is verified and refined on its own map, the working
-     * levels on level 0's (on the device: the level's copy, or the
-     * reference's for lv NULL) */
+     * levels on level 0's (map_at) */
     int fv; /* the verifying map's factor */
-    const gm_edge_map *map = level_map(r, rl, &fv);
+    level_map(r, rl, &fv);
     double ms[256][6], m0[256][6];
     gm_verify_score sc[256];
     for (uint32_t c = 0; c < nc; c++) {
@@ -354,17 +327,8 @@ static gm_status run_pairing(const gm_ref *r, void *gpu, const ref_level *rl, co
         source_to_work(msrc, q0->f, fv, ms[c]);
         source_to_work(msrc, q0->f, r->lv[0].f, m0[c]);
     }
-#ifdef GMATCH_WITH_CUDA
-    if (gpu) {
-        if ((st = gm_gpu_verify(gpu, level_map_gpu(rl), &ms[0][0], nc, sc)) != GM_OK)
-            goto done;
-    } else
-#endif
-    {
-#pragma omp parallel for num_threads(gm_threads()) schedule(dynamic, 1) if (nc > 1)
-        for (int64_t c = 0; c < (int64_t)nc; c++)
-            sc[c] = gm_verify_cpu(map, vq0, ms[c]);
-    }
+    if ((st = r->be->verify(lane, map_at(r, rl), vq0, &ms[0][0], nc, sc)) != GM_OK)
+        goto done;
     /* the best few that do not repeat an already refined transform... */
     int pick[GM_REFINE_CANDS], npick = 0;
     while (npick < GM_REFINE_CANDS) {
@@ -381,39 +345,23 @@ static gm_status run_pairing(const gm_ref *r, void *gpu, const ref_level *rl, co
         pick[npick++] = bi;
     }
     /* ...refined side by side, then scored in order (thread-independent) */
-    double mr[GM_REFINE_CANDS][6];
+    double hr[GM_REFINE_CANDS][9];
     gm_verify_score vr[GM_REFINE_CANDS];
-#ifdef GMATCH_WITH_CUDA
-    if (gpu) {
-        double hr[GM_REFINE_CANDS][9];
-        for (int i = 0; i < npick; i++)
-            gm_h_from_m(ms[pick[i]], hr[i]);
-        if ((st = gm_gpu_refine(gpu, level_map_gpu(rl), GM_MODEL_SIMILARITY, &hr[0][0],
-                                GM_REFINE_ITERS, (uint32_t)npick, vr)) != GM_OK)
-            goto done;
-        for (int i = 0; i < npick; i++)
-            memcpy(mr[i], hr[i], sizeof mr[i]);
-    } else
-#endif
-    {
-#pragma omp parallel for num_threads(gm_threads()) schedule(static, 1) if (npick > 1)
-        for (int i = 0; i < npick; i++) {
-            memcpy(mr[i], ms[pick[i]], sizeof mr[i]);
-            gm_refine_cpu(map, vq0, mr[i], GM_REFINE_ITERS);
-            vr[i] = gm_verify_strict_cpu(map, vq0, mr[i]);
-        }
-    }
+    for (int i = 0; i < npick; i++)
+        gm_h_from_m(ms[pick[i]], hr[i]);
+    if ((st = r->be->refine(lane, map_at(r, rl), vq0, GM_MODEL_SIMILARITY, &hr[0][0],
+                            GM_REFINE_ITERS, (uint32_t)npick, vr)) != GM_OK)
+        goto done;
     for (int i = 0; i < npick; i++) {
-        double hr[9];
-        gm_h_from_m(mr[i], hr);
-        ss_record(ss, r, q0, rl, fv, hr, vr[i], cands[pick[i]].votes, 0);
+        double h[9];
+        gm_h_from_m(hr[i], h); /* a similarity: [a b c; d e f; 0 0 1] */
+        ss_record(ss, r, q0, rl, fv, h, vr[i], cands[pick[i]].votes, 0);
     }
     out->time.verify += gm_now_ms() - t1;
 done:
     free(all_b.key);
     free(sel);
     gm_compact_free(&qidx);
-    free(best);
     free(cands);
     return st;
 }
@@ -450,7 +398,7 @@ static void tri_seed(const side *qs, const side *q0, const gm_tri *qt, double se
  * devices), the best rows' affine maps are verified on the level's map, the
  * best few grown to the model (both on the device when there is one).
  * Updates ss when one beats the best so far. */
-static gm_status run_affine_pairing(const gm_ref *r, void *gpu, const ref_level *rl,
+static gm_status run_affine_pairing(const gm_ref *r, void *lane, const ref_level *rl,
                                     const side *qs, const side *q0, const gm_points *vq0,
                                     search_state *ss, gm_result *out)
 {
@@ -481,7 +429,7 @@ static gm_status run_affine_pairing(const gm_ref *r, void *gpu, const ref_level 
     uint64_t thr = gm_prob_threshold(all.n > m ? (double)m / all.n : 1.0);
     for (uint32_t i = 0; i < all.n; i++) {
         const gm_tri t = all.t[i];
-        if (gm_mix64(p->seed ^ 0x3A1ull ^ ((uint64_t)t.a << 40 | (uint64_t)t.b << 20 | t.c)) <= thr)
+        if (gm_mix64(p->seed ^ GM_SALT_QUERY_TRIS ^ ((uint64_t)t.a << 40 | (uint64_t)t.b << 20 | t.c)) <= thr)
             all.t[nsel++] = t;
     }
     const gm_tri *sel = all.t;
@@ -503,7 +451,7 @@ static gm_status run_affine_pairing(const gm_ref *r, void *gpu, const ref_level 
     double t2 = gm_now_ms();
     out->time.vote += t2 - t1;
     int fv;
-    const gm_edge_map *map = level_map(r, rl, &fv);
+    level_map(r, rl, &fv);
     double ms[256][6];
     gm_verify_score sc[256];
     for (uint32_t c = 0; c < nc; c++) {
@@ -519,8 +467,7 @@ static gm_status run_affine_pairing(const gm_ref *r, void *gpu, const ref_level 
         work_to_source(mw, qs->f, rl->f, msrc);
         source_to_work(msrc, q0->f, fv, ms[c]);
     }
-#ifdef GMATCH_WITH_CUDA
-    if (gpu) { /* the candidates with a map, in one batch */
+    { /* the candidates with a map, in one batch */
         double mv[256][6];
         gm_verify_score sv[256];
         uint32_t idx[256], nv = 0;
@@ -529,17 +476,10 @@ static gm_status run_affine_pairing(const gm_ref *r, void *gpu, const ref_level 
                 memcpy(mv[nv], ms[c], sizeof mv[nv]);
                 idx[nv++] = c;
             }
-        if ((st = gm_gpu_verify(gpu, level_map_gpu(rl), &mv[0][0], nv, sv)) != GM_OK)
+        if ((st = r->be->verify(lane, map_at(r, rl), vq0, &mv[0][0], nv, sv)) != GM_OK)
             goto done;
         for (uint32_t i = 0; i < nv; i++)
             sc[idx[i]] = sv[i];
-    } else
-#endif
-    {
-#pragma omp parallel for num_threads(gm_threads()) schedule(dynamic, 1) if (nc > 1)
-        for (int64_t c = 0; c < (int64_t)nc; c++)
-            if (sc[c].total != UINT32_MAX)
-                sc[c] = gm_verify_cpu(map, vq0, ms[c]);
     }
     /* the best few grown side by side (a growth's refinements are serial:
      * fewer than GM_PAR_POINTS points), then recorded in order */
@@ -553,20 +493,9 @@ static gm_status run_affine_pairing(const gm_ref *r, void *gpu, const ref_level 
         tri_seed(qs, q0, &sel[cands[pick[i]].query_basis], seeds[i]);
         gm_h_from_m(ms[pick[i]], hg[i]);
     }
-#ifdef GMATCH_WITH_CUDA
-    if (gpu) {
-        if ((st = gm_gpu_grow(gpu, level_map_gpu(rl), grow, &hg[0][0], &seeds[0][0],
-                              (uint32_t)npick, vg)) != GM_OK)
-            goto done;
-    } else
-#endif
-    {
-#pragma omp parallel for num_threads(gm_threads()) schedule(static, 1) if (npick > 1)
-        for (int i = 0; i < npick; i++) {
-            gm_grow_model_cpu(map, vq0, grow, seeds[i], hg[i]);
-            vg[i] = gm_verify_strict_h_cpu(map, vq0, hg[i]);
-        }
-    }
+    if ((st = r->be->grow(lane, map_at(r, rl), vq0, grow, &hg[0][0], &seeds[0][0],
+                          (uint32_t)npick, vg)) != GM_OK)
+        goto done;
     for (int i = 0; i < npick; i++) {
         if (!gm_h_plausible(hg[i], q0->w, q0->h))
             vg[i].confidence = 0; /* a degenerate fit: no camera sees the plane so */
@@ -584,7 +513,7 @@ done:
  * of it), built on first use, whatever pairing asks, and never twice.  1
  * when it is there to match with; 0 when not, with *st set when the build
  * failed for want of memory or device (a level too small is no failure). */
-static int query_level(void *gpu, const gm_params *p, gm_view query, int ql,
+static int query_level(const gm_ref *r, void *lane, gm_view query, int ql,
                        uint32_t corner_target, side *q, int *tried, gm_result *out,
                        gm_status *st)
 {
@@ -593,7 +522,8 @@ static int query_level(void *gpu, const gm_params *p, gm_view query, int ql,
         tried[ql] = 1;
         char err[128];
         double te = gm_now_ms();
-        gm_status s = gm_side_build(gpu, p, query, 1 << ql, (uint32_t)p->query_points,
+        const gm_params *p = &r->p;
+        gm_status s = gm_side_build(r->be, lane, p, query, 1 << ql, (uint32_t)p->query_points,
                                     corner_target, &q[ql], err, sizeof err);
         out->time.edges += gm_now_ms() - te;
         if (s == GM_ERR_DEVICE || s == GM_ERR_NOMEM) {
@@ -618,12 +548,10 @@ static gm_status match_query(const gm_ref *r, gm_view query, gm_result *out)
     uint32_t corner_target = (uint32_t)p->basis_points / 2;
     gm_point *vbuf = NULL;
     search_state *ss = NULL;
-    void *gpu = NULL; /* the GPU lane of this query, NULL on the CPU */
-#ifdef GMATCH_WITH_CUDA
-    if (r->gpu && !(gpu = gm_gpu_acquire(r->gpu)))
+    void *lane = r->be->acquire(r->dev); /* this query's on the backend */
+    if (!lane)
         return GM_ERR_DEVICE;
-#endif
-    gm_status st = gm_side_build(gpu, p, query, 1, (uint32_t)p->query_points, corner_target, &q[0],
+    gm_status st = gm_side_build(r->be, lane, p, query, 1, (uint32_t)p->query_points, corner_target, &q[0],
                               err, sizeof err);
     if (st != GM_OK)
         goto done;
@@ -635,10 +563,8 @@ static gm_status match_query(const gm_ref *r, gm_view query, gm_result *out)
         goto done;
     }
     gm_points vq0 = stride_sample(&q[0].all, GM_VERIFY_POINTS, vbuf);
-#ifdef GMATCH_WITH_CUDA
-    if (gpu && (st = gm_gpu_verify_points(gpu, &vq0)) != GM_OK)
+    if ((st = r->be->points(lane, &vq0)) != GM_OK)
         goto done;
-#endif
     if (r->map.pts.n == 0 || q[0].all.n < 8)
         goto done; /* nothing to match: a successful "no match" */
     /* pairings (reference level, query level), most likely first: the
@@ -656,12 +582,12 @@ static gm_status match_query(const gm_ref *r, gm_view query, gm_result *out)
         if (!rl->ok)
             continue;
         int ql = pair_q[pi];
-        if (!query_level(gpu, p, query, ql, corner_target, q, tried, out, &st)) {
+        if (!query_level(r, lane, query, ql, corner_target, q, tried, out, &st)) {
             if (st != GM_OK)
                 goto done;
             continue;
         }
-        if ((st = run_pairing(r, gpu, rl, &q[ql], &q[0], &vq0, ss, out)) != GM_OK)
+        if ((st = run_pairing(r, lane, rl, &q[ql], &q[0], &vq0, ss, out)) != GM_OK)
             goto done;
         if (ss->found && ss->score.confidence >= GM_EARLY_STOP)
             break;
@@ -675,14 +601,14 @@ static gm_status match_query(const gm_ref *r, gm_view query, gm_result *out)
         if (ss->found && ss->score.confidence >= GM_EARLY_STOP)
             break;
         for (int ql = 0; ql < GM_LEVELS; ql++) {
-            if (!query_level(gpu, p, query, ql, corner_target, q, tried, out, &st)) {
+            if (!query_level(r, lane, query, ql, corner_target, q, tried, out, &st)) {
                 if (st != GM_OK)
                     goto done;
                 continue;
             }
             if (q[ql].w < GM_MIN_LEVEL_SIDE || q[ql].h < GM_MIN_LEVEL_SIDE)
                 continue; /* too few pixels for triangles */
-            if ((st = run_affine_pairing(r, gpu, rl, &q[ql], &q[0], &vq0, ss, out)) != GM_OK)
+            if ((st = run_affine_pairing(r, lane, rl, &q[ql], &q[0], &vq0, ss, out)) != GM_OK)
                 goto done;
         }
     }
@@ -706,17 +632,9 @@ static gm_status match_query(const gm_ref *r, gm_view query, gm_result *out)
             h_work_to_source(hw, q[0].f, bl->f, hs);
             h_source_to_work(hs, q[0].f, fl->f, hf);
             gm_verify_score vf;
-#ifdef GMATCH_WITH_CUDA
-            if (gpu) {
-                if ((st = gm_gpu_refine(gpu, level_map_gpu(fl), chosen, hf, GM_MODEL_ITERS, 1,
-                                        &vf)) != GM_OK)
-                    goto done;
-            } else
-#endif
-            {
-                gm_refine_model_cpu(&fl->map, &vq0, chosen, hf, GM_MODEL_ITERS);
-                vf = gm_verify_strict_h_cpu(&fl->map, &vq0, hf);
-            }
+            if ((st = r->be->refine(lane, map_at(r, fl), &vq0, chosen, hf, GM_MODEL_ITERS, 1,
+                                    &vf)) != GM_OK)
+                goto done;
             if (vf.confidence >= GM_FINEST_KEEP * score.confidence) {
                 memcpy(hw, hf, sizeof hw);
                 score = vf;
@@ -747,17 +665,9 @@ static gm_status match_query(const gm_ref *r, gm_view query, gm_result *out)
             double hm[9];
             gm_verify_score v;
             memcpy(hm, hw, sizeof hm);
-#ifdef GMATCH_WITH_CUDA
-            if (gpu) {
-                if ((st = gm_gpu_refine(gpu, level_map_gpu(bl), m, hm, GM_MODEL_ITERS, 1,
-                                        &v)) != GM_OK)
-                    goto done;
-            } else
-#endif
-            {
-                gm_refine_model_cpu(bmap, &vq0, m, hm, GM_MODEL_ITERS);
-                v = gm_verify_strict_h_cpu(bmap, &vq0, hm);
-            }
+            if ((st = r->be->refine(lane, map_at(r, bl), &vq0, m, hm, GM_MODEL_ITERS, 1, &v)) !=
+                GM_OK)
+                goto done;
             if (!gm_h_plausible(hm, q[0].w, q[0].h))
                 continue; /* folded onto a sliver, mirrored, or worse */
             double need = p->model != GM_MODEL_AUTO ? 0.0
@@ -788,14 +698,9 @@ static gm_status match_query(const gm_ref *r, gm_view query, gm_result *out)
          * otherwise). */
         while (chosen == GM_MODEL_HOMOGRAPHY || score.confidence >= p->min_confidence) {
             double spread;
-#ifdef GMATCH_WITH_CUDA
-            if (gpu) {
-                if ((st = gm_gpu_spread(gpu, level_map_gpu(bl), chosen, hw, q[0].w,
-                                        q[0].h, &spread)) != GM_OK)
-                    goto done;
-            } else
-#endif
-                spread = gm_corner_spread_cpu(bmap, &vq0, chosen, hw, q[0].w, q[0].h);
+            if ((st = r->be->spread(lane, map_at(r, bl), &vq0, chosen, hw, q[0].w, q[0].h,
+                                    &spread)) != GM_OK)
+                goto done;
             if (spread <= GM_H_SPREAD_PX)
                 break;
             if (chosen == GM_MODEL_HOMOGRAPHY && p->model == GM_MODEL_AUTO &&
@@ -841,10 +746,7 @@ static gm_status match_query(const gm_ref *r, gm_view query, gm_result *out)
             out->status = GM_MATCH_FOUND;
     }
 done:
-#ifdef GMATCH_WITH_CUDA
-    if (gpu)
-        gm_gpu_release(r->gpu, gpu);
-#endif
+    r->be->release(r->dev, lane);
     free(vbuf);
     free(ss);
     for (int l = 0; l < GM_LEVELS; l++)
@@ -855,6 +757,12 @@ done:
 
 gm_status gm_match(const gm_ref *r, gm_view query, gm_result *out)
 {
+    if (!r || !out)
+        return GM_ERR_INVALID;
+    if (r->status != GM_OK) { /* a handle of a failed preparation */
+        memset(out, 0, sizeof *out);
+        return GM_ERR_INVALID;
+    }
     int budget = gm_threads_enter(r->p.threads);
     gm_status st = match_query(r, query, out);
     gm_threads_leave(budget);

@@ -11,9 +11,7 @@
 #include "stages/points.h"
 #include "stages/affine.h"
 #include "stages/verify.h"
-#ifdef GMATCH_WITH_CUDA
-#include "cuda/pipeline.h"
-#endif
+#include "pipeline/backend.h"
 
 #define GM_LEVELS 2        /* pyramid levels: working size, half of it */
 /* Fine levels: a reference larger than the working size is also indexed at
@@ -52,9 +50,8 @@ typedef struct {
     float *tshare;     /* [tris] each triangle's fraction of the table's items */
     float tlmin, tlmax; /* triangle side lengths, this level's pixels */
     gm_edge_map map;   /* a fine level's edge directions (level 0's is the reference's) */
-#ifdef GMATCH_WITH_CUDA
-    gm_gpu_level *gpu; /* the index and the table on the device (GPU path: bases.unique only on the host) */
-#endif
+    void *dev;         /* the level on the backend's device (CUDA: its index, table and
+                          map; bases.unique only on the host), NULL on the CPU */
 } ref_level;
 
 struct gm_ref {
@@ -62,40 +59,45 @@ struct gm_ref {
     ref_level lv[GM_ALL_LEVELS]; /* [0, GM_LEVELS): working size and half; then fine, coarse to fine */
     gm_edge_map map;   /* level 0 edge directions, for verification */
     double prep_ms;
-    char err[256];
+    gm_status status;  /* of the preparation: a failed handle only says why */
+    char err[256];     /* why it failed, "" otherwise */
     char device[320]; /* what runs the matching, for -v */
-#ifdef GMATCH_WITH_CUDA
-    gm_gpu *gpu;       /* NULL: the CPU path */
-#endif
+    const gm_backend_ops *be; /* the backend, chosen once (backend.h) */
+    void *dev;         /* its device (CUDA: gm_gpu), NULL on the CPU */
 };
+
+/* The salts of the seed, one per use, so that no two draws share a stream
+ * (gm_mix64(seed ^ salt ^ ...)); named once here for both backends. */
+#define GM_SALT_QUERY_PICK 0x51EC7ull  /* which query bases vote */
+#define GM_SALT_QUERY_INDEX 0x0Bull    /* the query bases' two-way index */
+#define GM_SALT_QUERY_TRIS 0x3A1ull    /* which query triangles vote */
+#define GM_SALT_REF_INDEX 0xB0ull      /* a level's basis index */
+#define GM_SALT_REF_TABLE 0x7AB1Eull   /* a level's multi-value table */
+#define GM_SALT_TRIS 0x7219ull         /* a level's triangles */
+#define GM_SALT_TRI_TABLE 0xAFF1ull    /* their table */
 
 /* Verification radius in working pixels: JPEG, noise and one cell of
  * quantization move edges by about a pixel. */
 #define GM_VERIFY_RADIUS 2
 
-static inline double gm_now_ms(void) { return omp_get_wtime() * 1000.0; }
 
 /* Everything the query and the reference share up to the bases. */
 typedef struct {
     int f, w, h;
     uint8_t *work;     /* downscaled copy, NULL when f == 1 */
     gm_view view;      /* working image */
-    gm_edges edges;
-    uint32_t *idx;
-    uint32_t n_idx;
     gm_points all;     /* every edge pixel, sub-pixel */
     gm_points cloud;   /* spread sample that votes / fills the table */
     gm_points corners; /* basis endpoints */
 } side;
 
 /* Edges, points, spread and corners of img at pyramid level `extra` (1: the
- * working size, 2: half of it), on the CPU or on the GPU lane gpu (NULL: the
- * CPU).  On error s is freed and err says why. */
-gm_status gm_side_build(void *gpu, const gm_params *p, gm_view img, int extra,
+ * working size, 2: half of it), on backend be's lane.  On error s is freed and err says why. */
+gm_status gm_side_build(const gm_backend_ops *be, void *lane, const gm_params *p, gm_view img, int extra,
                         uint32_t cloud_target, uint32_t corner_target, side *s, char *err,
                         size_t errlen);
 /* The same at downscale factor f of the source, edges capped at max_edges. */
-gm_status gm_side_build_f(void *gpu, gm_view img, int f, int64_t max_edges, uint32_t cloud_target,
+gm_status gm_side_build_f(const gm_backend_ops *be, void *lane, gm_view img, int f, int64_t max_edges, uint32_t cloud_target,
                           uint32_t corner_target, side *s, char *err, size_t errlen);
 void gm_side_free(side *s);
 

@@ -24,9 +24,6 @@
 #include "stages/affine.h"
 #include "stages/verify.h"
 
-static _Thread_local char g_device_error[320];
-const char *gm_last_device_error(void) { return g_device_error; }
-
 gm_params gm_params_default(void)
 {
     gm_params p;
@@ -50,8 +47,6 @@ gm_params gm_params_default(void)
 void gm_side_free(side *s)
 {
     free(s->work);
-    gm_edges_free(&s->edges);
-    free(s->idx);
     free(s->all.p);
     free(s->cloud.p);
     free(s->corners.p);
@@ -59,17 +54,17 @@ void gm_side_free(side *s)
 }
 
 /* extra: 1 for pyramid level 0, 2 for level 1 (half the working size). */
-gm_status gm_side_build(void *gpu, const gm_params *p, gm_view img, int extra,
-                        uint32_t cloud_target, uint32_t corner_target, side *s, char *err,
-                        size_t errlen)
+gm_status gm_side_build(const gm_backend_ops *be, void *lane, const gm_params *p, gm_view img,
+                        int extra, uint32_t cloud_target, uint32_t corner_target, side *s,
+                        char *err, size_t errlen)
 {
-    return gm_side_build_f(gpu, img, gm_downscale_factor(img.width, img.height, p->max_side) * extra,
+    return gm_side_build_f(be, lane, img, gm_downscale_factor(img.width, img.height, p->max_side) * extra,
                            200000, cloud_target, corner_target, s, err, errlen);
 }
 
-gm_status gm_side_build_f(void *gpu, gm_view img, int f, int64_t max_edges_cap,
-                          uint32_t cloud_target, uint32_t corner_target, side *s, char *err,
-                          size_t errlen)
+gm_status gm_side_build_f(const gm_backend_ops *be, void *lane, gm_view img, int f,
+                          int64_t max_edges_cap, uint32_t cloud_target, uint32_t corner_target,
+                          side *s, char *err, size_t errlen)
 {
     memset(s, 0, sizeof *s);
     if (!img.data || img.width <= 0 || img.height <= 0) {
@@ -95,38 +90,14 @@ gm_status gm_side_build_f(void *gpu, gm_view img, int f, int64_t max_edges_cap,
     s->h = s->view.height;
     size_t area = (size_t)s->w * s->h;
     int max_edges = (int)((int64_t)(area / 8) > max_edges_cap ? max_edges_cap : (int64_t)(area / 8));
-    gm_status st;
-#ifdef GMATCH_WITH_CUDA
-    if (gpu) {
-        /* edges, points and corners on the device; the spread on the host */
-        if ((st = gm_gpu_side(gpu, s->view, max_edges, corner_target, &s->all, &s->corners)) != GM_OK)
-            goto fail;
-        if ((st = gm_points_spread_cpu(&s->all, s->w, s->h, cloud_target, &s->cloud)) != GM_OK)
-            goto fail;
-        return GM_OK;
-    }
-#else
-    (void)gpu;
-#endif
-    st = gm_edges_cpu(s->view, max_edges, &s->edges);
+    /* edges, points and corners on the backend (the per-pixel arrays freed
+     * there: about 16 bytes a pixel, 380 MB for a 24 MP reference's own
+     * level); the spread on the host */
+    gm_status st = be->side(lane, s->view, max_edges, corner_target, &s->all, &s->corners);
     if (st != GM_OK)
-        goto fail;
-    s->idx = malloc((area ? area : 1) * sizeof *s->idx);
-    if (!s->idx)
-        goto nomem;
-    s->n_idx = gm_compact_flags_cpu(s->edges.edge, (uint32_t)area, s->idx);
-    if ((st = gm_edge_points_cpu(&s->edges, s->idx, s->n_idx, &s->all)) != GM_OK)
         goto fail;
     if ((st = gm_points_spread_cpu(&s->all, s->w, s->h, cloud_target, &s->cloud)) != GM_OK)
         goto fail;
-    if ((st = gm_corners_cpu(&s->edges, corner_target, &s->corners)) != GM_OK)
-        goto fail;
-    /* the per-pixel arrays are done with (about 16 bytes a pixel: 380 MB for
-     * a 24 MP reference's own level), before the tables and the map of the
-     * level are built */
-    gm_edges_free(&s->edges);
-    free(s->idx);
-    s->idx = NULL;
     return GM_OK;
 nomem:
     st = GM_ERR_NOMEM;
@@ -136,7 +107,7 @@ fail:
     return st;
 }
 
-static void level_free(ref_level *l)
+static void level_free(const gm_backend_ops *be, ref_level *l)
 {
     free(l->corners.p);
     gm_compact_free(&l->bases);
@@ -146,23 +117,9 @@ static void level_free(ref_level *l)
     free(l->tris.t);
     gm_multi_free(&l->ttable);
     free(l->tshare);
-#ifdef GMATCH_WITH_CUDA
-    gm_gpu_level_free(l->gpu);
-#endif
+    if (l->dev)
+        be->level_free(l->dev);
     memset(l, 0, sizeof *l);
-}
-
-/* Item shares: each basis's fraction of n items (vals: basis indices). */
-static float *item_shares(const uint32_t *vals, uint32_t n, uint32_t nb)
-{
-    float *share = calloc(nb ? nb : 1, sizeof *share);
-    if (!share)
-        return NULL;
-    for (uint32_t i = 0; i < n; i++)
-        share[vals[i]] += 1.0f;
-    for (uint32_t i = 0; i < nb; i++)
-        share[i] /= (float)(n ? n : 1);
-    return share;
 }
 
 /* The triangles of a level and their affine-invariant table (host). */
@@ -172,12 +129,13 @@ static gm_status level_build_tris(const gm_params *p, const side *s, ref_level *
     l->tlmax = GM_FINE_LMAX_REL * diag0;
     uint32_t *keys = NULL, *vals = NULL, n = 0;
     gm_status st = gm_tris_select_cpu(&s->corners, l->tlmin, l->tlmax, GM_TRI_MIN_SIN, GM_TRI_PROB,
-                                      p->seed ^ 0x7219ull ^ (uint64_t)l->f << 48, &l->tris);
+                                      p->seed ^ GM_SALT_TRIS ^ (uint64_t)l->f << 48, &l->tris);
     if (st == GM_OK)
         st = gm_tri_items_cpu(&s->corners, &l->tris, &s->cloud, &keys, &vals, &n);
     if (st == GM_OK)
-        st = gm_multi_build_cpu(&l->ttable, keys, vals, n, GM_AFF_KEYS, p->seed ^ 0xAFF1, NULL);
-    if (st == GM_OK && !(l->tshare = item_shares(vals, n, l->tris.n)))
+        st = gm_multi_build_cpu(&l->ttable, keys, vals, n, GM_AFF_KEYS, p->seed ^ GM_SALT_TRI_TABLE,
+                                NULL);
+    if (st == GM_OK && !(l->tshare = gm_item_shares(vals, n, l->tris.n)))
         st = GM_ERR_NOMEM;
     free(keys);
     free(vals);
@@ -187,8 +145,8 @@ static gm_status level_build_tris(const gm_params *p, const side *s, ref_level *
 /* Bases and tables of one reference level from its side. */
 /* diag0: level 0's diagonal (the fine levels' and the triangles' lengths);
  * tris: also the triangles' table, when the model is not a similarity. */
-static gm_status level_build(void *gpu, const gm_params *p, side *s, ref_level *l, float diag0,
-                             int tris)
+static gm_status level_build(const gm_backend_ops *be, void *lane, const gm_params *p, side *s,
+                             ref_level *l, float diag0, int tris)
 {
     l->f = s->f;
     l->w = s->w;
@@ -201,7 +159,6 @@ static gm_status level_build(void *gpu, const gm_params *p, side *s, ref_level *
         l->lmax = GM_FINE_LMAX_REL * diag0;
     }
     gm_bases b = {0};
-    uint32_t *keys = NULL, *vals = NULL, n_items = 0;
     gm_status st;
     double prob = p->ref_basis_prob * (l->fine ? GM_FINE_BASIS_SHARE : 1.0);
     if ((st = (l->fine ? gm_bases_select_local_cpu : gm_bases_select_cpu)(
@@ -209,33 +166,11 @@ static gm_status level_build(void *gpu, const gm_params *p, side *s, ref_level *
         goto done;
     /* at most (2 GM_UV_HALF)^2 x 16 distinct keys exist: size the table by that bound */
     const uint32_t key_bound = 2 * GM_UV_HALF * 2 * GM_UV_HALF * GM_ANGLE_BINS;
-#ifdef GMATCH_WITH_CUDA
-    if (gpu) {
-        st = gm_gpu_level_build(gpu, &s->corners, &b, &s->cloud, key_bound, p->seed ^ 0xB0,
-                                p->seed ^ 0x7AB1E, &l->gpu, &l->bases.unique, &l->bases.u);
-        if (st != GM_OK)
-            goto done;
-        goto keep;
-    }
-#else
-    (void)gpu;
-#endif
-    /* the two-way basis index (paper 4.3): dense index <-> (i, j) */
-    if ((st = gm_compact_build_cpu(&l->bases, b.key, b.n, 0, p->seed ^ 0xB0, NULL)) != GM_OK)
+    /* the two-way basis index (paper 4.3) and the multi-value table */
+    if ((st = be->level_build(lane, &s->corners, &b, &s->cloud, l->fine, key_bound,
+                              p->seed ^ GM_SALT_REF_INDEX, p->seed ^ GM_SALT_REF_TABLE, &l->bases,
+                              &l->table, &l->share, &l->dev)) != GM_OK)
         goto done;
-    if ((st = (l->fine ? gm_basis_items_local_cpu : gm_basis_items_cpu)(
-             &s->corners, l->bases.unique, l->bases.u, &s->cloud, &keys, &vals, &n_items)) != GM_OK)
-        goto done;
-    st = gm_multi_build_cpu(&l->table, keys, vals, n_items, key_bound, p->seed ^ 0x7AB1E, NULL);
-    if (st != GM_OK)
-        goto done;
-    if (!(l->share = item_shares(vals, n_items, l->bases.u))) {
-        st = GM_ERR_NOMEM;
-        goto done;
-    }
-#ifdef GMATCH_WITH_CUDA
-keep:
-#endif
     if (p->model != GM_MODEL_SIMILARITY && tris && (st = level_build_tris(p, s, l, diag0)) != GM_OK)
         goto done;
     l->corners = s->corners;
@@ -243,8 +178,6 @@ keep:
     l->ok = 1;
 done:
     free(b.key);
-    free(keys);
-    free(vals);
     return st;
 }
 
@@ -252,18 +185,17 @@ done:
 static gm_status ref_build(gm_ref *r, gm_view img)
 {
     const gm_params *p = &r->p;
-    void *gpu = NULL; /* the GPU lane that builds, NULL on the CPU */
+    const gm_backend_ops *be = r->be;
+    void *lane = be->acquire(r->dev); /* the lane that builds */
+    if (!lane)
+        return GM_ERR_DEVICE;
     gm_status st = GM_OK;
     float diag0 = 0; /* level 0's diagonal, its pixels */
-#ifdef GMATCH_WITH_CUDA
-    if (r->gpu && !(gpu = gm_gpu_acquire(r->gpu)))
-        return GM_ERR_DEVICE;
-#endif
     for (int lv = 0; lv < GM_LEVELS && st == GM_OK; lv++) {
         side s;
         char err[128];
-        st = gm_side_build(gpu, p, img, 1 << lv, (uint32_t)p->ref_points, (uint32_t)p->basis_points,
-                        &s, err, sizeof err);
+        st = gm_side_build(be, lane, p, img, 1 << lv, (uint32_t)p->ref_points,
+                           (uint32_t)p->basis_points, &s, err, sizeof err);
         if (st != GM_OK) {
             if (lv > 0 && st != GM_ERR_DEVICE && st != GM_ERR_NOMEM)
                 st = GM_OK; /* a reference too small for the coarse level still works */
@@ -275,14 +207,12 @@ static gm_status ref_build(gm_ref *r, gm_view img)
         }
         if (lv == 0)
             st = gm_edge_map_build_cpu(&s.all, s.w, s.h, GM_VERIFY_RADIUS, &r->map);
-#ifdef GMATCH_WITH_CUDA
-        if (lv == 0 && st == GM_OK && gpu)
-            st = gm_gpu_map(r->gpu, gpu, &r->map);
-#endif
+        if (lv == 0 && st == GM_OK)
+            st = be->map(r->dev, lane, NULL, &r->map);
         if (lv == 0) /* the fine levels' and the triangles' lengths derive from it */
             diag0 = sqrtf((float)s.w * s.w + (float)s.h * s.h);
         if (st == GM_OK)
-            st = level_build(gpu, p, &s, &r->lv[lv], diag0, lv == 0);
+            st = level_build(be, lane, p, &s, &r->lv[lv], diag0, lv == 0);
         gm_side_free(&s);
     }
     /* fine levels, coarse to fine: factors f0/2, f0/4, ..., 1.  Their
@@ -303,7 +233,7 @@ static gm_status ref_build(gm_ref *r, gm_view img)
         double grow = ((double)(img.width / f) * (img.height / f)) / ((double)l0->w * l0->h);
         side s;
         char err[128];
-        st = gm_side_build_f(NULL, img, f, (int64_t)(200000 * grow), (uint32_t)(p->ref_points * grow),
+        st = gm_side_build_f(&gm_backend_cpu, NULL, img, f, (int64_t)(200000 * grow), (uint32_t)(p->ref_points * grow),
                              (uint32_t)fmin(p->basis_points * grow, 60000.0), &s, err, sizeof err);
         if (st != GM_OK)
             break;
@@ -311,17 +241,12 @@ static gm_status ref_build(gm_ref *r, gm_view img)
         l->fine = 1;
         st = gm_edge_map_build_cpu(&s.all, s.w, s.h, GM_VERIFY_RADIUS, &l->map);
         if (st == GM_OK)
-            st = level_build(gpu, p, &s, l, diag0, k == 0);
-#ifdef GMATCH_WITH_CUDA
-        if (st == GM_OK && gpu)
-            st = gm_gpu_level_map(gpu, l->gpu, &l->map);
-#endif
+            st = level_build(be, lane, p, &s, l, diag0, k == 0);
+        if (st == GM_OK)
+            st = be->map(r->dev, lane, l->dev, &l->map);
         gm_side_free(&s);
     }
-#ifdef GMATCH_WITH_CUDA
-    if (gpu)
-        gm_gpu_release(r->gpu, gpu);
-#endif
+    be->release(r->dev, lane);
     return st;
 }
 
@@ -330,89 +255,127 @@ static void ref_clear(gm_ref *r)
 {
     gm_edge_map_free(&r->map);
     for (int lv = 0; lv < GM_ALL_LEVELS; lv++)
-        level_free(&r->lv[lv]);
+        level_free(r->be, &r->lv[lv]);
 }
 
-static gm_status ref_prepare(const gm_params *p, gm_view img, gm_ref **out)
+/* The parameters' ranges (gmatch.h); NULL when every one is in range, else
+ * what is wrong. */
+static const char *params_check(const gm_params *p, char *buf, size_t len)
 {
-    *out = NULL;
-    g_device_error[0] = '\0';
-    double t0 = gm_now_ms();
-    gm_ref *r = calloc(1, sizeof *r);
-    if (!r)
-        return GM_ERR_NOMEM;
-    r->p = *p;
-    int threads = gm_threads();
-    snprintf(r->device, sizeof r->device, "cpu, %d threads", threads);
-    gm_status st = GM_OK;
-#ifdef GMATCH_WITH_CUDA
-    if (p->device != GM_DEVICE_CPU) {
-        char why[256] = "";
-        st = gm_gpu_open(&r->gpu, why, sizeof why);
-        if (st == GM_OK) {
-            snprintf(r->device, sizeof r->device, "cuda: %s", gm_gpu_name(r->gpu));
-            st = ref_build(r, img);
-            if (st != GM_OK && (st == GM_ERR_DEVICE || st == GM_ERR_NOMEM)) {
-                snprintf(why, sizeof why, "%s: %s", gm_status_str(st), gm_cuda_last_error());
-                ref_clear(r);
-                gm_gpu_close(r->gpu);
-                r->gpu = NULL;
-            } else if (st != GM_OK) {
-                gm_ref_free(r);
-                return st;
-            }
-        }
-        if (!r->gpu) {
-            snprintf(g_device_error, sizeof g_device_error, "%s", why);
-            if (p->device == GM_DEVICE_CUDA) {
-                gm_ref_free(r);
-                return GM_ERR_DEVICE;
-            }
-            snprintf(r->device, sizeof r->device, "cpu, %d threads (auto: no usable GPU: %s)",
-                     threads, why);
-            st = GM_OK;
-        }
+#define RANGE(field, lo, hi)                                                              \
+    if (!(p->field >= (lo) && p->field <= (hi))) {                                        \
+        snprintf(buf, len, "invalid parameter: " #field " %g is outside %g..%g",          \
+                 (double)p->field, (double)(lo), (double)(hi));                           \
+        return buf;                                                                       \
     }
-    if (!r->gpu)
-#else
-    if (p->device == GM_DEVICE_CUDA) {
-        snprintf(g_device_error, sizeof g_device_error, "this build has no CUDA backend");
-        free(r);
-        return GM_ERR_DEVICE;
-    }
-    if (p->device == GM_DEVICE_AUTO)
-        snprintf(r->device, sizeof r->device, "cpu, %d threads (auto: built without CUDA)",
-                 threads);
-#endif
-        st = ref_build(r, img);
+    RANGE(threads, 0, GM_MAX_THREADS)
+    RANGE(device, GM_DEVICE_AUTO, GM_DEVICE_CUDA)
+    RANGE(model, GM_MODEL_SIMILARITY, GM_MODEL_AUTO)
+    RANGE(min_confidence, 0.0, 1.0)
+    RANGE(max_side, GM_MIN_MAX_SIDE, GM_MAX_MAX_SIDE)
+    RANGE(ref_points, GM_MIN_POINTS, GM_MAX_POINTS)
+    RANGE(query_points, GM_MIN_POINTS, GM_MAX_POINTS)
+    RANGE(basis_points, GM_MIN_BASIS_POINTS, GM_MAX_BASIS_POINTS)
+    RANGE(ref_basis_prob, 1e-6, 1.0)
+    RANGE(query_bases, 1, GM_MAX_QUERY_BASES)
+    RANGE(top_k, 1, GM_MAX_TOP_K)
+#undef RANGE
+    return NULL;
+}
+
+/* The reference on backend be (opened here), its message on failure. */
+static gm_status ref_on(gm_ref *r, const gm_backend_ops *be, gm_view img)
+{
+    char why[256] = "";
+    r->be = be;
+    gm_status st = be->open(&r->dev, why, sizeof why);
     if (st != GM_OK) {
-        gm_ref_free(r);
+        snprintf(r->err, sizeof r->err, "no usable %s device: %.200s",
+                 be->device == GM_DEVICE_CUDA ? "CUDA" : be->name, why);
         return st;
     }
-    r->prep_ms = gm_now_ms() - t0;
-    *out = r;
-    return GM_OK;
+    be->describe(r->dev, r->device, sizeof r->device);
+    st = ref_build(r, img);
+    if (st != GM_OK) {
+        const char *dev_err = be->error();
+        if (!r->err[0])
+            snprintf(r->err, sizeof r->err, "%s%s%.200s", gm_status_str(st),
+                     *dev_err ? ": " : "", dev_err);
+        ref_clear(r);
+        be->close(r->dev);
+        r->dev = NULL;
+    }
+    return st;
+}
+
+static gm_status ref_prepare(const gm_params *p, gm_view img, gm_ref *r)
+{
+    double t0 = gm_now_ms();
+    r->p = *p;
+    if (params_check(p, r->err, sizeof r->err))
+        return GM_ERR_INVALID;
+    const gm_backend_ops *gpu = gm_backend_find(GM_DEVICE_CUDA);
+    gm_status st;
+    if (p->device == GM_DEVICE_CPU) {
+        st = ref_on(r, &gm_backend_cpu, img);
+    } else if (!gpu) {
+        if (p->device == GM_DEVICE_CUDA) {
+            snprintf(r->err, sizeof r->err, "no usable CUDA device: this build has no CUDA backend");
+            return GM_ERR_DEVICE;
+        }
+        st = ref_on(r, &gm_backend_cpu, img);
+        snprintf(r->device, sizeof r->device, "cpu, %d threads (auto: built without CUDA)",
+                 gm_threads());
+    } else {
+        st = ref_on(r, gpu, img);
+        /* under auto a device that cannot be opened, or fails or runs out of
+         * memory while preparing, hands over to the CPU */
+        if (p->device == GM_DEVICE_AUTO && (st == GM_ERR_DEVICE || st == GM_ERR_NOMEM)) {
+            char why[sizeof r->err];
+            snprintf(why, sizeof why, "%s", r->err);
+            r->err[0] = '\0';
+            st = ref_on(r, &gm_backend_cpu, img);
+            snprintf(r->device, sizeof r->device, "cpu, %d threads (auto: %.200s)", gm_threads(),
+                     why);
+        }
+    }
+    if (st == GM_OK)
+        r->prep_ms = gm_now_ms() - t0;
+    return st;
 }
 
 void gm_ref_free(gm_ref *r)
 {
     if (!r)
         return;
-    ref_clear(r);
-#ifdef GMATCH_WITH_CUDA
-    gm_gpu_close(r->gpu);
-#endif
+    if (r->be) {
+        ref_clear(r);
+        r->be->close(r->dev);
+    }
     free(r);
 }
 
 const char *gm_ref_device(const gm_ref *r) { return r ? r->device : ""; }
 const char *gm_ref_error(const gm_ref *r) { return r ? r->err : "no reference"; }
+gm_device gm_ref_backend(const gm_ref *r)
+{
+    return r && r->status == GM_OK ? r->be->device : GM_DEVICE_AUTO;
+}
+int gm_backend_available(gm_device d) { return gm_backend_find(d) != NULL; }
 double gm_ref_time_ms(const gm_ref *r) { return r ? r->prep_ms : 0.0; }
 
 gm_status gm_ref_prepare(const gm_params *p, gm_view img, gm_ref **out)
 {
+    *out = NULL;
+    if (!p)
+        return GM_ERR_INVALID;
+    gm_ref *r = calloc(1, sizeof *r);
+    if (!r)
+        return GM_ERR_NOMEM;
+    *out = r; /* on failure too: its message, then gm_ref_free */
     int budget = gm_threads_enter(p->threads);
-    gm_status st = ref_prepare(p, img, out);
+    gm_status st = ref_prepare(p, img, r);
     gm_threads_leave(budget);
+    r->status = st;
     return st;
 }

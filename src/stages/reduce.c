@@ -95,3 +95,15 @@ uint32_t gm_reduce_select_cpu(gm_candidate *best, uint32_t n_q, uint32_t k, gm_c
         out[i] = best[i];
     return m;
 }
+
+float *gm_item_shares(const uint32_t *vals, uint32_t n, uint32_t nb)
+{
+    float *share = calloc(nb ? nb : 1, sizeof *share);
+    if (!share)
+        return NULL;
+    for (uint32_t i = 0; i < n; i++)
+        share[vals[i]] += 1.0f;
+    for (uint32_t i = 0; i < nb; i++)
+        share[i] /= (float)(n ? n : 1);
+    return share;
+}

@@ -24,6 +24,9 @@ typedef struct {
  * 0 when out of memory. */
 uint32_t gm_reduce_topk_cpu(const uint16_t *votes, const float *share, uint32_t n_ref,
                             uint32_t n_q, uint32_t k, gm_candidate *out);
+/* The share[] above: each of nb bases' fraction of n table items (vals:
+ * the items' basis indices).  NULL when out of memory; the caller frees. */
+float *gm_item_shares(const uint32_t *vals, uint32_t n, uint32_t nb);
 /* Its first step for one row q: the best cell (lowest index on ties), the
  * row's total and the cell's score as described above. */
 gm_candidate gm_reduce_row_cpu(const uint16_t *row, const float *share, uint32_t n_ref, uint32_t q);

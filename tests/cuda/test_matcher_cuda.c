@@ -84,7 +84,7 @@ static void prepare_both(const gm_image *ri, gm_model model, gm_ref **rc, gm_ref
     EXPECT_OK(gm_ref_prepare(&pc, gm_image_view(ri), rc));
     gm_status st = gm_ref_prepare(&pg, gm_image_view(ri), rg);
     if (st != GM_OK)
-        ck_abort_msg("gm_ref_prepare(cuda) = %s: %s", gm_status_str(st), gm_last_device_error());
+        ck_abort_msg("gm_ref_prepare(cuda) = %s: %s", gm_status_str(st), gm_ref_error(*rg));
     EXPECT(strncmp(gm_ref_device(*rg), "cuda", 4) == 0);
 }
 

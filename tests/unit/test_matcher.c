@@ -622,13 +622,18 @@ START_TEST(test_degenerate_references)
         EXPECT_EQ(res.status, GM_MATCH_NONE);
         gm_ref_free(r);
     }
-    /* empty: refused, *out NULL */
-    r = (gm_ref *)&p; /* garbage that must be overwritten */
-    EXPECT_EQ(gm_ref_prepare(&p, (gm_view){flat, 0, 0, 0}, &r), GM_ERR_EMPTY);
-    EXPECT(r == NULL);
-    r = (gm_ref *)&p;
-    EXPECT_EQ(gm_ref_prepare(&p, (gm_view){NULL, 10, 10, 10}, &r), GM_ERR_EMPTY);
-    EXPECT(r == NULL);
+    /* empty: refused; the handle says why, matches nothing, and is freed */
+    gm_view empty[2] = {{flat, 0, 0, 0}, {NULL, 10, 10, 10}};
+    for (int k = 0; k < 2; k++) {
+        r = (gm_ref *)&p; /* garbage that must be overwritten */
+        EXPECT_EQ(gm_ref_prepare(&p, empty[k], &r), GM_ERR_EMPTY);
+        ck_assert_ptr_nonnull(r);
+        ck_assert_str_eq(gm_ref_error(r), "empty image");
+        EXPECT_EQ(gm_match(r, (gm_view){q, 150, 150, 150}, &res), GM_ERR_INVALID);
+        EXPECT_EQ(res.status, GM_MATCH_NONE);
+        EXPECT_EQ(gm_ref_backend(r), GM_DEVICE_AUTO);
+        gm_ref_free(r);
+    }
     gm_ref_free(NULL); /* harmless */
     ck_assert_ptr_nonnull(gm_ref_error(NULL));
     free(q);
@@ -720,6 +725,65 @@ START_TEST(test_threads_leave_caller_alone)
 }
 END_TEST
 
+/* Every parameter outside its range (gmatch.h) is refused with its name in
+ * the message, before anything is prepared; the edges of a range pass. */
+START_TEST(test_params_ranges)
+{
+    gm_params base = gm_params_default();
+    base.device = GM_DEVICE_CPU;
+    struct {
+        const char *name;
+        gm_params p;
+    } bad[24];
+    int n = 0;
+#define BAD(field, value)                                                        \
+    do {                                                                         \
+        bad[n].name = #field;                                                    \
+        bad[n].p = base;                                                         \
+        bad[n].p.field = value;                                                  \
+        n++;                                                                     \
+    } while (0)
+    BAD(threads, -1);
+    BAD(threads, GM_MAX_THREADS + 1);
+    BAD(device, (gm_device)7);
+    BAD(model, (gm_model)-1);
+    BAD(min_confidence, -0.01);
+    BAD(min_confidence, 1.5);
+    BAD(min_confidence, NAN);
+    BAD(max_side, GM_MIN_MAX_SIDE - 1);
+    BAD(max_side, GM_MAX_MAX_SIDE + 1);
+    BAD(ref_points, 0);
+    BAD(query_points, GM_MAX_POINTS + 1);
+    BAD(basis_points, GM_MAX_BASIS_POINTS + 1);
+    BAD(basis_points, 2);
+    BAD(ref_basis_prob, 0.0);
+    BAD(ref_basis_prob, 1.01);
+    BAD(query_bases, 0);
+    BAD(top_k, 0);
+    BAD(top_k, GM_MAX_TOP_K + 1);
+#undef BAD
+    for (int i = 0; i < n; i++) {
+        gm_ref *r = NULL;
+        EXPECT_EQ(gm_ref_prepare(&bad[i].p, (gm_view){g_ref, RW, RH, RW}, &r), GM_ERR_INVALID);
+        ck_assert_ptr_nonnull(r);
+        if (!strstr(gm_ref_error(r), bad[i].name))
+            ck_abort_msg("%s: message '%s'", bad[i].name, gm_ref_error(r));
+        gm_ref_free(r);
+    }
+    /* the edges of the ranges are accepted */
+    gm_params edge = base;
+    edge.min_confidence = 1.0;
+    edge.top_k = GM_MAX_TOP_K;
+    edge.ref_basis_prob = 1.0;
+    edge.max_side = GM_MIN_MAX_SIDE;
+    gm_ref *r = NULL;
+    EXPECT_EQ(gm_ref_prepare(&edge, (gm_view){g_ref, RW, RH, RW}, &r), GM_OK);
+    EXPECT_EQ(gm_ref_backend(r), GM_DEVICE_CPU);
+    EXPECT(gm_backend_available(GM_DEVICE_CPU) && gm_backend_available(GM_DEVICE_AUTO));
+    gm_ref_free(r);
+}
+END_TEST
+
 START_TEST(test_params_default)
 {
     gm_params p = gm_params_default();
@@ -760,6 +824,7 @@ static Suite *matcher_suite(void)
     tcase_add_test(none, test_threads_deterministic);
     tcase_add_test(none, test_threads_leave_caller_alone);
     tcase_add_test(none, test_params_default);
+    tcase_add_test(none, test_params_ranges);
     suite_add_tcase(s, none);
     return s;
 }

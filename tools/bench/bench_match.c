@@ -108,8 +108,10 @@ static void run_device(gm_device dev, const pair *items, int n, int reps)
         double t1 = omp_get_wtime();
         gm_image_free(&ri);
         if (s != GM_OK) {
-            fprintf(stderr, "bench_match: %s: %s %s\n", items[i].ref, gm_status_str(s),
-                    gm_last_device_error());
+            fprintf(stderr, "bench_match: %s: %s: %s\n", items[i].ref, gm_status_str(s),
+                    r ? gm_ref_error(r) : "");
+            gm_ref_free(r);
+            r = NULL;
             failed += j - i;
             i = j;
             continue;

@@ -1,0 +1,120 @@
+/* backend_cuda.c: the CUDA backend table (pipeline/backend.h) over the GPU
+ * side of the pipeline (cuda/pipeline.c: lanes, levels and the stage
+ * launches).  Each entry gives the same results as the CPU table's, which
+ * tests/cuda/ checks stage by stage. */
+#include <stdio.h>
+
+#include "cuda/pipeline.h"
+#include "pipeline/backend.h"
+
+static gm_status cuda_open(void **dev, char *why, size_t whylen)
+{
+    return gm_gpu_open((gm_gpu **)dev, why, whylen);
+}
+
+static void cuda_close(void *dev) { gm_gpu_close(dev); }
+
+static void cuda_describe(const void *dev, char *buf, size_t len)
+{
+    snprintf(buf, len, "cuda: %s", gm_gpu_name(dev));
+}
+
+static void *cuda_acquire(void *dev) { return gm_gpu_acquire(dev); }
+static void cuda_release(void *dev, void *lane) { gm_gpu_release(dev, lane); }
+
+static gm_status cuda_side(void *lane, gm_view img, int max_edges, uint32_t corner_target,
+                           gm_points *all, gm_points *corners)
+{
+    return gm_gpu_side(lane, img, max_edges, corner_target, all, corners);
+}
+
+static gm_status cuda_level_build(void *lane, const gm_points *corners, const gm_bases *b,
+                                  const gm_points *cloud, int local, uint32_t key_bound,
+                                  uint64_t seed_index, uint64_t seed_table, gm_compact *index,
+                                  gm_multi *table, float **share, void **level)
+{
+    /* every basis against the whole cloud: the kernel has no grid, the keys
+     * outside a basis's window are dropped as on the CPU, so the items of a
+     * local level are the same */
+    (void)local, (void)table, (void)share;
+    return gm_gpu_level_build(lane, corners, b, cloud, key_bound, seed_index, seed_table,
+                              (gm_gpu_level **)level, &index->unique, &index->u);
+}
+
+static void cuda_level_free(void *level) { gm_gpu_level_free(level); }
+
+static gm_status cuda_map(void *dev, void *lane, void *level, const gm_edge_map *map)
+{
+    return level ? gm_gpu_level_map(lane, level, map) : gm_gpu_map(dev, lane, map);
+}
+
+static gm_status cuda_index(void *lane, const uint32_t *keys, uint32_t n, uint64_t seed,
+                            gm_compact *index)
+{
+    return gm_gpu_index(lane, keys, n, seed, &index->unique, &index->u);
+}
+
+static gm_status cuda_vote(void *lane, gm_level_at lv, const gm_points *qcorners,
+                           const uint32_t *unique, uint32_t n_q, const gm_points *qcloud,
+                           uint32_t k, gm_candidate *cands, uint32_t *nc, double *vote_ms,
+                           double *reduce_ms)
+{
+    return gm_gpu_vote(lane, lv.level, qcorners, unique, n_q, qcloud, k, cands, nc, vote_ms,
+                       reduce_ms);
+}
+
+static gm_status cuda_points(void *lane, const gm_points *q)
+{
+    return gm_gpu_verify_points(lane, q);
+}
+
+/* the query points were uploaded by points(): q is the host's copy */
+static gm_status cuda_verify(void *lane, gm_map_at map, const gm_points *q, const double *ms,
+                             uint32_t n, gm_verify_score *scores)
+{
+    (void)q;
+    return gm_gpu_verify(lane, map.level, ms, n, scores);
+}
+
+static gm_status cuda_refine(void *lane, gm_map_at map, const gm_points *q, gm_model model,
+                             double *h, int iters, uint32_t n, gm_verify_score *scores)
+{
+    (void)q;
+    return gm_gpu_refine(lane, map.level, model, h, iters, n, scores);
+}
+
+static gm_status cuda_grow(void *lane, gm_map_at map, const gm_points *q, gm_model model,
+                           double *h, const double *seeds, uint32_t n, gm_verify_score *scores)
+{
+    (void)q;
+    return gm_gpu_grow(lane, map.level, model, h, seeds, n, scores);
+}
+
+static gm_status cuda_spread(void *lane, gm_map_at map, const gm_points *q, gm_model model,
+                             const double h[9], int w, int hgt, double *spread)
+{
+    (void)q;
+    return gm_gpu_spread(lane, map.level, model, h, w, hgt, spread);
+}
+
+const gm_backend_ops gm_backend_cuda = {
+    .name = "cuda",
+    .device = GM_DEVICE_CUDA,
+    .open = cuda_open,
+    .close = cuda_close,
+    .describe = cuda_describe,
+    .acquire = cuda_acquire,
+    .release = cuda_release,
+    .error = gm_cuda_last_error,
+    .side = cuda_side,
+    .level_build = cuda_level_build,
+    .level_free = cuda_level_free,
+    .map = cuda_map,
+    .index = cuda_index,
+    .vote = cuda_vote,
+    .points = cuda_points,
+    .verify = cuda_verify,
+    .refine = cuda_refine,
+    .grow = cuda_grow,
+    .spread = cuda_spread,
+};

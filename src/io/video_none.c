@@ -1,0 +1,64 @@
+/* video_none.c: the video API of a library built without FFmpeg
+ * (gmatch_video.h): no file is a video, so gm_video_open says why and every
+ * other call has nothing to act on.  CMake compiles this file or video.c. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gmatch_video.h"
+
+int gm_video_available(void) { return 0; }
+
+gm_video_opts gm_video_opts_default(void)
+{
+    gm_video_opts o = {.first = 0, .last = -1, .step = 1, .decode_threads = 0, .workers = 0,
+                       .frame_threads = 1, .max_pixels = 0, .decode = GM_VIDEO_DECODE_AUTO};
+    return o;
+}
+
+void gm_video_log(int verbose) { (void)verbose; }
+
+void gm_video_frame_free(gm_video_frame *f)
+{
+    if (!f)
+        return;
+    free(f->img.data);
+    memset(f, 0, sizeof *f);
+}
+
+gm_status gm_video_open(const char *path, const gm_video_opts *o, gm_video **out, char *err,
+                        size_t errlen)
+{
+    (void)path, (void)o;
+    *out = NULL;
+    if (err && errlen)
+        snprintf(err, errlen, "not a JPEG or PNG image (this gmatch reads no video: built without FFmpeg)");
+    return GM_ERR_FORMAT;
+}
+
+void gm_video_close(gm_video *v) { (void)v; }
+int64_t gm_video_frames_total(const gm_video *v) { return (void)v, -1; }
+const char *gm_video_decoder(const gm_video *v) { return (void)v, "none"; }
+
+void gm_video_info(const gm_video *v, int *width, int *height, double *fps)
+{
+    (void)v;
+    *width = *height = 0;
+    *fps = 0;
+}
+
+gm_status gm_video_read(gm_video *v, gm_video_frame *f, int *got)
+{
+    (void)v, (void)f;
+    *got = 0;
+    return GM_ERR_INVALID;
+}
+
+int gm_video_lost(const gm_video *v) { return (void)v, 0; }
+const char *gm_video_error(const gm_video *v) { return (void)v, ""; }
+
+gm_status gm_video_match(gm_video *v, const gm_ref *ref, gm_video_sink sink, void *user)
+{
+    (void)v, (void)ref, (void)sink, (void)user;
+    return GM_ERR_INVALID;
+}

@@ -1,0 +1,111 @@
+/* backend.h: what the pipeline asks of a device, as one table of functions
+ * (ggml's backend interface).  The CPU table (pipeline/backend_cpu.c) runs
+ * the stages' _cpu references; the CUDA table (cuda/backend_cuda.c) runs
+ * their twins on a GPU.  A reference chooses its table once
+ * (gm_backend_find) and the pipeline calls through it: no #ifdef, no
+ * `void *gpu` that means "the CPU" when NULL.
+ *
+ * Three kinds of state, all owned by the table's functions:
+ *   dev    the device, opened once per reference (CPU: NULL);
+ *   lane   one thread's working state on it (CUDA: a stream and buffers
+ *          from a pool; CPU: a token), acquired per query or preparation;
+ *   level  a reference level's data on the device (CUDA: its basis index,
+ *          table and edge map; CPU: NULL, the host copies are the data).
+ * Where a stage reads the host copies (the CPU) or the device's (CUDA), it
+ * is handed both: gm_level_at and gm_map_at. */
+#ifndef GM_BACKEND_H
+#define GM_BACKEND_H
+
+#include "hash/cuckoo.h"
+#include "stages/bases.h"
+#include "stages/points.h"
+#include "stages/reduce.h"
+#include "stages/verify.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* A reference level as the vote reads it. */
+typedef struct {
+    const gm_multi *table; /* host: (u, v, dir) -> dense basis indices */
+    const float *share;    /* host: [n_ref] each basis's share of the items */
+    uint32_t n_ref;        /* bases */
+    const void *level;     /* the device's copy (the table's level_build) */
+} gm_level_at;
+
+/* An edge map as verification reads it: the host copy, and the device's
+ * (a level's, from map(); NULL: the reference's). */
+typedef struct {
+    const gm_edge_map *host;
+    const void *level;
+} gm_map_at;
+
+typedef struct gm_backend_ops {
+    const char *name; /* "cpu", "cuda" */
+    gm_device device;
+
+    /* ---- the device and its lanes */
+    /* GM_ERR_DEVICE with why filled when it cannot be used */
+    gm_status (*open)(void **dev, char *why, size_t whylen);
+    void (*close)(void *dev);
+    /* one line: "cuda: <GPU>, ..." (the CPU's names its threads) */
+    void (*describe)(const void *dev, char *buf, size_t len);
+    /* NULL when none can be had (a device error) */
+    void *(*acquire)(void *dev);
+    void (*release)(void *dev, void *lane);
+    /* the message of the calling thread's last device failure ("" if none) */
+    const char *(*error)(void);
+
+    /* ---- reference and query side */
+    /* a working image's edge points (every edge pixel, sub-pixel) and at
+     * most corner_target corners; max_edges bounds the edge pixels kept */
+    gm_status (*side)(void *lane, gm_view img, int max_edges, uint32_t corner_target,
+                      gm_points *all, gm_points *corners);
+    /* a level's two-way basis index (paper 4.3) and multi-value table
+     * (4.2) from its bases b over cloud: keys of the bases within 2 basis
+     * lengths (`local`: through a grid, the fine levels).  Fills what the
+     * vote reads: the host's index (at least unique[] and u), table and
+     * share (CPU), or *level (CUDA). */
+    gm_status (*level_build)(void *lane, const gm_points *corners, const gm_bases *b,
+                             const gm_points *cloud, int local, uint32_t key_bound,
+                             uint64_t seed_index, uint64_t seed_table, gm_compact *index,
+                             gm_multi *table, float **share, void **level);
+    void (*level_free)(void *level);
+    /* an edge map made available to verification: the reference's (level
+     * NULL, once per reference, dev's) or a level's */
+    gm_status (*map)(void *dev, void *lane, void *level, const gm_edge_map *map);
+    /* the query bases' two-way index (unique[] and u at least) */
+    gm_status (*index)(void *lane, const uint32_t *keys, uint32_t n, uint64_t seed,
+                       gm_compact *index);
+    /* votes of the n_q query bases, each row's best, the k best rows
+     * (gm_reduce_select_cpu's order); stage times in *vote_ms, *reduce_ms */
+    gm_status (*vote)(void *lane, gm_level_at lv, const gm_points *qcorners,
+                      const uint32_t *unique, uint32_t n_q, const gm_points *qcloud, uint32_t k,
+                      gm_candidate *cands, uint32_t *nc, double *vote_ms, double *reduce_ms);
+    /* the query points that verification tests, once per query */
+    gm_status (*points)(void *lane, const gm_points *q);
+    /* n similarities ms[6 n] scored on map (gm_verify_cpu) */
+    gm_status (*verify)(void *lane, gm_map_at map, const gm_points *q, const double *ms,
+                        uint32_t n, gm_verify_score *scores);
+    /* n transforms h[9 n] refined to model in place, then scored strictly */
+    gm_status (*refine)(void *lane, gm_map_at map, const gm_points *q, gm_model model, double *h,
+                        int iters, uint32_t n, gm_verify_score *scores);
+    /* n transforms grown from their seeds[3 n] (gm_grow_model_cpu), scored */
+    gm_status (*grow)(void *lane, gm_map_at map, const gm_points *q, gm_model model, double *h,
+                      const double *seeds, uint32_t n, gm_verify_score *scores);
+    /* gm_corner_spread_cpu */
+    gm_status (*spread)(void *lane, gm_map_at map, const gm_points *q, gm_model model,
+                        const double h[9], int w, int hgt, double *spread);
+} gm_backend_ops;
+
+extern const gm_backend_ops gm_backend_cpu;
+
+/* The table of a device: the CPU's always; CUDA's when the library was
+ * built with it, else NULL. */
+const gm_backend_ops *gm_backend_find(gm_device d);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

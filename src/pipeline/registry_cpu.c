@@ -1,0 +1,8 @@
+/* registry_cpu.c: the backends of a build without CUDA: the CPU's alone
+ * (CMake compiles this file or cuda/registry.c, never both). */
+#include "pipeline/backend.h"
+
+const gm_backend_ops *gm_backend_find(gm_device d)
+{
+    return d == GM_DEVICE_CUDA ? NULL : &gm_backend_cpu;
+}
