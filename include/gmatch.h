@@ -195,6 +195,22 @@ GM_API gm_device gm_ref_backend(const gm_ref *r);
  * GPU is usable is known when a reference is prepared on it). */
 GM_API int gm_backend_available(gm_device d);
 
+/* How a host thread waits for the GPU (CUDA's scheduling flag).  The flag
+ * belongs to the process's CUDA context, so the library never sets it by
+ * itself: an application that wants it calls this once, before its first
+ * reference on the GPU and before any CUDA work of its own.  Measured on an
+ * H100 with 8 video lanes (docs/gpu.md): SPIN 1094 fps at 1280x720, AUTO
+ * 822, BLOCK 558; the gmatch command line asks for SPIN.  GM_OK;
+ * GM_ERR_DEVICE without a usable GPU or once the context exists;
+ * GM_ERR_UNSUPPORTED in a library built without CUDA. */
+typedef enum {
+    GM_CUDA_SYNC_AUTO = 0, /* CUDA's own choice (its default) */
+    GM_CUDA_SYNC_SPIN = 1,
+    GM_CUDA_SYNC_YIELD = 2,
+    GM_CUDA_SYNC_BLOCK = 3,
+} gm_cuda_sync;
+GM_API gm_status gm_cuda_set_sync(gm_cuda_sync mode);
+
 typedef enum { GM_MATCH_NONE = 0, GM_MATCH_FOUND = 1 } gm_match_status;
 
 /* Stage times of one call, in MILLISECONDS. */
@@ -214,6 +230,7 @@ typedef struct {
     double confidence;   /* 0..1, from verification of the transform against the edges */
     int inliers;         /* query edge points confirmed by the reference */
     gm_timing time;
+    char error[256];     /* why gm_match failed, one line ("" on GM_OK) */
 } gm_result;
 
 /* Match one query against a prepared reference.  Thread-safe: any number

@@ -439,7 +439,9 @@ static int video_sink(void *user, const gm_video_result *r)
     if (f->status != GM_OK)
         rec.error = f->error;
     else if (r->match != GM_OK)
-        snprintf(err, sizeof err, "matching failed: %s", gm_status_str(r->match)), rec.error = err;
+        snprintf(err, sizeof err, "matching failed: %.200s",
+                 r->res && r->res->error[0] ? r->res->error : gm_status_str(r->match)),
+            rec.error = err;
     if (rec.error) {
         c->failed = 1;
         if (c->diags++ < MAX_FRAME_DIAGS)
@@ -507,6 +509,20 @@ int main(int argc, char **argv)
     gm_video_log(o.verbosity >= VERBOSITY_VERBOSE);
     if (o.threads_given && o.params.threads <= 0) /* --threads 0: every core */
         o.params.threads = omp_get_num_procs();
+    /* how this process's threads wait for the GPU: spinning, measured the
+     * fastest (gm_cuda_set_sync); GMATCH_CUDA_SYNC=auto, spin, yield or
+     * block chooses, for measurements */
+    if (o.params.device != GM_DEVICE_CPU && gm_backend_available(GM_DEVICE_CUDA)) {
+        const char *sync = getenv("GMATCH_CUDA_SYNC");
+        gm_cuda_sync mode = GM_CUDA_SYNC_SPIN;
+        if (sync && !strcmp(sync, "auto"))
+            mode = GM_CUDA_SYNC_AUTO;
+        else if (sync && !strcmp(sync, "yield"))
+            mode = GM_CUDA_SYNC_YIELD;
+        else if (sync && !strcmp(sync, "block"))
+            mode = GM_CUDA_SYNC_BLOCK;
+        (void)gm_cuda_set_sync(mode); /* no usable GPU: the reference says so */
+    }
 
     const char *ref_path = argv[optind];
     char **queries = argv + optind + 1;
@@ -570,7 +586,8 @@ int main(int argc, char **argv)
                  * status is all it can tell us. */
                 st = gm_match(ref, gm_image_view(&img), &res);
                 if (st != GM_OK)
-                    snprintf(err, sizeof err, "matching failed: %s", gm_status_str(st));
+                    snprintf(err, sizeof err, "matching failed: %.200s",
+                             res.error[0] ? res.error : gm_status_str(st));
                 gm_image_free(&img);
             }
             if (st != GM_OK) {

@@ -125,7 +125,7 @@ static gm_status gm_dev_alloc(void **p, size_t count, size_t size, cudaStream_t 
     if (size != 0 && count > SIZE_MAX / size)
         return GM_ERR_NOMEM;
     size_t bytes = count * size;
-    GM_CUDA_CHECK(cudaMallocAsync(p, bytes ? bytes : 1, stream));
+    GM_CUDA_CHECK(gm_cuda_malloc_async(p, bytes ? bytes : 1, stream));
     return GM_OK;
 }
 

@@ -1,4 +1,5 @@
 /* device.cu: device discovery and the error record of GM_CUDA_CHECK. */
+#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -16,6 +17,37 @@ extern "C" void gm_cuda_record_error(cudaError_t e, const char *call, const char
 }
 
 extern "C" const char *gm_cuda_last_error(void) { return g_last_error; }
+
+/* The library's own stream-ordered pool on device 0, made on first use and
+ * kept for the process: freed blocks stay in it (release threshold at the
+ * maximum), so repeated table builds reuse them.  The application's
+ * default pool is never touched. */
+static cudaMemPool_t g_pool;
+static cudaError_t g_pool_err = cudaErrorNotReady;
+static pthread_once_t g_pool_once = PTHREAD_ONCE_INIT;
+
+static void pool_make(void)
+{
+    cudaMemPoolProps props;
+    memset(&props, 0, sizeof props);
+    props.allocType = cudaMemAllocationTypePinned;
+    props.handleTypes = cudaMemHandleTypeNone;
+    props.location.type = cudaMemLocationTypeDevice;
+    props.location.id = 0;
+    g_pool_err = cudaMemPoolCreate(&g_pool, &props);
+    if (g_pool_err == cudaSuccess) {
+        uint64_t keep = UINT64_MAX;
+        g_pool_err = cudaMemPoolSetAttribute(g_pool, cudaMemPoolAttrReleaseThreshold, &keep);
+    }
+}
+
+extern "C" cudaError_t gm_cuda_malloc_async(void **p, size_t bytes, cudaStream_t stream)
+{
+    pthread_once(&g_pool_once, pool_make);
+    if (g_pool_err != cudaSuccess)
+        return g_pool_err;
+    return cudaMallocFromPoolAsync(p, bytes, g_pool, stream);
+}
 
 extern "C" int gm_cuda_device_count(char *why, size_t whylen)
 {

@@ -25,6 +25,10 @@ int gm_cuda_device_count(char *why, size_t whylen);
 void gm_cuda_device_describe(int dev, char *buf, size_t len);
 /* The message of the last failing CUDA call of this thread ("" if none). */
 const char *gm_cuda_last_error(void);
+/* cudaMallocAsync from the library's own pool on device 0 (made on first
+ * use; the application's default pool is left alone); free with
+ * cudaFreeAsync. */
+cudaError_t gm_cuda_malloc_async(void **p, size_t bytes, cudaStream_t stream);
 
 /* ---- hash tables on the device (src/cuda/cuckoo.cu) ---------------------------
  * Built with the algorithm and layout of the CPU tables (src/hash/cuckoo_core.h
@@ -35,10 +39,9 @@ const char *gm_cuda_last_error(void);
  * The build functions take DEVICE arrays and run on `stream`; they
  * synchronize the stream once per phase-1 attempt (to read the attempt's
  * flags and stats; the compacting build once more to size unique[]) and
- * before returning.  They allocate stream-ordered (cudaMallocAsync) from the
- * device's default memory pool: raise its release threshold
- * (cudaMemPoolAttrReleaseThreshold) so that repeated builds reuse pool
- * memory instead of going to the driver.  Errors: GM_ERR_INVALID (NULL
+ * before returning.  They allocate stream-ordered from the library's own
+ * pool (gm_cuda_malloc_async), whose freed blocks stay for the next build
+ * instead of going back to the driver.  Errors: GM_ERR_INVALID (NULL
  * arguments, a key == GM_KEY_EMPTY, a repeated key in the basic table),
  * GM_ERR_HASH (no phase-1 attempt within GM_CUCKOO_MAX_RESTARTS), GM_ERR_NOMEM,
  * GM_ERR_DEVICE; on error *t is zeroed and nothing stays allocated.  The

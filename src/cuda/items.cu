@@ -129,7 +129,7 @@ extern "C" gm_status gm_basis_items_cuda(const gm_vote_basis *d_bases, uint32_t 
     gm_status st = GM_OK;
     cudaError_t err = cudaSuccess;
     const size_t nc = (size_t)nb + 1;
-    GM_CUDA_TRY(err, cudaMallocAsync((void **)&d_cnt, 2 * nc * sizeof *d_cnt, stream));
+    GM_CUDA_TRY(err, gm_cuda_malloc_async((void **)&d_cnt, 2 * nc * sizeof *d_cnt, stream));
     if (err == cudaSuccess)
         d_off = d_cnt + nc;
     GM_CUDA_TRY(err, cudaMemsetAsync(d_cnt + nb, 0, sizeof *d_cnt, stream));
@@ -140,15 +140,15 @@ extern "C" gm_status gm_basis_items_cuda(const gm_vote_basis *d_bases, uint32_t 
     }
     GM_CUDA_TRY(err, cub::DeviceScan::ExclusiveSum(NULL, temp_bytes, d_cnt, d_off, (int64_t)nc,
                                                    stream));
-    GM_CUDA_TRY(err, cudaMallocAsync(&d_temp, temp_bytes ? temp_bytes : 1, stream));
+    GM_CUDA_TRY(err, gm_cuda_malloc_async(&d_temp, temp_bytes ? temp_bytes : 1, stream));
     GM_CUDA_TRY(err, cub::DeviceScan::ExclusiveSum(d_temp, temp_bytes, d_cnt, d_off, (int64_t)nc,
                                                    stream));
     GM_CUDA_TRY(err, cudaMemcpyAsync(&total, d_off + nb, sizeof total, cudaMemcpyDeviceToHost,
                                      stream));
     GM_CUDA_TRY(err, cudaStreamSynchronize(stream));
     if (err == cudaSuccess && total) {
-        GM_CUDA_TRY(err, cudaMallocAsync((void **)&keys, (size_t)total * sizeof *keys, stream));
-        GM_CUDA_TRY(err, cudaMallocAsync((void **)&vals, (size_t)total * sizeof *vals, stream));
+        GM_CUDA_TRY(err, gm_cuda_malloc_async((void **)&keys, (size_t)total * sizeof *keys, stream));
+        GM_CUDA_TRY(err, gm_cuda_malloc_async((void **)&vals, (size_t)total * sizeof *vals, stream));
         if (err == cudaSuccess) {
             k_items<true><<<nb, IT_THREADS, 0, stream>>>(d_bases, d_cloud, n_cloud, NULL, d_off,
                                                          keys, vals);

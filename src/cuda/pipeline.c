@@ -23,9 +23,6 @@
 #include "cuda/pipeline.h"
 #include "cuda/vote_cuda.h"
 
-/* Spinning: measured on the H100 with 8 video lanes, 1094 fps at 1280x720
- * against 822 with the driver's automatic choice and 558 blocking. */
-#define GM_GPU_SYNC_DEFAULT cudaDeviceScheduleSpin
 
 /* A device array that grows to the largest size asked for. */
 typedef struct {
@@ -125,25 +122,6 @@ static gm_status open_device(gm_gpu *g, char *why, size_t whylen)
     if (gm_cuda_device_count(why, whylen) == 0)
         return GM_ERR_DEVICE;
     GM_CUDA_CHECK(cudaSetDevice(0));
-    /* How a host thread waits for its stream: with many lanes (video
-     * workers) on as many cores as there are, spinning threads take the
-     * cores the decoder and the other lanes need.  GMATCH_CUDA_SYNC=spin,
-     * yield or block chooses (for measurements); the default is below. */
-    const char *sync = getenv("GMATCH_CUDA_SYNC");
-    unsigned flags = GM_GPU_SYNC_DEFAULT;
-    if (sync && !strcmp(sync, "spin"))
-        flags = cudaDeviceScheduleSpin;
-    else if (sync && !strcmp(sync, "yield"))
-        flags = cudaDeviceScheduleYield;
-    else if (sync && !strcmp(sync, "block"))
-        flags = cudaDeviceScheduleBlockingSync;
-    else if (sync && !strcmp(sync, "auto"))
-        flags = cudaDeviceScheduleAuto;
-    cudaError_t fe = cudaSetDeviceFlags(flags);
-    if (fe == cudaErrorSetOnActiveProcess) /* another reference made the context first */
-        (void)cudaGetLastError();
-    else
-        GM_CUDA_CHECK(fe);
     size_t free_b = 0, total_b = 0;
     GM_CUDA_CHECK(cudaMemGetInfo(&free_b, &total_b));
     if (free_b < ((size_t)GM_GPU_MIN_FREE_MIB << 20)) {
@@ -151,11 +129,6 @@ static gm_status open_device(gm_gpu *g, char *why, size_t whylen)
                  GM_GPU_MIN_FREE_MIB);
         return GM_ERR_DEVICE;
     }
-    /* the tables allocate stream-ordered: keep freed memory in the pool */
-    cudaMemPool_t pool;
-    GM_CUDA_CHECK(cudaDeviceGetDefaultMemPool(&pool, 0));
-    uint64_t keep = UINT64_MAX;
-    GM_CUDA_CHECK(cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &keep));
     gm_cuda_device_describe(0, g->name, sizeof g->name);
     return GM_OK;
 }
@@ -462,7 +435,7 @@ gm_status gm_gpu_level_build(gm_gpu_lane *g, const gm_points *corners, const gm_
     if (st == GM_OK && l->n_ref > 0) {
         cudaError_t e = cudaMalloc((void **)&l->d_share, (size_t)l->n_ref * sizeof(float));
         if (e == cudaSuccess)
-            e = cudaMallocAsync((void **)&d_count, (size_t)l->n_ref * sizeof *d_count, g->stream);
+            e = gm_cuda_malloc_async((void **)&d_count, (size_t)l->n_ref * sizeof *d_count, g->stream);
         if (e != cudaSuccess) {
             gm_cuda_record_error(e, "cudaMalloc(share)", __func__, __FILE__, __LINE__);
             st = e == cudaErrorMemoryAllocation ? GM_ERR_NOMEM : GM_ERR_DEVICE;
@@ -625,4 +598,25 @@ gm_status gm_gpu_refine(gm_gpu_lane *g, const gm_gpu_level *lv, gm_model model, 
 {
     return gm_refine_verify_cuda(verify_map(g, lv), &g->verify, model, h, iters, nc, scores,
                                  g->stream);
+}
+
+/* The context's scheduling flag belongs to the process: set only here, when
+ * the application asks (gmatch.h). */
+gm_status gm_cuda_set_sync(gm_cuda_sync mode)
+{
+    static const unsigned flags[] = {cudaDeviceScheduleAuto, cudaDeviceScheduleSpin,
+                                     cudaDeviceScheduleYield, cudaDeviceScheduleBlockingSync};
+    if ((unsigned)mode >= sizeof flags / sizeof flags[0])
+        return GM_ERR_INVALID;
+    char why[256];
+    if (gm_cuda_device_count(why, sizeof why) == 0)
+        return GM_ERR_DEVICE;
+    cudaError_t e = cudaSetDevice(0);
+    if (e == cudaSuccess)
+        e = cudaSetDeviceFlags(flags[mode]);
+    if (e != cudaSuccess) { /* cudaErrorSetOnActiveProcess: the context exists already */
+        (void)cudaGetLastError();
+        return GM_ERR_DEVICE;
+    }
+    return GM_OK;
 }

@@ -761,10 +761,16 @@ gm_status gm_match(const gm_ref *r, gm_view query, gm_result *out)
         return GM_ERR_INVALID;
     if (r->status != GM_OK) { /* a handle of a failed preparation */
         memset(out, 0, sizeof *out);
+        snprintf(out->error, sizeof out->error, "the reference was not prepared: %.200s", r->err);
         return GM_ERR_INVALID;
     }
     int budget = gm_threads_enter(r->p.threads);
     gm_status st = match_query(r, query, out);
     gm_threads_leave(budget);
+    if (st != GM_OK) {
+        const char *dev = r->be->error();
+        snprintf(out->error, sizeof out->error, "%s%s%.200s", gm_status_str(st), *dev ? ": " : "",
+                 dev);
+    }
     return st;
 }

@@ -6,3 +6,10 @@ const gm_backend_ops *gm_backend_find(gm_device d)
 {
     return d == GM_DEVICE_CUDA ? NULL : &gm_backend_cpu;
 }
+
+/* no GPU to configure (gmatch.h) */
+gm_status gm_cuda_set_sync(gm_cuda_sync mode)
+{
+    (void)mode;
+    return GM_ERR_UNSUPPORTED;
+}

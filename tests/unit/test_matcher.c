@@ -631,6 +631,7 @@ START_TEST(test_degenerate_references)
         ck_assert_str_eq(gm_ref_error(r), "empty image");
         EXPECT_EQ(gm_match(r, (gm_view){q, 150, 150, 150}, &res), GM_ERR_INVALID);
         EXPECT_EQ(res.status, GM_MATCH_NONE);
+        ck_assert_str_eq(res.error, "the reference was not prepared: empty image");
         EXPECT_EQ(gm_ref_backend(r), GM_DEVICE_AUTO);
         gm_ref_free(r);
     }

@@ -198,6 +198,9 @@ int main(int argc, char **argv)
         if ((n = load_manifest(argv[a], items, n, MAX_ITEMS)) < 0)
             return 1;
     printf("bench_match: %d queries, %s\n", n, devs);
+    /* what the command line asks for (gm_cuda_set_sync); no GPU: nothing */
+    if (strstr(devs, "cuda"))
+        (void)gm_cuda_set_sync(GM_CUDA_SYNC_SPIN);
     if (strstr(devs, "cpu")) {
         run_device(GM_DEVICE_CPU, items, n, reps);
         printf("\n");
