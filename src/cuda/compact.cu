@@ -125,6 +125,17 @@ static gm_status launch_compact(gm_compact_flags_dev *c, const uint8_t *d_flags,
     return GM_OK;
 }
 
+/* The buffers of c for nblk blocks and a scan of temp bytes (0: to free). */
+static int flags_bufs(gm_compact_flags_dev *c, size_t nblk, size_t temp, gm_dev_buf *b)
+{
+    int k = 0;
+    b[k++] = (gm_dev_buf){(void **)&c->d_blk, 2 * nblk * sizeof *c->d_blk, 0};
+    b[k++] = (gm_dev_buf){(void **)&c->d_temp, temp, 0};
+    b[k++] = (gm_dev_buf){(void **)&c->d_count, sizeof *c->d_count, 0};
+    b[k++] = (gm_dev_buf){(void **)&c->h_count, sizeof *c->h_count, 1};
+    return k;
+}
+
 extern "C" gm_status gm_compact_flags_dev_alloc(gm_compact_flags_dev *c, uint32_t cap)
 {
     if (!c)
@@ -143,15 +154,10 @@ extern "C" gm_status gm_compact_flags_dev_alloc(gm_compact_flags_dev *c, uint32_
     }
     if (bytes == 0)
         bytes = 1;
-    GM_CUDA_TRY(err, cudaMalloc((void **)&c->d_blk, 2 * (size_t)nblk * sizeof *c->d_blk));
-    GM_CUDA_TRY(err, cudaMalloc(&c->d_temp, bytes));
-    GM_CUDA_TRY(err, cudaMalloc((void **)&c->d_count, sizeof *c->d_count));
-    GM_CUDA_TRY(err, cudaMallocHost((void **)&c->h_count, sizeof *c->h_count));
-    if (err != cudaSuccess) {
-        gm_status st = gm_cuda_status(err);
-        gm_compact_flags_dev_free(c);
+    gm_dev_buf b[4];
+    gm_status st = gm_dev_bufs_alloc(b, flags_bufs(c, nblk, bytes, b));
+    if (st != GM_OK)
         return st;
-    }
     *c->h_count = 0;
     c->cap = cap;
     c->max_blocks = nblk;
@@ -163,11 +169,8 @@ extern "C" void gm_compact_flags_dev_free(gm_compact_flags_dev *c)
 {
     if (!c)
         return;
-    cudaFree(c->d_blk);
-    cudaFree(c->d_temp);
-    cudaFree(c->d_count);
-    cudaFreeHost(c->h_count);
-    (void)cudaGetLastError(); /* nothing left to do with an error here */
+    gm_dev_buf b[4];
+    gm_dev_bufs_free(b, flags_bufs(c, 0, 0, b));
     memset(c, 0, sizeof *c);
 }
 

@@ -331,6 +331,27 @@ static gm_status launch_corners(const gm_edges_dev *e, uint32_t target, gm_corne
 
 /* ---- entry points ----------------------------------------------------------------------- */
 
+/* The buffers of c: n pixels, cand candidates, cells grid cells, temp bytes
+ * of scratch, up to max_target corners (all 0: to free them). */
+static int corners_bufs(gm_corners_dev *c, size_t n, size_t cand, size_t cells, size_t temp,
+                        uint32_t max_target, gm_dev_buf *b)
+{
+    int k = 0;
+    b[k++] = (gm_dev_buf){(void **)&c->d_sum, 3 * n * sizeof *c->d_sum, 0};
+    b[k++] = (gm_dev_buf){(void **)&c->d_resp, n * sizeof *c->d_resp, 0};
+    b[k++] = (gm_dev_buf){(void **)&c->d_best, sizeof *c->d_best, 0};
+    b[k++] = (gm_dev_buf){(void **)&c->d_nsel, sizeof *c->d_nsel, 0};
+    for (int i = 0; i < 2; i++) {
+        b[k++] = (gm_dev_buf){(void **)&c->d_key[i], cand * sizeof *c->d_key[i], 0};
+        b[k++] = (gm_dev_buf){(void **)&c->d_idx[i], cand * sizeof *c->d_idx[i], 0};
+    }
+    b[k++] = (gm_dev_buf){(void **)&c->d_grid, 2 * cells * sizeof *c->d_grid, 0};
+    b[k++] = (gm_dev_buf){(void **)&c->d_temp, temp, 0};
+    b[k++] = (gm_dev_buf){(void **)&c->d_stage, stage_bytes(max_target), 0};
+    b[k++] = (gm_dev_buf){(void **)&c->h_stage, stage_bytes(max_target), 1};
+    return k;
+}
+
 extern "C" gm_status gm_corners_dev_alloc(gm_corners_dev *c, int w, int h, uint32_t max_target)
 {
     if (!c)
@@ -362,23 +383,10 @@ extern "C" gm_status gm_corners_dev_alloc(gm_corners_dev *c, int w, int h, uint3
     size_t bytes = sel_bytes > sort_bytes ? sel_bytes : sort_bytes;
     if (bytes == 0)
         bytes = 1;
-    GM_CUDA_TRY(err, cudaMalloc((void **)&c->d_sum, 3 * n * sizeof *c->d_sum));
-    GM_CUDA_TRY(err, cudaMalloc((void **)&c->d_resp, n * sizeof *c->d_resp));
-    GM_CUDA_TRY(err, cudaMalloc((void **)&c->d_best, sizeof *c->d_best));
-    GM_CUDA_TRY(err, cudaMalloc((void **)&c->d_nsel, sizeof *c->d_nsel));
-    for (int b = 0; b < 2; b++) {
-        GM_CUDA_TRY(err, cudaMalloc((void **)&c->d_key[b], cand * sizeof *c->d_key[b]));
-        GM_CUDA_TRY(err, cudaMalloc((void **)&c->d_idx[b], cand * sizeof *c->d_idx[b]));
-    }
-    GM_CUDA_TRY(err, cudaMalloc((void **)&c->d_grid, 2 * cells * sizeof *c->d_grid));
-    GM_CUDA_TRY(err, cudaMalloc(&c->d_temp, bytes));
-    GM_CUDA_TRY(err, cudaMalloc(&c->d_stage, stage_bytes(max_target)));
-    GM_CUDA_TRY(err, cudaMallocHost(&c->h_stage, stage_bytes(max_target)));
-    if (err != cudaSuccess) {
-        gm_status st = gm_cuda_status(err);
-        gm_corners_dev_free(c);
+    gm_dev_buf b[16];
+    gm_status st = gm_dev_bufs_alloc(b, corners_bufs(c, n, cand, cells, bytes, max_target, b));
+    if (st != GM_OK)
         return st;
-    }
     c->cap = n;
     c->max_target = max_target;
     c->cand_cap = cand;
@@ -391,19 +399,8 @@ extern "C" void gm_corners_dev_free(gm_corners_dev *c)
 {
     if (!c)
         return;
-    cudaFree(c->d_sum);
-    cudaFree(c->d_resp);
-    cudaFree(c->d_best);
-    cudaFree(c->d_nsel);
-    for (int b = 0; b < 2; b++) {
-        cudaFree(c->d_key[b]);
-        cudaFree(c->d_idx[b]);
-    }
-    cudaFree(c->d_grid);
-    cudaFree(c->d_temp);
-    cudaFree(c->d_stage);
-    cudaFreeHost(c->h_stage);
-    (void)cudaGetLastError(); /* nothing left to do with an error here */
+    gm_dev_buf b[16];
+    gm_dev_bufs_free(b, corners_bufs(c, 0, 0, 0, 0, 0, b));
     memset(c, 0, sizeof *c);
 }
 

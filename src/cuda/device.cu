@@ -41,6 +41,33 @@ static void pool_make(void)
     }
 }
 
+extern "C" void gm_dev_bufs_free(const gm_dev_buf *b, int n)
+{
+    for (int i = 0; i < n; i++) {
+        if (*b[i].p)
+            (void)(b[i].host ? cudaFreeHost(*b[i].p) : cudaFree(*b[i].p));
+        *b[i].p = NULL;
+    }
+    (void)cudaGetLastError();
+}
+
+extern "C" gm_status gm_dev_bufs_alloc(const gm_dev_buf *b, int n)
+{
+    for (int i = 0; i < n; i++)
+        *b[i].p = NULL;
+    for (int i = 0; i < n; i++) {
+        cudaError_t e = b[i].host ? cudaMallocHost(b[i].p, b[i].bytes) : cudaMalloc(b[i].p, b[i].bytes);
+        if (e != cudaSuccess) {
+            gm_cuda_record_error(e, b[i].host ? "cudaMallocHost" : "cudaMalloc", __func__, __FILE__,
+                                 __LINE__);
+            *b[i].p = NULL;
+            gm_dev_bufs_free(b, n);
+            return gm_cuda_status(e);
+        }
+    }
+    return GM_OK;
+}
+
 extern "C" cudaError_t gm_cuda_malloc_async(void **p, size_t bytes, cudaStream_t stream)
 {
     pthread_once(&g_pool_once, pool_make);

@@ -30,6 +30,21 @@ const char *gm_cuda_last_error(void);
  * cudaFreeAsync. */
 cudaError_t gm_cuda_malloc_async(void **p, size_t bytes, cudaStream_t stream);
 
+/* A stage's device and pinned host buffers, listed once and allocated and
+ * freed together: each *_dev_alloc names its buffers in one list, and its
+ * *_dev_free hands the same list back. */
+typedef struct {
+    void **p;     /* where the buffer's pointer lives */
+    size_t bytes; /* its size (unused when freeing) */
+    int host;     /* 1: pinned host memory (cudaMallocHost), 0: device */
+} gm_dev_buf;
+/* All of the n or none: on a failure the ones made are freed again, every
+ * *p is NULL and the status says why (the message: gm_cuda_last_error). */
+gm_status gm_dev_bufs_alloc(const gm_dev_buf *b, int n);
+/* Frees every non-NULL *p and sets it to NULL; errors are dropped (there is
+ * nothing left to do with them). */
+void gm_dev_bufs_free(const gm_dev_buf *b, int n);
+
 /* ---- hash tables on the device (src/cuda/cuckoo.cu) ---------------------------
  * Built with the algorithm and layout of the CPU tables (src/hash/cuckoo_core.h
  * lists what must match), so a device table copied to the host equals the

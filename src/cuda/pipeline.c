@@ -75,46 +75,34 @@ struct gm_gpu_level {
     int has_map;
 };
 
-static gm_status dbuf_need(dbuf *b, size_t bytes)
+/* A buffer at *p of *have bytes grown to at least `bytes` (with room to
+ * grow), its content dropped; pinned host memory when host. */
+static gm_status buf_grow(void **p, size_t *have, size_t bytes, int host)
 {
-    if (bytes <= b->bytes)
+    if (bytes <= *have)
         return GM_OK;
-    if (b->d)
-        GM_CUDA_CHECK(cudaFree(b->d));
-    b->d = NULL;
-    b->bytes = 0;
-    bytes += bytes / 4; /* room to grow */
-    GM_CUDA_CHECK(cudaMalloc(&b->d, bytes));
-    b->bytes = bytes;
-    return GM_OK;
+    gm_dev_buf b = {p, bytes + bytes / 4, host};
+    gm_dev_bufs_free(&b, 1);
+    *have = 0;
+    gm_status st = gm_dev_bufs_alloc(&b, 1);
+    if (st == GM_OK)
+        *have = b.bytes;
+    return st;
 }
 
-static gm_status hbuf_need(hbuf *b, size_t bytes)
-{
-    if (bytes <= b->bytes)
-        return GM_OK;
-    if (b->h)
-        GM_CUDA_CHECK(cudaFreeHost(b->h));
-    b->h = NULL;
-    b->bytes = 0;
-    bytes += bytes / 4;
-    GM_CUDA_CHECK(cudaMallocHost(&b->h, bytes));
-    b->bytes = bytes;
-    return GM_OK;
-}
+static gm_status dbuf_need(dbuf *b, size_t bytes) { return buf_grow(&b->d, &b->bytes, bytes, 0); }
+static gm_status hbuf_need(hbuf *b, size_t bytes) { return buf_grow(&b->h, &b->bytes, bytes, 1); }
 
 static void dbuf_free(dbuf *b)
 {
-    if (b->d && cudaFree(b->d) != cudaSuccess)
-        (void)cudaGetLastError();
-    memset(b, 0, sizeof *b);
+    gm_dev_bufs_free(&(gm_dev_buf){&b->d, 0, 0}, 1);
+    b->bytes = 0;
 }
 
 static void hbuf_free(hbuf *b)
 {
-    if (b->h && cudaFreeHost(b->h) != cudaSuccess)
-        (void)cudaGetLastError();
-    memset(b, 0, sizeof *b);
+    gm_dev_bufs_free(&(gm_dev_buf){&b->h, 0, 1}, 1);
+    b->bytes = 0;
 }
 
 static gm_status open_device(gm_gpu *g, char *why, size_t whylen)

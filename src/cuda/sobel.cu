@@ -277,6 +277,20 @@ static gm_status launch_edges(const uint8_t *d_img, size_t pitch, int w, int h, 
 
 /* ---- entry points -------------------------------------------------------------------- */
 
+/* The buffers of e for n pixels (n 0: to free them). */
+static int edges_bufs(gm_edges_dev *e, size_t n, gm_dev_buf *b)
+{
+    int k = 0;
+    b[k++] = (gm_dev_buf){(void **)&e->d_gx, n * sizeof *e->d_gx, 0};
+    b[k++] = (gm_dev_buf){(void **)&e->d_gy, n * sizeof *e->d_gy, 0};
+    b[k++] = (gm_dev_buf){(void **)&e->d_mag2, n * sizeof *e->d_mag2, 0};
+    b[k++] = (gm_dev_buf){(void **)&e->d_edge, n, 0};
+    b[k++] = (gm_dev_buf){(void **)&e->d_hist, 2 * NBIN * sizeof *e->d_hist, 0};
+    b[k++] = (gm_dev_buf){(void **)&e->d_threshold, sizeof *e->d_threshold, 0};
+    b[k++] = (gm_dev_buf){(void **)&e->h_threshold, sizeof *e->h_threshold, 1};
+    return k;
+}
+
 extern "C" gm_status gm_edges_dev_alloc(gm_edges_dev *e, int w, int h)
 {
     if (!e)
@@ -285,20 +299,10 @@ extern "C" gm_status gm_edges_dev_alloc(gm_edges_dev *e, int w, int h)
     size_t n;
     if (w <= 0 || h <= 0 || !gm_mul_ok((size_t)w, (size_t)h, &n) || n > UINT32_MAX)
         return GM_ERR_INVALID;
-    gm_status st = GM_OK;
-    cudaError_t err = cudaSuccess;
-    GM_CUDA_TRY(err, cudaMalloc((void **)&e->d_gx, n * sizeof *e->d_gx));
-    GM_CUDA_TRY(err, cudaMalloc((void **)&e->d_gy, n * sizeof *e->d_gy));
-    GM_CUDA_TRY(err, cudaMalloc((void **)&e->d_mag2, n * sizeof *e->d_mag2));
-    GM_CUDA_TRY(err, cudaMalloc((void **)&e->d_edge, n));
-    GM_CUDA_TRY(err, cudaMalloc((void **)&e->d_hist, 2 * NBIN * sizeof *e->d_hist));
-    GM_CUDA_TRY(err, cudaMalloc((void **)&e->d_threshold, sizeof *e->d_threshold));
-    GM_CUDA_TRY(err, cudaMallocHost((void **)&e->h_threshold, sizeof *e->h_threshold));
-    if (err != cudaSuccess) {
-        st = gm_cuda_status(err);
-        gm_edges_dev_free(e);
+    gm_dev_buf b[8];
+    gm_status st = gm_dev_bufs_alloc(b, edges_bufs(e, n, b));
+    if (st != GM_OK)
         return st;
-    }
     *e->h_threshold = 0;
     e->cap = n;
     return GM_OK;
@@ -308,15 +312,8 @@ extern "C" void gm_edges_dev_free(gm_edges_dev *e)
 {
     if (!e)
         return;
-    /* errors here are ignored: there is nothing left to do with them */
-    cudaFree(e->d_gx);
-    cudaFree(e->d_gy);
-    cudaFree(e->d_mag2);
-    cudaFree(e->d_edge);
-    cudaFree(e->d_hist);
-    cudaFree(e->d_threshold);
-    cudaFreeHost(e->h_threshold);
-    (void)cudaGetLastError();
+    gm_dev_buf b[8];
+    gm_dev_bufs_free(b, edges_bufs(e, 0, b));
     memset(e, 0, sizeof *e);
 }
 

@@ -361,27 +361,34 @@ static __global__ void __launch_bounds__(GM_VERIFY_THREADS)
 
 /* ---- the edge map ------------------------------------------------------------ */
 
+/* The buffers of d: px pixels, np points (0, 0: to free them). */
+static int map_bufs(gm_edge_map_dev *d, size_t px, size_t np, gm_dev_buf *b)
+{
+    int k = 0;
+    b[k++] = (gm_dev_buf){(void **)&d->d_mask, px * sizeof *d->d_mask, 0};
+    b[k++] = (gm_dev_buf){(void **)&d->d_nearest, px * sizeof *d->d_nearest, 0};
+    b[k++] = (gm_dev_buf){(void **)&d->d_pts, np * sizeof *d->d_pts, 0};
+    b[k++] = (gm_dev_buf){(void **)&d->d_dir, 2 * np * sizeof *d->d_dir, 0};
+    b[k++] = (gm_dev_buf){(void **)&d->d_cells, px * sizeof *d->d_cells, 0};
+    return k;
+}
+
 extern "C" void gm_edge_map_dev_free(gm_edge_map_dev *d)
 {
     if (!d)
         return;
-    cudaFree(d->d_mask);
-    cudaFree(d->d_nearest);
-    cudaFree(d->d_pts);
-    cudaFree(d->d_dir);
-    cudaFree(d->d_cells);
-    (void)cudaGetLastError();
+    gm_dev_buf b[5];
+    gm_dev_bufs_free(b, map_bufs(d, 0, 0, b));
     memset(d, 0, sizeof *d);
 }
 
 static gm_status edge_map_upload(const gm_edge_map *map, gm_edge_map_dev *d, cudaStream_t stream)
 {
     const size_t px = (size_t)map->w * (size_t)map->h, np = map->pts.n ? map->pts.n : 1;
-    GM_CUDA_CHECK(cudaMalloc((void **)&d->d_mask, px * sizeof *d->d_mask));
-    GM_CUDA_CHECK(cudaMalloc((void **)&d->d_nearest, px * sizeof *d->d_nearest));
-    GM_CUDA_CHECK(cudaMalloc((void **)&d->d_pts, np * sizeof *d->d_pts));
-    GM_CUDA_CHECK(cudaMalloc((void **)&d->d_dir, 2 * np * sizeof *d->d_dir));
-    GM_CUDA_CHECK(cudaMalloc((void **)&d->d_cells, px * sizeof *d->d_cells));
+    gm_dev_buf b[5];
+    gm_status st = gm_dev_bufs_alloc(b, map_bufs(d, px, np, b));
+    if (st != GM_OK)
+        return st;
     d->w = map->w;
     d->h = map->h;
     d->n = map->pts.n;
@@ -433,22 +440,34 @@ extern "C" gm_status gm_edge_map_upload(const gm_edge_map *map, gm_edge_map_dev 
 
 /* ---- the query points and the batch buffers ---------------------------------- */
 
+/* The buffers of v: np points and nc candidates, each on the device and
+ * staged on the host (0, 0: to free them). */
+static int verify_bufs(gm_verify_dev *v, size_t np, size_t nc, gm_dev_buf *b)
+{
+    int k = 0;
+    for (int host = 0; host < 2; host++) {
+        b[k++] = (gm_dev_buf){host ? (void **)&v->h_pts : (void **)&v->d_pts,
+                              np * sizeof *v->d_pts, host};
+        b[k++] = (gm_dev_buf){host ? (void **)&v->h_cs : (void **)&v->d_cs,
+                              2 * np * sizeof *v->d_cs, host};
+        b[k++] = (gm_dev_buf){host ? (void **)&v->h_params : (void **)&v->d_params,
+                              9 * nc * sizeof *v->d_params, host};
+        b[k++] = (gm_dev_buf){host ? (void **)&v->h_seeds : (void **)&v->d_seeds,
+                              3 * nc * sizeof *v->d_seeds, host};
+        b[k++] = (gm_dev_buf){host ? (void **)&v->h_rot : (void **)&v->d_rot,
+                              nc * sizeof *v->d_rot, host};
+        b[k++] = (gm_dev_buf){host ? (void **)&v->h_scores : (void **)&v->d_scores,
+                              nc * sizeof *v->d_scores, host};
+    }
+    return k;
+}
+
 extern "C" void gm_verify_dev_free(gm_verify_dev *v)
 {
     if (!v)
         return;
-    cudaFree(v->d_pts);
-    cudaFree(v->d_cs);
-    cudaFree(v->d_params);
-    cudaFree(v->d_seeds);
-    cudaFree(v->d_rot);
-    cudaFree(v->d_scores);
-    cudaFreeHost(v->h_pts);
-    cudaFreeHost(v->h_cs);
-    cudaFreeHost(v->h_params);
-    cudaFreeHost(v->h_seeds);
-    cudaFreeHost(v->h_rot);
-    cudaFreeHost(v->h_scores);
+    gm_dev_buf b[12];
+    gm_dev_bufs_free(b, verify_bufs(v, 0, 0, b));
     if (v->staged)
         cudaEventDestroy(v->staged);
     (void)cudaGetLastError();
@@ -458,18 +477,10 @@ extern "C" void gm_verify_dev_free(gm_verify_dev *v)
 static gm_status verify_dev_alloc(gm_verify_dev *v)
 {
     const size_t np = v->cap ? v->cap : 1, nc = v->max_cands;
-    GM_CUDA_CHECK(cudaMalloc((void **)&v->d_pts, np * sizeof *v->d_pts));
-    GM_CUDA_CHECK(cudaMalloc((void **)&v->d_cs, 2 * np * sizeof *v->d_cs));
-    GM_CUDA_CHECK(cudaMalloc((void **)&v->d_params, 9 * nc * sizeof *v->d_params));
-    GM_CUDA_CHECK(cudaMalloc((void **)&v->d_seeds, 3 * nc * sizeof *v->d_seeds));
-    GM_CUDA_CHECK(cudaMalloc((void **)&v->d_rot, nc * sizeof *v->d_rot));
-    GM_CUDA_CHECK(cudaMalloc((void **)&v->d_scores, nc * sizeof *v->d_scores));
-    GM_CUDA_CHECK(cudaMallocHost((void **)&v->h_pts, np * sizeof *v->h_pts));
-    GM_CUDA_CHECK(cudaMallocHost((void **)&v->h_cs, 2 * np * sizeof *v->h_cs));
-    GM_CUDA_CHECK(cudaMallocHost((void **)&v->h_params, 9 * nc * sizeof *v->h_params));
-    GM_CUDA_CHECK(cudaMallocHost((void **)&v->h_seeds, 3 * nc * sizeof *v->h_seeds));
-    GM_CUDA_CHECK(cudaMallocHost((void **)&v->h_rot, nc * sizeof *v->h_rot));
-    GM_CUDA_CHECK(cudaMallocHost((void **)&v->h_scores, nc * sizeof *v->h_scores));
+    gm_dev_buf b[12];
+    gm_status st = gm_dev_bufs_alloc(b, verify_bufs(v, np, nc, b));
+    if (st != GM_OK)
+        return st;
     GM_CUDA_CHECK(cudaEventCreateWithFlags(&v->staged, cudaEventDisableTiming));
     return GM_OK;
 }
