@@ -3,24 +3,45 @@
  * Geometric hashing on the cuckoo hash tables of Alcantara et al.,
  * "Real-Time Parallel Hashing on the GPU" (SIGGRAPH Asia 2009), section 6.
  *
- * Usage:
+ * Usage (tests/install/example.c: the same as a whole program):
  *
- *     gm_params p = gm_params_default();
+ *     gm_params p = gm_params_default();          // every field: below
  *     gm_image ref, qry;
  *     char err[256];
  *     if (gm_image_load("ref.jpg", p.max_pixels, &ref, err, sizeof err) != GM_OK) {
- *         fprintf(stderr, "ref.jpg: %s\n", err);
- *         ...
+ *         fprintf(stderr, "ref.jpg: %s\n", err);   // e.g. "truncated JPEG data"
+ *         return 1;
  *     }
  *     gm_ref *r;
- *     gm_ref_prepare(&p, gm_image_view(&ref), &r);      // once per reference
- *     gm_image_load("q.png", p.max_pixels, &qry, err, sizeof err);
- *     gm_result res;
- *     gm_match(r, gm_image_view(&qry), &res);            // once per query
- *     if (res.status == GM_MATCH_FOUND)
- *         printf("%g %g %g / %g %g %g\n", res.m[0], res.m[1], res.m[2],
- *                res.m[3], res.m[4], res.m[5]);
- *     gm_ref_free(r); gm_image_free(&ref); gm_image_free(&qry);
+ *     if (gm_ref_prepare(&p, gm_image_view(&ref), &r) != GM_OK) {  // once per reference
+ *         fprintf(stderr, "ref.jpg: %s\n", r ? gm_ref_error(r) : "out of memory");
+ *         gm_ref_free(r);
+ *         return 1;
+ *     }
+ *     gm_image_free(&ref);                         // r keeps what it needs
+ *     if (gm_image_load("q.png", p.max_pixels, &qry, err, sizeof err) == GM_OK) {
+ *         gm_result res;
+ *         if (gm_match(r, gm_image_view(&qry), &res) != GM_OK)  // once per query
+ *             fprintf(stderr, "q.png: %s\n", res.error);
+ *         else if (res.status == GM_MATCH_FOUND)
+ *             printf("%s [%g %g %g; %g %g %g] %.2f\n", gm_model_name(res.model),
+ *                    res.m[0], res.m[1], res.m[2], res.m[3], res.m[4], res.m[5],
+ *                    res.confidence);
+ *         gm_image_free(&qry);
+ *     }
+ *     gm_ref_free(r);
+ *
+ * Build: cc app.c $(pkg-config --cflags --libs gmatch), or in CMake
+ * find_package(gmatch) and target_link_libraries(app gmatch::gmatch).
+ * Videos: gmatch_video.h.
+ *
+ * Threads: gm_match may run on many threads at once against one reference
+ * (each with its own gm_result); everything else acts on the handle it is
+ * given and is not to be called on that handle from two threads at once.
+ * The library keeps no global state of its own but a CUDA memory pool, and
+ * changes none of the process's settings (OpenMP's threads, FFmpeg's log
+ * level, CUDA's scheduling) unless the application calls the functions
+ * that say so.
  *
  * Conventions: the matrix m = [a b c; d e f] maps query pixel (x, y) to
  * reference pixel (a*x + b*y + c, d*x + e*y + f); x right, y down, pixel

@@ -46,7 +46,7 @@ int main(int argc, char **argv)
     gm_result res;
     st = gm_match(r, gm_image_view(&qry), &res);
     if (st != GM_OK)
-        fprintf(stderr, "%s: %s\n", argv[2], gm_ref_error(r));
+        fprintf(stderr, "%s: %s\n", argv[2], res.error);
     else if (res.status == GM_MATCH_FOUND)
         printf("gmatch %s (library %s): %s [%.4f %.4f %.2f; %.4f %.4f %.2f] confidence %.3f\n",
                GMATCH_VERSION, gm_version(), gm_model_name(res.model), res.m[0], res.m[1],
