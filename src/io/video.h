@@ -10,6 +10,9 @@
  * libswscale, for tests); *sws is a cache the caller frees with
  * sws_freeContext.  GM_OK, GM_ERR_NOMEM, GM_ERR_CORRUPT (no pixel format) or
  * GM_ERR_UNSUPPORTED (libswscale cannot convert it). */
+/* The options v was opened with (for the frame pipeline, src/pipeline/frames.c). */
+const gm_video_opts *gm_video_options(const gm_video *v);
+
 struct AVFrame;
 struct SwsContext;
 gm_status gm_video_convert(const struct AVFrame *fr, int force_sws, struct SwsContext **sws,

@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "gmatch_video.h"
+#include "io/video.h"
 
 int gm_video_available(void) { return 0; }
 
@@ -57,8 +57,4 @@ gm_status gm_video_read(gm_video *v, gm_video_frame *f, int *got)
 int gm_video_lost(const gm_video *v) { return (void)v, 0; }
 const char *gm_video_error(const gm_video *v) { return (void)v, ""; }
 
-gm_status gm_video_match(gm_video *v, const gm_ref *ref, gm_video_sink sink, void *user)
-{
-    (void)v, (void)ref, (void)sink, (void)user;
-    return GM_ERR_INVALID;
-}
+const gm_video_opts *gm_video_options(const gm_video *v) { return (void)v, NULL; }

@@ -1,0 +1,186 @@
+/* frames.c: the frame pipeline of gm_video_match (gmatch_video.h): a
+ * decoding thread reads frames through the video input (src/io/video.c),
+ * workers match them against the reference (gm_match), and the calling
+ * thread hands the results to the sink in frame order.  The pipeline layer
+ * above both: the video input knows nothing of matching.
+ *
+ * The ring holds workers + 2 frames, so memory stays flat whatever the
+ * video's length; each worker runs its frames with the video's frame
+ * threads (gm_thread_budget), frames in parallel beating threads in a
+ * frame (gmatch_video.h).
+ *
+ * Why hand-written threads and not a library: the pipeline is one mutex, one
+ * condition variable and a ring of workers + 2 slots whose frame buffers are
+ * reused (so memory stays flat) and whose results leave in frame order.
+ * GLib's GThreadPool/GAsyncQueue (the well-kept Debian candidate) would give
+ * the queue but neither the buffer reuse nor the ordering, and would add a
+ * large dependency for about 100 lines of pthreads. */
+#include <omp.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/common.h"
+#include "io/video.h"
+
+/* A slot of the ring: FREE (the decoder may fill it), READY (decoded, waits
+ * for a worker), BUSY (a worker matches it), DONE (waits for the writer). */
+enum { SLOT_FREE = 0, SLOT_READY, SLOT_BUSY, SLOT_DONE };
+
+typedef struct {
+    int state;
+    int64_t seq;            /* the item's place in the run */
+    gm_video_frame item;
+    gm_result res;
+    gm_status match;
+    double decode_ms, match_ms;
+} slot;
+
+typedef struct {
+    gm_video *v;
+    const gm_ref *ref;
+    slot *ring;
+    int64_t cap;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;      /* any state change; few threads, so one condition */
+    int64_t decoded;        /* items put in the ring so far */
+    int64_t taken;          /* items handed to workers (or skipped: errors) */
+    int decode_done, stop;
+    gm_status fatal;
+} pipeline;
+
+static void *decode_main(void *arg)
+{
+    pipeline *p = arg;
+    for (int64_t seq = 0;; seq++) {
+        slot *s = &p->ring[seq % p->cap];
+        pthread_mutex_lock(&p->mu);
+        while (s->state != SLOT_FREE && !p->stop)
+            pthread_cond_wait(&p->cv, &p->mu);
+        int stop = p->stop;
+        pthread_mutex_unlock(&p->mu);
+        if (stop)
+            break;
+        /* the slot is ours alone while FREE */
+        int got = 0;
+        double t0 = gm_now_ms();
+        gm_status st = gm_video_read(p->v, &s->item, &got);
+        s->decode_ms = gm_now_ms() - t0;
+        pthread_mutex_lock(&p->mu);
+        if (st != GM_OK || !got) {
+            if (st != GM_OK)
+                p->fatal = st;
+            pthread_mutex_unlock(&p->mu);
+            break;
+        }
+        s->state = s->item.status == GM_OK ? SLOT_READY : SLOT_DONE;
+        s->seq = seq;
+        p->decoded = seq + 1;
+        pthread_cond_broadcast(&p->cv);
+        pthread_mutex_unlock(&p->mu);
+    }
+    pthread_mutex_lock(&p->mu);
+    p->decode_done = 1;
+    pthread_cond_broadcast(&p->cv);
+    pthread_mutex_unlock(&p->mu);
+    return NULL;
+}
+
+static void *match_main(void *arg)
+{
+    pipeline *p = arg;
+    /* this worker's share of the cores: gm_match keeps a budget set here */
+    int ft = gm_video_options(p->v)->frame_threads;
+    gm_thread_budget = ft > 0 ? ft : 1;
+    pthread_mutex_lock(&p->mu);
+    for (;;) {
+        /* error items go straight to the writer, which may already have
+         * freed their slot for a later item */
+        while (p->taken < p->decoded && (p->ring[p->taken % p->cap].seq != p->taken ||
+                                         p->ring[p->taken % p->cap].state != SLOT_READY))
+            p->taken++;
+        if (p->stop || (p->decode_done && p->taken >= p->decoded))
+            break;
+        if (p->taken >= p->decoded) {
+            pthread_cond_wait(&p->cv, &p->mu);
+            continue;
+        }
+        slot *s = &p->ring[p->taken++ % p->cap];
+        s->state = SLOT_BUSY;
+        pthread_mutex_unlock(&p->mu);
+        double t0 = gm_now_ms();
+        memset(&s->res, 0, sizeof s->res);
+        s->match = gm_match(p->ref, gm_image_view(&s->item.img), &s->res);
+        s->match_ms = gm_now_ms() - t0;
+        pthread_mutex_lock(&p->mu);
+        s->state = SLOT_DONE;
+        pthread_cond_broadcast(&p->cv);
+    }
+    pthread_mutex_unlock(&p->mu);
+    return NULL;
+}
+
+gm_status gm_video_match(gm_video *v, const gm_ref *ref, gm_video_sink sink, void *user)
+{
+    const gm_video_opts *o = v ? gm_video_options(v) : NULL;
+    if (!o || !ref || !sink)
+        return GM_ERR_INVALID;
+    int workers = o->workers > 0 ? o->workers : omp_get_num_procs();
+    pipeline p = {.v = v, .ref = ref, .cap = workers + 2, .fatal = GM_OK};
+    p.ring = calloc((size_t)p.cap, sizeof *p.ring);
+    pthread_t *th = calloc((size_t)workers + 1, sizeof *th);
+    if (!p.ring || !th) {
+        free(p.ring), free(th);
+        return GM_ERR_NOMEM;
+    }
+    pthread_mutex_init(&p.mu, NULL);
+    pthread_cond_init(&p.cv, NULL);
+    int started = 0;
+    gm_status st = GM_OK;
+    if (pthread_create(&th[0], NULL, decode_main, &p) == 0)
+        started = 1;
+    for (int i = 0; started == i + 1 && i < workers; i++)
+        if (pthread_create(&th[i + 1], NULL, match_main, &p) == 0)
+            started++;
+    if (started < workers + 1) {
+        pthread_mutex_lock(&p.mu);
+        p.stop = 1;
+        pthread_cond_broadcast(&p.cv);
+        pthread_mutex_unlock(&p.mu);
+        st = GM_ERR_NOMEM;
+    }
+    /* the writer: results in frame order */
+    for (int64_t seq = 0; st == GM_OK; seq++) {
+        slot *s = &p.ring[seq % p.cap];
+        pthread_mutex_lock(&p.mu);
+        while (!(seq < p.decoded && s->state == SLOT_DONE) && !(p.decode_done && seq >= p.decoded))
+            pthread_cond_wait(&p.cv, &p.mu);
+        int end = seq >= p.decoded;
+        pthread_mutex_unlock(&p.mu);
+        if (end)
+            break;
+        gm_video_result r = {.item = &s->item, .match = s->item.status == GM_OK ? s->match : GM_OK,
+                             .res = s->item.status == GM_OK && s->match == GM_OK ? &s->res : NULL,
+                             .time_ms = s->decode_ms + (s->item.status == GM_OK ? s->match_ms : 0)};
+        int halt = sink(user, &r);
+        pthread_mutex_lock(&p.mu);
+        s->state = SLOT_FREE;
+        if (halt)
+            p.stop = 1;
+        pthread_cond_broadcast(&p.cv);
+        pthread_mutex_unlock(&p.mu);
+        if (halt)
+            break;
+    }
+    for (int i = 0; i < started; i++)
+        pthread_join(th[i], NULL);
+    if (st == GM_OK)
+        st = p.fatal;
+    for (int64_t i = 0; i < p.cap; i++)
+        gm_video_frame_free(&p.ring[i].item);
+    pthread_mutex_destroy(&p.mu);
+    pthread_cond_destroy(&p.cv);
+    free(p.ring);
+    free(th);
+    return st;
+}
