@@ -81,15 +81,7 @@ static __device__ __forceinline__ int refine_match_cells(const float4 *__restric
     }
     if (isnan(best.x))
         return 0;
-    double enx = best.z, eny = best.w;
-    double res = fabs(enx * (x - best.x) + eny * (y - best.y));
-    c->qx = p.x;
-    c->qy = p.y;
-    c->rx = best.x;
-    c->ry = best.y;
-    c->nx = enx;
-    c->ny = eny;
-    c->w = res < huber ? 1.0 : huber / res;
+    gm_corr_set(c, p, x, y, best.x, best.y, best.z, best.w, huber);
     return 1;
 }
 

@@ -158,6 +158,22 @@ typedef struct {
     double qx, qy, rx, ry, nx, ny, w;
 } gm_corr;
 
+/* The correspondence of query point p, mapped to (x, y), with its partner
+ * (rx, ry) of unit normal (nx, ny): the point-to-line residual's Huber
+ * weight.  The CPU's and the GPU's partner searches end here. */
+static inline GM_HD void gm_corr_set(gm_corr *c, gm_point p, double x, double y, double rx,
+                                     double ry, double nx, double ny, double huber)
+{
+    double res = fabs(nx * (x - rx) + ny * (y - ry));
+    c->qx = p.x;
+    c->qy = p.y;
+    c->rx = rx;
+    c->ry = ry;
+    c->nx = nx;
+    c->ny = ny;
+    c->w = res < huber ? 1.0 : huber / res;
+}
+
 /* The partner of query point p (cp, sp: cosf, sinf of its angle) under h
  * within radius r; 1 and *c filled when there is one, else 0. */
 static inline GM_HD int gm_refine_match(const gm_map_view *map, const double h[9], gm_point p,
@@ -194,15 +210,7 @@ static inline GM_HD int gm_refine_match(const gm_map_view *map, const double h[9
     if (best < 0)
         return 0;
     gm_point e = map->pts[best];
-    double enx = map->dir[2 * best], eny = map->dir[2 * best + 1];
-    double res = fabs(enx * (x - e.x) + eny * (y - e.y));
-    c->qx = p.x;
-    c->qy = p.y;
-    c->rx = e.x;
-    c->ry = e.y;
-    c->nx = enx;
-    c->ny = eny;
-    c->w = res < huber ? 1.0 : huber / res;
+    gm_corr_set(c, p, x, y, e.x, e.y, map->dir[2 * best], map->dir[2 * best + 1], huber);
     return 1;
 }
 
