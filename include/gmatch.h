@@ -196,8 +196,8 @@ typedef struct gm_ref gm_ref; /* a prepared reference: edges, bases, hash tables
 
 /* Prepare a reference image once; reuse it for every query.  The view is
  * copied where needed and may be freed after the call.  *out is a handle
- * whatever the outcome (NULL only when even the handle could not be
- * allocated: GM_ERR_NOMEM): on failure gm_ref_error(*out) says why in one
+ * whatever the outcome (NULL only for p NULL, GM_ERR_INVALID, or when even
+ * the handle could not be allocated, GM_ERR_NOMEM): on failure gm_ref_error(*out) says why in one
  * line (a parameter out of range, "no usable cuda device: ..." for
  * GM_ERR_DEVICE under GM_DEVICE_CUDA, an empty image, ...) and gm_match on
  * it answers GM_ERR_INVALID.  Free it with gm_ref_free in every case. */
