@@ -1,7 +1,7 @@
 /* bench_match.c: end-to-end time per query, split by stage, on each device.
  *
- * usage: bench_match [-r REPS] [-d cpu,cuda] [-m MODEL] MANIFEST.jsonl [MANIFEST.jsonl ...]
- *   MODEL: similarity (default), affine, homography or auto
+ * usage: bench_match [-r REPS] [-d cpu,cuda] [-m MODEL] [-q] MANIFEST.jsonl [MANIFEST.jsonl ...]
+ *   MODEL: similarity (default), affine, homography or auto; -q: a line per query too
  *
  * Every reference of the manifests (../shared/bench/stills/manifest.jsonl:
  * lines with "ref" and "query", paths relative to the manifest) is decoded
@@ -81,6 +81,8 @@ static const char *const k_stage[ST_N] = {"edges", "bases", "vote", "reduce",
 
 static gm_model g_model = GM_MODEL_SIMILARITY;
 
+static int per_query; /* -q */
+
 static void run_device(gm_device dev, const pair *items, int n, int reps)
 {
     static double st[ST_N][MAX_ITEMS], prep[MAX_ITEMS];
@@ -152,6 +154,12 @@ static void run_device(gm_device dev, const pair *items, int n, int reps)
             }
             for (int s2 = 0; s2 < ST_N; s2++)
                 st[s2][nq] = pct(t[s2], reps, 0.5);
+            if (per_query) /* -q: a line per query, its medians */
+                printf("query %s %s total %.3f edges %.3f bases %.3f vote %.3f reduce %.3f "
+                       "verify %.3f ms\n",
+                       items[i].query, res.status == GM_MATCH_FOUND ? "match" : "none",
+                       st[ST_TOTAL][nq], st[ST_EDGES][nq], st[ST_BASES][nq], st[ST_VOTE][nq],
+                       st[ST_REDUCE][nq], st[ST_VERIFY][nq]);
             matched += res.status == GM_MATCH_FOUND;
             nq++;
         }
@@ -176,6 +184,8 @@ int main(int argc, char **argv)
             reps = atoi(argv[++a]);
         else if (!strcmp(argv[a], "-d") && a + 1 < argc)
             devs = argv[++a];
+        else if (!strcmp(argv[a], "-q"))
+            per_query = 1;
         else if (!strcmp(argv[a], "-m") && a + 1 < argc) {
             const char *m = argv[++a];
             g_model = !strcmp(m, "affine")       ? GM_MODEL_AFFINE
