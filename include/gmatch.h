@@ -124,6 +124,31 @@ GM_API gm_status gm_image_load_mem(const uint8_t *data, size_t size, int64_t max
 GM_API void gm_image_free(gm_image *img);
 GM_API gm_view gm_image_view(const gm_image *img);
 
+/* Pixels already in memory, in any layout: a numpy array (H x W gray or
+ * H x W x 3 BGR as OpenCV loads it, sliced or transposed), an OpenCV Mat,
+ * another library's frame.  Sample c of pixel (x, y) is at
+ * data + y * row_stride + x * col_stride + c * chan_stride (BYTES, any
+ * sign); a sample is `bytes` bytes, native byte order. */
+typedef struct {
+    const void *data;
+    int width, height;
+    int channels;             /* 1 gray, 3 colour, 4 colour + alpha (alpha ignored) */
+    int bytes;                /* 1 (8-bit) or 2 (16-bit) */
+    int bgr;                  /* colour order: nonzero B, G, R (OpenCV's), 0 R, G, B */
+    ptrdiff_t row_stride, col_stride, chan_stride;
+} gm_pixels;
+
+/* To an owned 8-bit gray image (free with gm_image_free).  Colour becomes
+ * gray by the weights gm_image_load uses, (19595 R + 38470 G + 7471 B +
+ * 32768) >> 16.  16-bit samples are scaled by their actual range: with b
+ * the bits of the largest sample (8 at least), v * 255 / (2^b - 1) rounded,
+ * so 10- or 12-bit data in a 16-bit container comes out full range.
+ * GM_ERR_EMPTY for a zero size, GM_ERR_TOO_LARGE over max_pixels (<= 0:
+ * GM_DEFAULT_MAX_PIXELS), GM_ERR_INVALID for another channel count or
+ * sample size; err (if non-NULL) gets a one-line message. */
+GM_API gm_status gm_image_from_pixels(const gm_pixels *px, int64_t max_pixels, gm_image *out,
+                                      char *err, size_t errlen);
+
 /* ---- matching ---------------------------------------------------------- */
 
 typedef enum { GM_DEVICE_AUTO = 0, GM_DEVICE_CPU = 1, GM_DEVICE_CUDA = 2 } gm_device;

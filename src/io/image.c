@@ -31,6 +31,7 @@
 #include <png.h>
 
 #include "common/common.h"
+#include "io/gray.h"
 
 #if defined(__GNUC__)
 #define GM_PRINTF(f, a) __attribute__((format(printf, f, a)))
@@ -164,11 +165,6 @@ static gm_status gm_dec_alloc(gm_dec *d, int w, int h)
     d->img.height = h;
     d->img.stride = w;
     return GM_OK;
-}
-
-static inline uint8_t gm_gray_from_rgb(unsigned r, unsigned g, unsigned b)
-{
-    return (uint8_t)((19595u * r + 38470u * g + 7471u * b + 32768u) >> 16);
 }
 
 /* round(a * b / 255) for a, b in 0..255, exactly, without a division. */

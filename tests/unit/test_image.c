@@ -1458,6 +1458,106 @@ static int rm_entry(const char *path, const struct stat *sb, int flag, struct FT
     return remove(path);
 }
 
+/* ---- gm_image_from_pixels ------------------------------------------------- */
+
+/* An H x W x 3 BGR array and the same pixels as RGB, as a transposed view
+ * (column-major) and as a slice with a step: the same gray everywhere, and
+ * the gray the decoders give (white 255, the weights of gm_gray_from_rgb). */
+START_TEST(test_pixels_layouts)
+{
+    enum { W = 7, H = 5 };
+    uint8_t bgr[H][W][3], rgb_t[W][H][3], gray[H][W];
+    for (int y = 0; y < H; y++)
+        for (int x = 0; x < W; x++) {
+            uint8_t b = (uint8_t)(30 * x), g = (uint8_t)(50 * y), r = (uint8_t)(255 - 20 * x);
+            bgr[y][x][0] = b, bgr[y][x][1] = g, bgr[y][x][2] = r;
+            rgb_t[x][y][0] = r, rgb_t[x][y][1] = g, rgb_t[x][y][2] = b;
+            gray[y][x] = (uint8_t)((19595u * r + 38470u * g + 7471u * b + 32768u) >> 16);
+        }
+    gm_image a, b, c;
+    char err[128];
+    gm_pixels pa = {bgr, W, H, 3, 1, 1, W * 3, 3, 1};
+    ck_assert_int_eq(gm_image_from_pixels(&pa, 0, &a, err, sizeof err), GM_OK);
+    gm_pixels pb = {rgb_t, W, H, 3, 1, 0, 3, H * 3, 1}; /* transposed storage */
+    ck_assert_int_eq(gm_image_from_pixels(&pb, 0, &b, err, sizeof err), GM_OK);
+    /* every other column of a 2W-wide gray image, bottom-up (negative row stride) */
+    uint8_t wide[H][2 * W];
+    for (int y = 0; y < H; y++)
+        for (int x = 0; x < W; x++)
+            wide[H - 1 - y][2 * x] = gray[y][x], wide[H - 1 - y][2 * x + 1] = 0;
+    gm_pixels pc = {&wide[H - 1][0], W, H, 1, 1, 0, -2 * W, 2, 0};
+    ck_assert_int_eq(gm_image_from_pixels(&pc, 0, &c, err, sizeof err), GM_OK);
+    for (int y = 0; y < H; y++)
+        for (int x = 0; x < W; x++) {
+            ck_assert_int_eq(a.data[y * a.stride + x], gray[y][x]);
+            ck_assert_int_eq(b.data[y * b.stride + x], gray[y][x]);
+            ck_assert_int_eq(c.data[y * c.stride + x], gray[y][x]);
+        }
+    uint8_t white[4] = {255, 255, 255, 0}; /* BGRA: alpha 0 is ignored */
+    gm_pixels pw = {white, 1, 1, 4, 1, 1, 4, 4, 1};
+    gm_image wi;
+    ck_assert_int_eq(gm_image_from_pixels(&pw, 0, &wi, err, sizeof err), GM_OK);
+    ck_assert_int_eq(wi.data[0], 255);
+    gm_image_free(&a), gm_image_free(&b), gm_image_free(&c), gm_image_free(&wi);
+}
+END_TEST
+
+/* 16-bit samples by their actual range: 10-bit data (0..1023) spans 0..255,
+ * full 16-bit data too, and samples that never pass 255 stay as they are. */
+START_TEST(test_pixels_16bit)
+{
+    uint16_t ten[4] = {0, 512, 1023, 100}, full[3] = {0, 32768, 65535}, low[2] = {7, 255};
+    gm_image im;
+    char err[128];
+    gm_pixels p10 = {ten, 4, 1, 1, 2, 0, 8, 2, 0};
+    ck_assert_int_eq(gm_image_from_pixels(&p10, 0, &im, err, sizeof err), GM_OK);
+    ck_assert_int_eq(im.data[0], 0);
+    ck_assert_int_eq(im.data[1], 128); /* 512 * 255 / 1023 = 127.6 */
+    ck_assert_int_eq(im.data[2], 255);
+    ck_assert_int_eq(im.data[3], 25);  /* 24.9 */
+    gm_image_free(&im);
+    gm_pixels pf = {full, 3, 1, 1, 2, 0, 6, 2, 0};
+    ck_assert_int_eq(gm_image_from_pixels(&pf, 0, &im, err, sizeof err), GM_OK);
+    ck_assert_int_eq(im.data[1], 128);
+    ck_assert_int_eq(im.data[2], 255);
+    gm_image_free(&im);
+    gm_pixels pl = {low, 2, 1, 1, 2, 0, 4, 2, 0};
+    ck_assert_int_eq(gm_image_from_pixels(&pl, 0, &im, err, sizeof err), GM_OK);
+    ck_assert_int_eq(im.data[0], 7);
+    ck_assert_int_eq(im.data[1], 255);
+    gm_image_free(&im);
+    /* 12-bit colour: white (4095, 4095, 4095) is 255 */
+    uint16_t c12[3] = {4095, 4095, 4095};
+    gm_pixels pc = {c12, 1, 1, 3, 2, 1, 6, 6, 2};
+    ck_assert_int_eq(gm_image_from_pixels(&pc, 0, &im, err, sizeof err), GM_OK);
+    ck_assert_int_eq(im.data[0], 255);
+    gm_image_free(&im);
+}
+END_TEST
+
+/* Refusals, each with its status and a message; *out zeroed. */
+START_TEST(test_pixels_errors)
+{
+    uint8_t px[16] = {0};
+    gm_image im;
+    char err[128];
+    gm_pixels two = {px, 2, 2, 2, 1, 0, 4, 2, 1};
+    ck_assert_int_eq(gm_image_from_pixels(&two, 0, &im, err, sizeof err), GM_ERR_INVALID);
+    ck_assert(strstr(err, "2 channels") != NULL);
+    ck_assert(im.data == NULL);
+    gm_pixels four = {px, 2, 2, 1, 4, 0, 8, 4, 0};
+    ck_assert_int_eq(gm_image_from_pixels(&four, 0, &im, err, sizeof err), GM_ERR_INVALID);
+    gm_pixels empty = {px, 0, 2, 1, 1, 0, 0, 1, 0};
+    ck_assert_int_eq(gm_image_from_pixels(&empty, 0, &im, err, sizeof err), GM_ERR_EMPTY);
+    gm_pixels big = {px, 4, 4, 1, 1, 0, 4, 1, 0};
+    ck_assert_int_eq(gm_image_from_pixels(&big, 15, &im, err, sizeof err), GM_ERR_TOO_LARGE);
+    ck_assert(strstr(err, "4x4") != NULL);
+    gm_pixels none = {NULL, 2, 2, 1, 1, 0, 2, 1, 0};
+    ck_assert_int_eq(gm_image_from_pixels(&none, 0, &im, err, sizeof err), GM_ERR_INVALID);
+    ck_assert_int_eq(gm_image_from_pixels(NULL, 0, &im, err, sizeof err), GM_ERR_INVALID);
+}
+END_TEST
+
 static Suite *image_suite(void)
 {
     Suite *s = suite_create("image");
@@ -1523,6 +1623,9 @@ static Suite *image_suite(void)
     tcase_add_test(api, test_invalid_args);
     tcase_add_test(api, test_err_buffer);
     tcase_add_test(api, test_view_and_free);
+    tcase_add_test(api, test_pixels_layouts);
+    tcase_add_test(api, test_pixels_16bit);
+    tcase_add_test(api, test_pixels_errors);
     suite_add_tcase(s, api);
     return s;
 }
