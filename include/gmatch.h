@@ -286,6 +286,13 @@ typedef struct {
  * "no match"; an error (a device failure, out of memory) leaves the
  * reference usable for the next query. */
 GM_API gm_status gm_match(const gm_ref *r, gm_view query, gm_result *out);
+/* gm_match with another model than the reference's parameters name, for
+ * this call: a reference prepared for affine, homography or auto (which
+ * builds the three-point bases' tables) answers any of the four; one
+ * prepared for similarity answers similarity only (GM_ERR_INVALID
+ * otherwise, with out->error saying so).  The same result as a reference
+ * prepared with that model, for the same seed. */
+GM_API gm_status gm_match_model(const gm_ref *r, gm_view query, gm_model model, gm_result *out);
 
 /* Reference preparation time, MILLISECONDS. */
 GM_API double gm_ref_time_ms(const gm_ref *r);

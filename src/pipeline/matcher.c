@@ -408,9 +408,9 @@ static void tri_seed(const side *qs, const side *q0, const gm_tri *qt, double se
  * devices), the best rows' affine maps are verified on the level's map, the
  * best few grown to the model (both on the device when there is one).
  * Updates ss when one beats the best so far. */
-static gm_status run_affine_pairing(const gm_ref *r, void *lane, const ref_level *rl,
-                                    const side *qs, const side *q0, const gm_points *vq0,
-                                    search_state *ss, gm_result *out)
+static gm_status run_affine_pairing(const gm_ref *r, gm_model model, void *lane,
+                                    const ref_level *rl, const side *qs, const side *q0,
+                                    const gm_points *vq0, search_state *ss, gm_result *out)
 {
     const gm_params *p = &r->p;
     double t0 = gm_now_ms();
@@ -493,7 +493,7 @@ static gm_status run_affine_pairing(const gm_ref *r, void *lane, const ref_level
     }
     /* the best few grown side by side (a growth's refinements are serial:
      * fewer than GM_PAR_POINTS points), then recorded in order */
-    const gm_model grow = p->model == GM_MODEL_AUTO ? GM_MODEL_HOMOGRAPHY : p->model;
+    const gm_model grow = model == GM_MODEL_AUTO ? GM_MODEL_HOMOGRAPHY : model;
     int pick[GM_REFINE_CANDS], npick = 0;
     while (npick < GM_REFINE_CANDS && (pick[npick] = take_best(sc, nc)) >= 0)
         npick++;
@@ -546,7 +546,7 @@ static int query_level(const gm_ref *r, void *lane, gm_view query, int ql,
     return ql == 0 || (q[ql].w >= GM_MIN_LEVEL_SIDE && q[ql].h >= GM_MIN_LEVEL_SIDE);
 }
 
-static gm_status match_query(const gm_ref *r, gm_view query, gm_result *out)
+static gm_status match_query(const gm_ref *r, gm_model model, gm_view query, gm_result *out)
 {
     memset(out, 0, sizeof *out);
     double t0 = gm_now_ms();
@@ -604,7 +604,7 @@ static gm_status match_query(const gm_ref *r, gm_view query, gm_result *out)
     }
     /* views with perspective: triangles on level 0 and the fine levels, the
      * query at its working size and at half */
-    for (int li = 0; li < GM_ALL_LEVELS && p->model != GM_MODEL_SIMILARITY; li++) {
+    for (int li = 0; li < GM_ALL_LEVELS && model != GM_MODEL_SIMILARITY; li++) {
         const ref_level *rl = &r->lv[li];
         if (!rl->ok || rl->tris.n == 0)
             continue;
@@ -618,7 +618,7 @@ static gm_status match_query(const gm_ref *r, gm_view query, gm_result *out)
             }
             if (q[ql].w < GM_MIN_LEVEL_SIDE || q[ql].h < GM_MIN_LEVEL_SIDE)
                 continue; /* too few pixels for triangles */
-            if ((st = run_affine_pairing(r, lane, rl, &q[ql], &q[0], &vq0, ss, out)) != GM_OK)
+            if ((st = run_affine_pairing(r, model, lane, rl, &q[ql], &q[0], &vq0, ss, out)) != GM_OK)
                 goto done;
         }
     }
@@ -631,7 +631,7 @@ static gm_status match_query(const gm_ref *r, gm_view query, gm_result *out)
         gm_model chosen = GM_MODEL_SIMILARITY;
         if (ss->has_h) {
             memcpy(hw, ss->h, sizeof hw);
-            chosen = p->model == GM_MODEL_AUTO ? GM_MODEL_HOMOGRAPHY : p->model;
+            chosen = model == GM_MODEL_AUTO ? GM_MODEL_HOMOGRAPHY : model;
         }
         /* found on a fine level: refined again on the finest, whose pixels
          * are the reference's own (a level at factor 2 places edges to 2
@@ -664,9 +664,9 @@ static gm_status match_query(const gm_ref *r, gm_view query, gm_result *out)
          * part, so the refinement starts below the reporting threshold and the
          * model's own confidence decides. */
         static const gm_model steps[2] = {GM_MODEL_AFFINE, GM_MODEL_HOMOGRAPHY};
-        for (int k = 0; k < 2 && p->model != GM_MODEL_SIMILARITY; k++) {
+        for (int k = 0; k < 2 && model != GM_MODEL_SIMILARITY; k++) {
             gm_model m = steps[k];
-            if (p->model != GM_MODEL_AUTO && m != p->model)
+            if (model != GM_MODEL_AUTO && m != model)
                 continue;
             /* from the triangles' homography only the affine is tried */
             if (ss->has_h ? m == chosen || m == GM_MODEL_HOMOGRAPHY
@@ -680,7 +680,7 @@ static gm_status match_query(const gm_ref *r, gm_view query, gm_result *out)
                 goto done;
             if (!gm_h_plausible(hm, q[0].w, q[0].h))
                 continue; /* folded onto a sliver, mirrored, or worse */
-            double need = p->model != GM_MODEL_AUTO ? 0.0
+            double need = model != GM_MODEL_AUTO ? 0.0
                           : ss->has_h ? -GM_AUTO_GAIN /* the simpler, unless worse by the gain */
                                       : GM_AUTO_GAIN;
             if (v.confidence >= score.confidence + need) {
@@ -713,7 +713,7 @@ static gm_status match_query(const gm_ref *r, gm_view query, gm_result *out)
                 goto done;
             if (spread <= GM_H_SPREAD_PX)
                 break;
-            if (chosen == GM_MODEL_HOMOGRAPHY && p->model == GM_MODEL_AUTO &&
+            if (chosen == GM_MODEL_HOMOGRAPHY && model == GM_MODEL_AUTO &&
                 alt_model != GM_MODEL_HOMOGRAPHY) {
                 memcpy(hw, alt, sizeof alt);
                 score = alt_score;
@@ -767,6 +767,11 @@ done:
 
 gm_status gm_match(const gm_ref *r, gm_view query, gm_result *out)
 {
+    return gm_match_model(r, query, r ? r->p.model : GM_MODEL_SIMILARITY, out);
+}
+
+gm_status gm_match_model(const gm_ref *r, gm_view query, gm_model model, gm_result *out)
+{
     if (!r || !out)
         return GM_ERR_INVALID;
     if (r->status != GM_OK) { /* a handle of a failed preparation */
@@ -774,8 +779,20 @@ gm_status gm_match(const gm_ref *r, gm_view query, gm_result *out)
         snprintf(out->error, sizeof out->error, "the reference was not prepared: %.200s", r->err);
         return GM_ERR_INVALID;
     }
+    if ((unsigned)model > GM_MODEL_AUTO ||
+        (r->p.model == GM_MODEL_SIMILARITY && model != GM_MODEL_SIMILARITY)) {
+        memset(out, 0, sizeof *out);
+        if ((unsigned)model > GM_MODEL_AUTO)
+            snprintf(out->error, sizeof out->error, "no such model (%d)", (int)model);
+        else
+            snprintf(out->error, sizeof out->error,
+                     "the reference was prepared for similarity only: prepare it with model "
+                     "affine, homography or auto to match with %s",
+                     model == GM_MODEL_AUTO ? "auto" : gm_model_name(model));
+        return GM_ERR_INVALID;
+    }
     int budget = gm_threads_enter(r->p.threads);
-    gm_status st = match_query(r, query, out);
+    gm_status st = match_query(r, model, query, out);
     gm_threads_leave(budget);
     if (st != GM_OK) {
         const char *dev = r->be->error();

@@ -490,6 +490,57 @@ START_TEST(test_match_strong_tilt)
 }
 END_TEST
 
+/* gm_match_model: one reference prepared for auto answers each model as a
+ * reference prepared for that model does (the same status, model, matrix,
+ * votes and confidence: the preparation differs only by the triangles'
+ * tables, which every model but similarity builds); a reference prepared
+ * for similarity refuses the others with a message. */
+START_TEST(test_match_per_call_model)
+{
+    const double c = cos(0.349066), s = sin(0.349066), g = 0.003;
+    const double H[9] = {c, -s, 80 + 60 * s, s, c, 60, 0, g, 1};
+    const int qw = 240, qh = 200;
+    uint8_t *q = warp_h(g_ref, RW, RH, H, qw, qh);
+    gm_view qv = {q, qw, qh, qw};
+    gm_params pa = gm_params_default();
+    pa.model = GM_MODEL_AUTO;
+    gm_ref *ra;
+    EXPECT_EQ(gm_ref_prepare(&pa, (gm_view){g_ref, RW, RH, RW}, &ra), GM_OK);
+    static const gm_model models[] = {GM_MODEL_SIMILARITY, GM_MODEL_AFFINE, GM_MODEL_HOMOGRAPHY,
+                                      GM_MODEL_AUTO};
+    int found = 0;
+    for (size_t k = 0; k < sizeof models / sizeof *models; k++) {
+        gm_params p = gm_params_default();
+        p.model = models[k];
+        gm_ref *r;
+        EXPECT_EQ(gm_ref_prepare(&p, (gm_view){g_ref, RW, RH, RW}, &r), GM_OK);
+        gm_result want, got;
+        EXPECT_EQ(gm_match(r, qv, &want), GM_OK);
+        EXPECT_EQ(gm_match_model(ra, qv, models[k], &got), GM_OK);
+        EXPECT_EQ(got.status, want.status);
+        EXPECT_EQ(got.model, want.model);
+        EXPECT_EQ(got.votes, want.votes);
+        EXPECT(got.confidence == want.confidence);
+        for (int i = 0; i < 9; i++)
+            EXPECT(got.h[i] == want.h[i]);
+        found += got.status == GM_MATCH_FOUND;
+        gm_ref_free(r);
+    }
+    EXPECT(found >= 2); /* homography and auto find this view */
+    gm_params ps = gm_params_default();
+    gm_ref *rs;
+    EXPECT_EQ(gm_ref_prepare(&ps, (gm_view){g_ref, RW, RH, RW}, &rs), GM_OK);
+    gm_result res;
+    EXPECT_EQ(gm_match_model(rs, qv, GM_MODEL_HOMOGRAPHY, &res), GM_ERR_INVALID);
+    EXPECT(strstr(res.error, "similarity only") != NULL);
+    EXPECT_EQ(gm_match_model(rs, qv, (gm_model)7, &res), GM_ERR_INVALID);
+    EXPECT_EQ(gm_match_model(rs, qv, GM_MODEL_SIMILARITY, &res), GM_OK);
+    gm_ref_free(rs);
+    gm_ref_free(ra);
+    free(q);
+}
+END_TEST
+
 /* ---- no match ---------------------------------------------------------------- */
 
 static void expect_none(gm_view v, const char *what)
@@ -811,6 +862,7 @@ static Suite *matcher_suite(void)
     tcase_add_test(tc, test_match_models);
     tcase_add_test(tc, test_match_affine_strong);
     tcase_add_test(tc, test_match_strong_tilt);
+    tcase_add_test(tc, test_match_per_call_model);
     suite_add_tcase(s, tc);
     TCase *none = tcase_create("none");
     tcase_set_timeout(none, 120);
