@@ -16,6 +16,9 @@ packages=(
     libswscale-dev libavutil-dev       #   gray conversion)
     check libsubunit-dev               # unit tests (Check links libsubunit)
     python3 python3-numpy              # integration and accuracy tests
+    python3-dev python3-setuptools     # the Python module (pip install . in a
+    python3-wheel python3-venv         #   venv, nothing downloaded)
+    python3-pytest                     #   and its tests
     man-db                             # the install test shows the manual page
 )
 

@@ -6,7 +6,9 @@
 # 1. installs missing packages (tools/setup.sh),
 # 2. builds build/ with warnings as errors and runs every ctest entry,
 # 3. builds build-asan/ with AddressSanitizer + UndefinedBehaviorSanitizer
-#    and runs every ctest entry again.
+#    and runs every ctest entry again,
+# 4. installs the Python module into a venv with pip and runs its tests
+#    (tests/python/run.sh).
 # Stops at the first failure; the exit status is 0 only when all passed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -24,4 +26,8 @@ cmake -S . -B build-asan -DGMATCH_WERROR=ON -DGMATCH_SANITIZE=ON \
 cmake --build build-asan -j "$jobs"
 ctest --test-dir build-asan --output-on-failure -j "$jobs"
 
-echo "test.sh: all tests passed (build/ and build-asan/)"
+# The Python module, installed by pip into a venv as the README says, and
+# its pytest suite (tests/python).
+tests/python/run.sh
+
+echo "test.sh: all tests passed (build/, build-asan/ and the Python module)"

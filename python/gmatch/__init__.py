@@ -1,0 +1,268 @@
+"""gmatch: find where a query image appears inside a reference image.
+
+Geometric hashing on the cuckoo hash tables of Alcantara et al., "Real-Time
+Parallel Hashing on the GPU" (SIGGRAPH Asia 2009), with verification and
+sub-pixel refinement; on an NVIDIA GPU (CUDA) or on the CPU.  This module is
+the C library (gmatch.h) on numpy arrays:
+
+    import cv2, gmatch
+    ref = gmatch.Reference(cv2.imread("ref.jpg"))       # prepared once
+    res = ref.match(cv2.imread("query.jpg"))            # any number of queries
+    if res:                                              # res.status == "match"
+        warped = cv2.warpPerspective(query, res.matrix3, (ref.width, ref.height))
+
+Images are numpy arrays (H x W uint8 or uint16 gray, H x W x 3 BGR as OpenCV
+loads them, H x W x 4 BGRA; any strides: slices and transposes are read as
+they are) or paths (JPEG and PNG by the library's decoders, other stills
+such as TIFF, BMP, WebP and PNM through FFmpeg).  16-bit images are scaled
+by their actual range (10- or 12-bit data in a 16-bit container comes out
+full range).
+
+The matrix maps query pixel (x, y) to reference pixel (OpenCV's warpAffine
+convention: pixel centres at integer coordinates); a 2x3 array for the
+similarity and affine models (cv2.warpAffine), 3x3 for a homography
+(cv2.warpPerspective); Result.matrix3 is always 3x3.
+
+Threads: Reference.match releases the GIL while it runs, so several threads
+can match queries against one reference at once.  Errors raise OSError (a
+file that cannot be read), ValueError (an array that is not an image, a
+parameter out of range), MemoryError, or RuntimeError (a device failure),
+each with the library's one-line message.
+"""
+import math
+import os
+import warnings
+
+import numpy as np
+
+from . import _gmatch
+
+__all__ = ["Reference", "Result", "match", "MODELS", "DEVICES", "video_available",
+           "cuda_available", "__version__"]
+
+__version__ = _gmatch.version()
+
+#: The models a match can report (gmatch.h, gm_model), in the library's order.
+MODELS = ("similarity", "affine", "homography", "auto")
+#: The devices a reference can run on (gmatch.h, gm_device).
+DEVICES = ("auto", "cpu", "cuda")
+
+_DEFAULTS = _gmatch.defaults()
+
+
+def video_available():
+    """Whether this build reads videos (the C library was built with FFmpeg)."""
+    return _gmatch.video_available()
+
+
+def cuda_available():
+    """Whether this build has the CUDA backend (whether a GPU is usable is
+    known when a Reference is prepared with device="cuda")."""
+    return _gmatch.backend_available(DEVICES.index("cuda"))
+
+
+def _model_index(model):
+    if model not in MODELS:
+        raise ValueError(f"model {model!r}: one of {', '.join(MODELS)}")
+    return MODELS.index(model)
+
+
+class Result:
+    """One query's answer (or one video frame's).
+
+    status      "match", "none", or "error" (a video frame that did not decode:
+                see error); bool(result) is True for a match
+    matrix      numpy array, query -> reference pixels: 2x3 for the similarity and
+                affine models (cv2.warpAffine), 3x3 for a homography
+                (cv2.warpPerspective); None unless status is "match"
+    matrix3     the same as 3x3 ([matrix; 0 0 1] for 2x3); None unless a match
+    model       "similarity", "affine" or "homography": the model of matrix
+                (under model="auto" the one the edges supported); for "none",
+                the model asked for
+    confidence  0..1, the verification of the transform against the reference's
+                edges (a match when at least the reference's min_confidence)
+    votes       the votes of the winning basis pair
+    inliers     query edge points the reference confirmed
+    corners     4 x 2 array: the query's corners (0, 0), (w-1, 0), (w-1, h-1),
+                (0, h-1) in reference pixels; None unless a match
+    scale       reference pixels per query pixel (at the query's centre for a
+                homography); None unless a match
+    angle_deg   the rotation, clockwise on screen (y down) positive; None unless
+                a match
+    time_ms     the library's time for this query, in milliseconds
+    query_size  (width, height) of the query
+    frame       the frame number (videos; None for a still)
+    pts_s       the frame's time in seconds from the stream start (videos; None
+                where unknown)
+    error       why a video frame gave no result (status "error"), else None
+    """
+
+    __slots__ = ("status", "matrix", "matrix3", "model", "confidence", "votes", "inliers",
+                 "corners", "scale", "angle_deg", "time_ms", "query_size", "frame", "pts_s",
+                 "error")
+
+    def __init__(self, raw=None, query_size=(0, 0), asked="similarity", frame=None, pts_s=None,
+                 error=None):
+        self.query_size = tuple(query_size)
+        self.frame, self.pts_s, self.error = frame, pts_s, error
+        self.matrix = self.matrix3 = self.corners = self.scale = self.angle_deg = None
+        if raw is None:  # an error item of a video
+            self.status, self.model = "error", asked
+            self.confidence, self.votes, self.inliers, self.time_ms = 0.0, 0, 0, 0.0
+            return
+        found, model, h, self.confidence, self.votes, self.inliers, self.time_ms = raw
+        self.status = "match" if found else "none"
+        self.model = MODELS[model] if found else asked
+        if not found:
+            return
+        H = np.array(h, dtype=np.float64).reshape(3, 3)
+        self.matrix3 = H
+        self.matrix = H.copy() if self.model == "homography" else H[:2].copy()
+        w, hq = self.query_size
+        c = np.array([[0, 0, 1], [w - 1, 0, 1], [w - 1, hq - 1, 1], [0, hq - 1, 1]], np.float64)
+        p = c @ H.T
+        self.corners = p[:, :2] / p[:, 2:3]
+        # scale and angle from the local linear part at the query's centre
+        x, y = (w - 1) / 2.0, (hq - 1) / 2.0
+        d = H[2, 0] * x + H[2, 1] * y + H[2, 2]
+        u = (H[0, 0] * x + H[0, 1] * y + H[0, 2]) / d
+        v = (H[1, 0] * x + H[1, 1] * y + H[1, 2]) / d
+        a, b = (H[0, 0] - u * H[2, 0]) / d, (H[0, 1] - u * H[2, 1]) / d
+        c2, e = (H[1, 0] - v * H[2, 0]) / d, (H[1, 1] - v * H[2, 1]) / d
+        self.scale = math.sqrt(abs(a * e - b * c2))
+        self.angle_deg = math.degrees(math.atan2(c2, a))
+
+    def __bool__(self):
+        return self.status == "match"
+
+    def __repr__(self):
+        where = "" if self.frame is None else f"frame={self.frame}, "
+        if self.status == "error":
+            return f"Result({where}status='error', error={self.error!r})"
+        if self.status == "none":
+            return (f"Result({where}status='none', model={self.model!r}, "
+                    f"confidence={self.confidence:.3f})")
+        return (f"Result({where}status='match', model={self.model!r}, "
+                f"confidence={self.confidence:.3f}, scale={self.scale:.4f}, "
+                f"angle_deg={self.angle_deg:.2f}, matrix={self.matrix.round(4).tolist()})")
+
+    def to_dict(self):
+        """The fields as plain Python values (lists for arrays), e.g. for json.dumps."""
+        out = {}
+        for k in self.__slots__:
+            v = getattr(self, k)
+            out[k] = v.tolist() if isinstance(v, np.ndarray) else v
+        return out
+
+
+class Reference:
+    """A reference image, prepared once (edges, bases, hash tables) for any
+    number of queries.
+
+    Reference(image, *, model="auto", device="auto", min_confidence=0.3,
+              seed=1, threads=0, max_pixels=100_000_000, rgb=False, **tuning)
+
+    image           a numpy array (H x W uint8/uint16 gray, H x W x 3 BGR, H x W x 4
+                    BGRA, any strides) or a path
+    model           the default model of match(): "similarity" (rotation, uniform
+                    scale, translation), "affine", "homography" (views with
+                    perspective) or "auto" (the simplest the edges support).  A
+                    reference prepared for anything but "similarity" answers every
+                    model; one prepared for "similarity" (faster to prepare) only that
+    device          "auto" (the GPU when one is usable, else the CPU), "cpu" or
+                    "cuda" (the GPU or RuntimeError)
+    min_confidence  below it a result is "none" (0..1)
+    seed            the same seed gives the same results, whatever the threads and
+                    the device
+    threads         CPU threads of each call, 0 = all cores
+    max_pixels      refuse larger images (reference and queries)
+    rgb             3- and 4-channel arrays are R, G, B(, A) instead of OpenCV's B, G, R
+    tuning          max_side, ref_points, query_points, basis_points,
+                    ref_basis_prob, query_bases, top_k: gmatch.h documents them and
+                    their ranges
+
+    Attributes: width, height (of the reference), device (what runs it, in
+    words), backend ("cpu" or "cuda"), prepare_ms, model, min_confidence.
+    """
+
+    _TUNING = ("max_side", "ref_points", "query_points", "basis_points", "ref_basis_prob",
+               "query_bases", "top_k")
+
+    def __init__(self, image, *, model="auto", device="auto", min_confidence=None, seed=None,
+                 threads=None, max_pixels=None, rgb=False, **tuning):
+        unknown = set(tuning) - set(self._TUNING)
+        if unknown:
+            raise TypeError(f"Reference() got unexpected keyword argument(s): "
+                            f"{', '.join(sorted(unknown))}")
+        if device not in DEVICES:
+            raise ValueError(f"device {device!r}: one of {', '.join(DEVICES)}")
+        p = dict(_DEFAULTS)
+        for k, v in (("min_confidence", min_confidence), ("seed", seed), ("threads", threads),
+                     ("max_pixels", max_pixels)):
+            if v is not None:
+                p[k] = v
+        p.update(tuning)
+        self.model = model
+        self.rgb = bool(rgb)
+        self.min_confidence = float(p["min_confidence"])
+        self._max_pixels = int(p["max_pixels"])
+        self._cap, self.width, self.height, self.device, self.backend, self.prepare_ms = \
+            _gmatch.prepare(image, self.rgb, int(p["seed"]), int(p["threads"]),
+                            DEVICES.index(device), _model_index(model),
+                            float(p["min_confidence"]), self._max_pixels, int(p["max_side"]),
+                            int(p["ref_points"]), int(p["query_points"]), int(p["basis_points"]),
+                            float(p["ref_basis_prob"]), int(p["query_bases"]), int(p["top_k"]))
+
+    def __repr__(self):
+        return (f"Reference({self.width}x{self.height}, model={self.model!r}, "
+                f"device={self.device!r})")
+
+    def match(self, query, model=None):
+        """Where query (an array or a path) appears in this reference: a Result.
+
+        model: "similarity", "affine", "homography" or "auto"; None for the
+        reference's own.  The GIL is released while the library works.
+        """
+        model = self.model if model is None else model
+        raw, w, h = _gmatch.match(self._cap, query, _model_index(model), self.rgb,
+                                  self._max_pixels)
+        return Result(raw, (w, h), asked=model)
+
+    def match_video(self, path, frames=None, step=1, model=None):
+        """Match every selected frame of the video at path: a generator of
+        Results in frame order, each with frame and pts_s.
+
+        frames: None for all, or (first, last) for frames first .. last-1 (last
+        None: to the end), or a range (its start, stop and step).  A frame that
+        does not decode is a Result with status "error" and error saying why
+        (every selected frame gets its Result); when frames were lost on the
+        way, a RuntimeWarning at the end says what.
+        """
+        model = self.model if model is None else model
+        mi = _model_index(model)
+        first, last = 0, -1
+        if isinstance(frames, range):
+            first, last, step = frames.start, frames.stop, frames.step
+        elif frames is not None:
+            first, last = frames
+            last = -1 if last is None else last
+        if first < 0 or step < 1 or (last != -1 and last < first):
+            raise ValueError(f"frames {frames!r}, step {step}: first >= 0, last >= first, step >= 1")
+        v, _, _, _, _ = _gmatch.video_open(os.fspath(path), first, last, step, self._max_pixels)
+        while True:
+            item = _gmatch.video_next(v, self._cap, mi)
+            if item is None:
+                break
+            frame, pts, error, raw, w, h = item
+            yield Result(raw, (w, h), asked=model, frame=frame, pts_s=pts, error=error)
+        lost = _gmatch.video_lost(v)
+        if lost:
+            warnings.warn(f"{os.fspath(path)}: {lost}", RuntimeWarning, stacklevel=2)
+
+
+def match(reference, query, model="auto", **params):
+    """One pair: Reference(reference, model=model, **params).match(query).
+
+    For several queries against one reference, prepare it once with Reference.
+    """
+    return Reference(reference, model=model, **params).match(query)

@@ -1,0 +1,486 @@
+/* _gmatch.c: the C half of the Python module (python/gmatch/__init__.py is
+ * the other): images in (paths or any object with the buffer protocol: a
+ * numpy array of any strides), references prepared and queries matched with
+ * the GIL released, video frames read one at a time.  Only the public API
+ * (gmatch.h, gmatch_video.h) is used, so this is the library as any C
+ * caller sees it.  The Python layer builds the result objects and keeps the
+ * conventions (keyword parameters, numpy matrices, a generator per video).
+ *
+ * Errors: a file that cannot be read or decoded raises OSError ("PATH:
+ * why"); an array that is not an image, a parameter out of range or a model
+ * the reference cannot answer, ValueError; out of memory, MemoryError; a
+ * device failure, RuntimeError.  Each message is the library's one line. */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+#include <stdint.h>
+#include <string.h>
+
+#include "gmatch.h"
+#include "gmatch_video.h"
+
+#define REF_CAPSULE "gmatch._ref"
+#define VIDEO_CAPSULE "gmatch._video"
+
+/* The exception for a library status, with its message. */
+static PyObject *raise_status(gm_status st, const char *msg)
+{
+    PyObject *type = PyExc_RuntimeError;
+    switch (st) {
+    case GM_ERR_IO:
+    case GM_ERR_FORMAT:
+    case GM_ERR_CORRUPT:
+    case GM_ERR_UNSUPPORTED:
+        type = PyExc_OSError;
+        break;
+    case GM_ERR_INVALID:
+    case GM_ERR_EMPTY:
+    case GM_ERR_TOO_LARGE:
+        type = PyExc_ValueError;
+        break;
+    case GM_ERR_NOMEM:
+        type = PyExc_MemoryError;
+        break;
+    default:
+        break;
+    }
+    PyErr_SetString(type, msg && *msg ? msg : gm_status_str(st));
+    return NULL;
+}
+
+/* ---- images ---------------------------------------------------------------- */
+
+/* A still that gm_image_load does not read (TIFF, BMP, WebP, PNM, ...):
+ * FFmpeg's image decoders, through the video reader, as the command line
+ * does for queries.  GM_ERR_FORMAT when FFmpeg does not read it either. */
+static gm_status load_through_video(const char *path, int64_t max_pixels, gm_image *out,
+                                    char *err, size_t errlen)
+{
+    if (!gm_video_available())
+        return GM_ERR_FORMAT;
+    gm_video_opts o = gm_video_opts_default();
+    o.last = 1;
+    o.max_pixels = max_pixels;
+    o.decode_threads = 1;
+    gm_video *v;
+    gm_status st = gm_video_open(path, &o, &v, err, errlen);
+    if (st != GM_OK)
+        return st;
+    gm_video_frame f;
+    memset(&f, 0, sizeof f);
+    int got = 0;
+    st = gm_video_read(v, &f, &got);
+    if (st == GM_OK && !got) {
+        st = GM_ERR_CORRUPT;
+        snprintf(err, errlen, "no frame decoded");
+    } else if (st == GM_OK && f.status != GM_OK) {
+        st = f.status;
+        snprintf(err, errlen, "%s", f.error);
+    } else if (st == GM_OK) {
+        *out = f.img; /* taken over: f no longer owns it */
+        memset(&f.img, 0, sizeof f.img);
+    }
+    gm_video_frame_free(&f);
+    gm_video_close(v);
+    return st;
+}
+
+static int load_path(PyObject *obj, int64_t max_pixels, gm_image *out)
+{
+    PyObject *bytes = NULL;
+    if (!PyUnicode_FSConverter(obj, &bytes))
+        return -1;
+    const char *path = PyBytes_AS_STRING(bytes);
+    char err[512] = "", verr[512] = "";
+    gm_status st;
+    Py_BEGIN_ALLOW_THREADS
+    st = gm_image_load(path, max_pixels, out, err, sizeof err);
+    if (st == GM_ERR_FORMAT) {
+        gm_status vs = load_through_video(path, max_pixels, out, verr, sizeof verr);
+        if (vs != GM_ERR_FORMAT) { /* FFmpeg read it, or knew why not */
+            st = vs;
+            snprintf(err, sizeof err, "%s", verr);
+        }
+    }
+    Py_END_ALLOW_THREADS
+    if (st != GM_OK) {
+        PyObject *type = st == GM_ERR_NOMEM ? PyExc_MemoryError
+                         : st == GM_ERR_TOO_LARGE ? PyExc_ValueError
+                                                  : PyExc_OSError;
+        PyErr_Format(type, "%s: %s", path, err[0] ? err : gm_status_str(st));
+        Py_DECREF(bytes);
+        return -1;
+    }
+    Py_DECREF(bytes);
+    return 0;
+}
+
+/* An array (buffer protocol): H x W, or H x W x C with C 1, 3 (BGR) or 4
+ * (BGRA); uint8 or uint16; any strides. */
+static int load_array(PyObject *obj, int64_t max_pixels, int rgb, gm_image *out)
+{
+    Py_buffer b;
+    if (PyObject_GetBuffer(obj, &b, PyBUF_RECORDS_RO) != 0)
+        return -1;
+    int rc = -1;
+    const char *fmt = b.format ? b.format : "B";
+    if (*fmt == '@' || *fmt == '=' || *fmt == (PY_LITTLE_ENDIAN ? '<' : '>'))
+        fmt++;
+    int bytes = 0;
+    if (strcmp(fmt, "B") == 0 && b.itemsize == 1)
+        bytes = 1;
+    else if (strcmp(fmt, "H") == 0 && b.itemsize == 2)
+        bytes = 2;
+    if (!bytes) {
+        PyErr_Format(PyExc_ValueError,
+                     "an image array holds uint8 or uint16 samples, not '%s' (itemsize %zd): "
+                     "convert it, e.g. with numpy's astype(numpy.uint8)",
+                     b.format ? b.format : "B", b.itemsize);
+        goto done;
+    }
+    if (b.ndim != 2 && b.ndim != 3) {
+        PyErr_Format(PyExc_ValueError,
+                     "an image array is H x W (gray) or H x W x C (C = 1, 3 for BGR, 4 for "
+                     "BGRA), not %d-dimensional", b.ndim);
+        goto done;
+    }
+    Py_ssize_t ch = b.ndim == 3 ? b.shape[2] : 1;
+    if (ch != 1 && ch != 3 && ch != 4) {
+        PyErr_Format(PyExc_ValueError,
+                     "an image array has 1, 3 (BGR) or 4 (BGRA) channels, not %zd", ch);
+        goto done;
+    }
+    if (b.shape[0] > INT32_MAX || b.shape[1] > INT32_MAX) {
+        PyErr_SetString(PyExc_ValueError, "an image array of more than 2^31 rows or columns");
+        goto done;
+    }
+    gm_pixels px = {b.buf, (int)b.shape[1], (int)b.shape[0], (int)ch, bytes, !rgb,
+                    b.strides ? b.strides[0] : b.shape[1] * ch * bytes,
+                    b.strides ? b.strides[1] : ch * bytes,
+                    b.ndim == 3 && b.strides ? b.strides[2] : bytes};
+    char err[256] = "";
+    gm_status st;
+    Py_BEGIN_ALLOW_THREADS
+    st = gm_image_from_pixels(&px, max_pixels, out, err, sizeof err);
+    Py_END_ALLOW_THREADS
+    if (st != GM_OK) {
+        raise_status(st, err);
+        goto done;
+    }
+    rc = 0;
+done:
+    PyBuffer_Release(&b);
+    return rc;
+}
+
+/* obj: a path (str, bytes, os.PathLike) or an array. */
+static int load_image(PyObject *obj, int64_t max_pixels, int rgb, gm_image *out)
+{
+    memset(out, 0, sizeof *out);
+    if (PyUnicode_Check(obj) || PyBytes_Check(obj) || PyObject_HasAttrString(obj, "__fspath__"))
+        return load_path(obj, max_pixels, out);
+    if (PyObject_CheckBuffer(obj))
+        return load_array(obj, max_pixels, rgb, out);
+    PyErr_Format(PyExc_TypeError,
+                 "an image is a path or an array (numpy: H x W uint8/uint16 gray or H x W x 3 "
+                 "BGR), not %.100s", Py_TYPE(obj)->tp_name);
+    return -1;
+}
+
+/* ---- references -------------------------------------------------------------- */
+
+static void ref_destroy(PyObject *cap)
+{
+    gm_ref_free(PyCapsule_GetPointer(cap, REF_CAPSULE));
+}
+
+static gm_ref *ref_of(PyObject *cap)
+{
+    return PyCapsule_GetPointer(cap, REF_CAPSULE);
+}
+
+static PyObject *py_defaults(PyObject *self, PyObject *noargs)
+{
+    (void)self, (void)noargs;
+    gm_params p = gm_params_default();
+    return Py_BuildValue("{s:K,s:i,s:i,s:i,s:d,s:L,s:i,s:i,s:i,s:i,s:d,s:i,s:i}", "seed",
+                         (unsigned long long)p.seed, "threads", p.threads, "device", (int)p.device,
+                         "model", (int)p.model, "min_confidence", p.min_confidence, "max_pixels",
+                         (long long)p.max_pixels, "max_side", p.max_side, "ref_points",
+                         p.ref_points, "query_points", p.query_points, "basis_points",
+                         p.basis_points, "ref_basis_prob", p.ref_basis_prob, "query_bases",
+                         p.query_bases, "top_k", p.top_k);
+}
+
+/* prepare(image, rgb, seed, threads, device, model, min_confidence, max_pixels,
+ *         max_side, ref_points, query_points, basis_points, ref_basis_prob,
+ *         query_bases, top_k) -> (capsule, width, height, device, backend, ms) */
+static PyObject *py_prepare(PyObject *self, PyObject *args)
+{
+    (void)self;
+    PyObject *image;
+    int rgb, device, model;
+    unsigned long long seed;
+    long long max_pixels;
+    gm_params p = gm_params_default();
+    if (!PyArg_ParseTuple(args, "OpKiiidLiiiidii:prepare", &image, &rgb, &seed, &p.threads,
+                          &device, &model, &p.min_confidence, &max_pixels, &p.max_side,
+                          &p.ref_points, &p.query_points, &p.basis_points, &p.ref_basis_prob,
+                          &p.query_bases, &p.top_k))
+        return NULL;
+    p.seed = seed;
+    p.device = (gm_device)device;
+    p.model = (gm_model)model;
+    p.max_pixels = max_pixels;
+    gm_image img;
+    if (load_image(image, p.max_pixels, rgb, &img) != 0)
+        return NULL;
+    gm_ref *r = NULL;
+    gm_status st;
+    Py_BEGIN_ALLOW_THREADS
+    st = gm_ref_prepare(&p, gm_image_view(&img), &r);
+    Py_END_ALLOW_THREADS
+    int w = img.width, h = img.height;
+    gm_image_free(&img);
+    if (st != GM_OK) {
+        char msg[512];
+        snprintf(msg, sizeof msg, "%s", r ? gm_ref_error(r) : gm_status_str(st));
+        gm_ref_free(r);
+        return raise_status(st, msg);
+    }
+    PyObject *cap = PyCapsule_New(r, REF_CAPSULE, ref_destroy);
+    if (!cap) {
+        gm_ref_free(r);
+        return NULL;
+    }
+    const char *backend = gm_ref_backend(r) == GM_DEVICE_CUDA ? "cuda" : "cpu";
+    return Py_BuildValue("(Niissd)", cap, w, h, gm_ref_device(r), backend, gm_ref_time_ms(r));
+}
+
+/* The result as a tuple: (found, model, h[9], confidence, votes, inliers,
+ * time_ms); the Python layer names the fields. */
+static PyObject *result_tuple(const gm_result *res)
+{
+    return Py_BuildValue("(Ni(ddddddddd)diid)", PyBool_FromLong(res->status == GM_MATCH_FOUND),
+                         (int)res->model,
+                         res->h[0], res->h[1], res->h[2], res->h[3], res->h[4], res->h[5],
+                         res->h[6], res->h[7], res->h[8], res->confidence, res->votes,
+                         res->inliers, res->time.total);
+}
+
+/* match(capsule, image, model, rgb, max_pixels) -> (result tuple, width, height) */
+static PyObject *py_match(PyObject *self, PyObject *args)
+{
+    (void)self;
+    PyObject *cap, *image;
+    int model, rgb;
+    long long max_pixels;
+    if (!PyArg_ParseTuple(args, "OOipL:match", &cap, &image, &model, &rgb, &max_pixels))
+        return NULL;
+    gm_ref *r = ref_of(cap);
+    if (!r)
+        return NULL;
+    gm_image img;
+    if (load_image(image, max_pixels, rgb, &img) != 0)
+        return NULL;
+    gm_result res;
+    gm_status st;
+    Py_BEGIN_ALLOW_THREADS
+    st = gm_match_model(r, gm_image_view(&img), (gm_model)model, &res);
+    Py_END_ALLOW_THREADS
+    int w = img.width, h = img.height;
+    gm_image_free(&img);
+    if (st != GM_OK)
+        return raise_status(st, res.error);
+    return Py_BuildValue("(Nii)", result_tuple(&res), w, h);
+}
+
+/* ---- videos -------------------------------------------------------------------- */
+
+typedef struct {
+    gm_video *v;
+    gm_video_frame f;
+} video_state;
+
+static void video_destroy(PyObject *cap)
+{
+    video_state *s = PyCapsule_GetPointer(cap, VIDEO_CAPSULE);
+    if (!s)
+        return;
+    gm_video_frame_free(&s->f);
+    gm_video_close(s->v);
+    PyMem_RawFree(s);
+}
+
+/* video_open(path, first, last, step, max_pixels) -> (capsule, width, height, fps, total) */
+static PyObject *py_video_open(PyObject *self, PyObject *args)
+{
+    (void)self;
+    PyObject *pathobj, *bytes = NULL;
+    gm_video_opts o = gm_video_opts_default();
+    long long first, last, step, max_pixels;
+    if (!PyArg_ParseTuple(args, "OLLLL:video_open", &pathobj, &first, &last, &step, &max_pixels))
+        return NULL;
+    if (!PyUnicode_FSConverter(pathobj, &bytes))
+        return NULL;
+    o.first = first, o.last = last, o.step = step, o.max_pixels = max_pixels;
+    const char *path = PyBytes_AS_STRING(bytes);
+    video_state *s = PyMem_RawCalloc(1, sizeof *s);
+    if (!s) {
+        Py_DECREF(bytes);
+        return PyErr_NoMemory();
+    }
+    char err[512] = "";
+    gm_status st;
+    Py_BEGIN_ALLOW_THREADS
+    st = gm_video_open(path, &o, &s->v, err, sizeof err);
+    Py_END_ALLOW_THREADS
+    if (st != GM_OK) {
+        PyMem_RawFree(s);
+        PyObject *type = st == GM_ERR_INVALID ? PyExc_ValueError
+                         : st == GM_ERR_NOMEM ? PyExc_MemoryError
+                         : st == GM_ERR_DEVICE ? PyExc_RuntimeError
+                                               : PyExc_OSError;
+        PyErr_Format(type, "%s: %s", path, err[0] ? err : gm_status_str(st));
+        Py_DECREF(bytes);
+        return NULL;
+    }
+    Py_DECREF(bytes);
+    PyObject *cap = PyCapsule_New(s, VIDEO_CAPSULE, video_destroy);
+    if (!cap) {
+        gm_video_close(s->v);
+        PyMem_RawFree(s);
+        return NULL;
+    }
+    int w = 0, h = 0;
+    double fps = 0;
+    gm_video_info(s->v, &w, &h, &fps);
+    return Py_BuildValue("(NiidL)", cap, w, h, fps, (long long)gm_video_frames_total(s->v));
+}
+
+/* video_next(video, ref, model) -> None at the end, else
+ * (frame, pts_s or None, error or None, result tuple or None, width, height):
+ * the next selected frame decoded and matched. */
+static PyObject *py_video_next(PyObject *self, PyObject *args)
+{
+    (void)self;
+    PyObject *vcap, *rcap;
+    int model;
+    if (!PyArg_ParseTuple(args, "OOi:video_next", &vcap, &rcap, &model))
+        return NULL;
+    video_state *s = PyCapsule_GetPointer(vcap, VIDEO_CAPSULE);
+    gm_ref *r = ref_of(rcap);
+    if (!s || !r)
+        return NULL;
+    int got = 0;
+    gm_status st, mst = GM_OK;
+    gm_result res;
+    memset(&res, 0, sizeof res);
+    Py_BEGIN_ALLOW_THREADS
+    st = gm_video_read(s->v, &s->f, &got);
+    if (st == GM_OK && got && s->f.status == GM_OK)
+        mst = gm_match_model(r, gm_image_view(&s->f.img), (gm_model)model, &res);
+    Py_END_ALLOW_THREADS
+    if (st != GM_OK)
+        return raise_status(st, "reading the video");
+    if (!got)
+        Py_RETURN_NONE;
+    PyObject *pts = Py_None;
+    if (s->f.has_pts) {
+        if (!(pts = PyFloat_FromDouble(s->f.pts_s)))
+            return NULL;
+    } else {
+        Py_INCREF(pts);
+    }
+    if (s->f.status != GM_OK)
+        return Py_BuildValue("(LNsOii)", (long long)s->f.frame, pts, s->f.error, Py_None, 0, 0);
+    if (mst != GM_OK)
+        return Py_BuildValue("(LNsOii)", (long long)s->f.frame, pts, res.error, Py_None,
+                             s->f.img.width, s->f.img.height);
+    return Py_BuildValue("(LNONii)", (long long)s->f.frame, pts, Py_None, result_tuple(&res),
+                         s->f.img.width, s->f.img.height);
+}
+
+/* video_lost(video) -> the summary of what was lost, or None */
+static PyObject *py_video_lost(PyObject *self, PyObject *vcap)
+{
+    (void)self;
+    video_state *s = PyCapsule_GetPointer(vcap, VIDEO_CAPSULE);
+    if (!s)
+        return NULL;
+    if (!gm_video_lost(s->v))
+        Py_RETURN_NONE;
+    return PyUnicode_FromString(gm_video_error(s->v));
+}
+
+/* ---- the module ------------------------------------------------------------------ */
+
+static PyObject *py_version(PyObject *self, PyObject *noargs)
+{
+    (void)self, (void)noargs;
+    return PyUnicode_FromString(gm_version());
+}
+
+static PyObject *py_video_available(PyObject *self, PyObject *noargs)
+{
+    (void)self, (void)noargs;
+    return PyBool_FromLong(gm_video_available());
+}
+
+static PyObject *py_backend_available(PyObject *self, PyObject *arg)
+{
+    (void)self;
+    int d = (int)PyLong_AsLong(arg);
+    if (d == -1 && PyErr_Occurred())
+        return NULL;
+    return PyBool_FromLong(gm_backend_available((gm_device)d));
+}
+
+/* to_gray(image, rgb, max_pixels) -> (bytes, width, height): the gray image the
+ * library matches, for drawing and for tests */
+static PyObject *py_to_gray(PyObject *self, PyObject *args)
+{
+    (void)self;
+    PyObject *image;
+    int rgb;
+    long long max_pixels;
+    if (!PyArg_ParseTuple(args, "OpL:to_gray", &image, &rgb, &max_pixels))
+        return NULL;
+    gm_image img;
+    if (load_image(image, max_pixels, rgb, &img) != 0)
+        return NULL;
+    PyObject *out = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)img.width * img.height);
+    if (out) {
+        char *d = PyBytes_AS_STRING(out);
+        for (int y = 0; y < img.height; y++)
+            memcpy(d + (size_t)y * img.width, img.data + (size_t)y * img.stride, (size_t)img.width);
+    }
+    int w = img.width, h = img.height;
+    gm_image_free(&img);
+    return out ? Py_BuildValue("(Nii)", out, w, h) : NULL;
+}
+
+static PyMethodDef methods[] = {
+    {"defaults", py_defaults, METH_NOARGS, "The library's default parameters (gm_params_default)."},
+    {"prepare", py_prepare, METH_VARARGS, "Prepare a reference (gm_ref_prepare), GIL released."},
+    {"match", py_match, METH_VARARGS, "Match a query (gm_match_model), GIL released."},
+    {"video_open", py_video_open, METH_VARARGS, "Open a video (gm_video_open)."},
+    {"video_next", py_video_next, METH_VARARGS, "Decode and match the next selected frame."},
+    {"video_lost", py_video_lost, METH_O, "What the video lost (gm_video_error), or None."},
+    {"version", py_version, METH_NOARGS, "The C library's version (gm_version)."},
+    {"video_available", py_video_available, METH_NOARGS, "Whether videos can be read (FFmpeg)."},
+    {"backend_available", py_backend_available, METH_O, "gm_backend_available."},
+    {"to_gray", py_to_gray, METH_VARARGS, "An image as the library sees it: 8-bit gray bytes."},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module = {
+    PyModuleDef_HEAD_INIT, "gmatch._gmatch",
+    "The C half of gmatch: see the gmatch package for the documented API.", -1, methods,
+    NULL, NULL, NULL, NULL,
+};
+
+PyMODINIT_FUNC PyInit__gmatch(void)
+{
+    return PyModule_Create(&module);
+}

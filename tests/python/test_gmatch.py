@@ -1,0 +1,299 @@
+"""The Python module (python/gmatch) on the repository's sample data.
+
+Run by tests/python/run.sh (a venv with --system-site-packages, the module
+installed by pip from the repository root, Debian's python3-pytest):
+arrays of each dtype and layout, the data/bench pairs within 3 px, a video,
+threads sharing one reference, bad input raising clean errors, a per-call
+model, and no leak over 10,000 calls.  Images are read with the module
+itself (paths) or built with numpy, so OpenCV is not needed.
+"""
+import gc
+import json
+import os
+import resource
+import threading
+import tracemalloc
+
+import numpy as np
+import pytest
+
+import gmatch
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+DATA = os.path.join(ROOT, "data")
+
+
+def gray(path):
+    """An image as the library sees it (8-bit gray), as a numpy array."""
+    buf, w, h = gmatch._gmatch.to_gray(path, False, 0)
+    return np.frombuffer(buf, np.uint8).reshape(h, w).copy()
+
+
+def corner_error(matrix3, T, w, h):
+    """Mean distance of the query's four corners under the two transforms."""
+    T3 = np.vstack([np.asarray(T, float), [0, 0, 1]]) if len(T) == 2 else np.asarray(T, float)
+    c = np.array([[0, 0, 1], [w - 1, 0, 1], [w - 1, h - 1, 1], [0, h - 1, 1]], float)
+    a, b = c @ matrix3.T, c @ T3.T
+    return float(np.mean(np.linalg.norm(a[:, :2] / a[:, 2:] - b[:, :2] / b[:, 2:], axis=1)))
+
+
+@pytest.fixture(scope="module")
+def sample():
+    ref = gmatch.Reference(os.path.join(DATA, "ref.jpg"), device="cpu")
+    query = gray(os.path.join(DATA, "query.jpg"))
+    want = ref.match(query)
+    assert want.status == "match"
+    return ref, query, want
+
+
+def test_version_and_availability():
+    assert gmatch.__version__.count(".") == 2
+    assert isinstance(gmatch.video_available(), bool)
+    assert isinstance(gmatch.cuda_available(), bool)
+
+
+def test_result_fields(sample):
+    ref, query, res = sample
+    assert bool(res) and res.model in gmatch.MODELS
+    assert res.matrix.shape == ((3, 3) if res.model == "homography" else (2, 3))
+    assert res.matrix3.shape == (3, 3) and res.matrix3[2, 2] == pytest.approx(1.0)
+    assert res.corners.shape == (4, 2)
+    # the corners are the matrix applied to the query's corners
+    h, w = query.shape
+    p = res.matrix3 @ np.array([w - 1, h - 1, 1.0])
+    assert np.allclose(res.corners[2], p[:2] / p[2])
+    assert 0.3 <= res.confidence <= 1 and res.votes > 0 and res.inliers > 0
+    assert res.time_ms > 0 and res.query_size == (w, h)
+    assert res.frame is None and res.error is None
+    d = res.to_dict()
+    json.dumps(d)
+    assert d["status"] == "match" and len(d["corners"]) == 4
+
+
+def test_array_layouts_agree(sample):
+    """C-contiguous, sliced (a step in each axis of a larger array),
+    transposed storage and negative strides: the same pixels, the same answer."""
+    ref, query, want = sample
+    h, w = query.shape
+    big = np.zeros((2 * h, 3 * w), np.uint8)
+    big[::2, ::3] = query
+    layouts = {
+        "contiguous": query,
+        "sliced": big[::2, ::3],
+        "transposed storage": np.asfortranarray(query),
+        "flipped twice": query[::-1, ::-1][::-1, ::-1],
+        "H x W x 1": query[:, :, None],
+    }
+    for name, arr in layouts.items():
+        got = ref.match(arr)
+        assert got.status == want.status, name
+        assert np.array_equal(got.matrix, want.matrix), name
+        assert got.confidence == want.confidence, name
+
+
+def test_color_and_16bit(sample):
+    ref, query, want = sample
+    # gray replicated into B, G, R (and BGRA): the weights sum to 1, so the same gray
+    bgr = np.repeat(query[:, :, None], 3, axis=2)
+    bgra = np.concatenate([bgr, np.full(query.shape + (1,), 7, np.uint8)], axis=2)
+    for arr in (bgr, bgra, np.ascontiguousarray(bgr[:, :, ::-1])):
+        got = ref.match(arr)
+        assert np.array_equal(got.matrix, want.matrix)
+    # 16-bit: 12-bit data (x 4095 / 255) comes out as the same 8-bit image
+    q12 = (query.astype(np.uint32) * 4095 // 255).astype(np.uint16)
+    assert np.array_equal(gray(q12), query)
+    got = ref.match(q12)
+    assert got.status == "match" and np.array_equal(got.matrix, want.matrix)
+    # full 16-bit range too
+    q16 = (query.astype(np.uint32) * 257).astype(np.uint16)
+    assert np.array_equal(gray(q16), query)
+
+
+def test_reference_from_array_equals_path(sample):
+    ref, query, want = sample
+    arr = gmatch.Reference(gray(os.path.join(DATA, "ref.jpg")), device="cpu")
+    got = arr.match(query)
+    assert (arr.width, arr.height) == (ref.width, ref.height)
+    assert np.array_equal(got.matrix, want.matrix) and got.confidence == want.confidence
+
+
+def test_bench_pairs_within_3px():
+    """data/bench: every match within 3 px of the truth, the negatives none."""
+    rows = [json.loads(l) for l in open(os.path.join(DATA, "bench", "manifest.jsonl"))]
+    refs = {}
+    found = 0
+    for r in rows:
+        if r["ref"] not in refs:
+            refs[r["ref"]] = gmatch.Reference(os.path.join(DATA, "bench", r["ref"]),
+                                              model="similarity", device="cpu")
+        q = gray(os.path.join(DATA, "bench", r["query"]))
+        res = refs[r["ref"]].match(q)
+        if r["expect"] == "none":
+            assert res.status == "none", r["query"]
+            continue
+        if res:
+            found += 1
+            e = corner_error(res.matrix3, r["T"], q.shape[1], q.shape[0])
+            assert e < 3.0, (r["query"], e)
+    assert found >= 0.9 * sum(r["expect"] == "match" for r in rows)
+
+
+def test_per_call_model(sample):
+    ref, query, want = sample
+    for m in gmatch.MODELS:
+        res = ref.match(query, model=m)
+        assert res.status == "match"
+        assert res.model == ("similarity" if m == "similarity" else res.model)
+    sim = gmatch.Reference(os.path.join(DATA, "ref.jpg"), model="similarity", device="cpu")
+    assert sim.match(query).model == "similarity"
+    with pytest.raises(ValueError, match="similarity only"):
+        sim.match(query, model="homography")
+    with pytest.raises(ValueError, match="model"):
+        ref.match(query, model="perspective")
+
+
+def test_match_function():
+    res = gmatch.match(os.path.join(DATA, "ref.jpg"), os.path.join(DATA, "query.jpg"),
+                       device="cpu")
+    assert res.status == "match"
+
+
+@pytest.mark.skipif(not gmatch.video_available(), reason="built without FFmpeg")
+def test_video():
+    truth = [json.loads(l) for l in open(os.path.join(DATA, "video", "clip.jsonl"))]
+    ref = gmatch.Reference(os.path.join(DATA, "video", "ref_clip.jpg"), model="similarity",
+                           device="cpu")
+    results = list(ref.match_video(os.path.join(DATA, "video", "clip.mp4")))
+    assert [r.frame for r in results] == list(range(len(truth)))
+    good = 0
+    for r, t in zip(results, truth):
+        assert r.pts_s == pytest.approx(t["frame"] / 30.0, abs=1e-3)
+        if t["expect"] == "none":
+            assert r.status == "none", t["frame"]
+        elif r:
+            assert corner_error(r.matrix3, t["T"], t["w"], t["h"]) < 3.0, t["frame"]
+            good += 1
+    assert good >= 0.9 * sum(t["expect"] == "match" for t in truth)
+    # a selection: frames 10, 13, ..., 28, by a range or a pair and a step
+    sel = [r.frame for r in ref.match_video(os.path.join(DATA, "video", "clip.mp4"),
+                                            frames=range(10, 30, 3))]
+    assert sel == list(range(10, 30, 3))
+    sel = [r.frame for r in ref.match_video(os.path.join(DATA, "video", "clip.mp4"),
+                                            frames=(45, None))]
+    assert sel == list(range(45, 50))
+
+
+@pytest.mark.skipif(not gmatch.video_available(), reason="built without FFmpeg")
+def test_video_errors(tmp_path):
+    ref = gmatch.Reference(os.path.join(DATA, "ref.jpg"), model="similarity", device="cpu")
+    with pytest.raises(OSError, match="nonexistent"):
+        next(ref.match_video(tmp_path / "nonexistent.mp4"))
+    # past the end: one error Result saying how many frames the video has
+    res = list(ref.match_video(os.path.join(DATA, "video", "clip.mp4"), frames=(400, 500)))
+    assert len(res) == 1 and res[0].status == "error" and "50 frames" in res[0].error
+    # a cut file: every selected frame gets its Result, the loss a warning
+    data = open(os.path.join(DATA, "video", "clip.mp4"), "rb").read()
+    cut = tmp_path / "cut.mp4"
+    cut.write_bytes(data[: len(data) // 2])
+    with pytest.warns(RuntimeWarning):
+        res = list(ref.match_video(cut))
+    assert res and all(r.status in ("match", "none", "error") for r in res)
+    with pytest.raises(ValueError):
+        next(ref.match_video(os.path.join(DATA, "video", "clip.mp4"), step=0))
+
+
+def test_threads_share_a_reference(sample):
+    """Eight threads on one reference: each answer the single-threaded one."""
+    ref, query, want = sample
+    rows = [json.loads(l) for l in open(os.path.join(DATA, "bench", "manifest.jsonl"))]
+    queries = [query] + [gray(os.path.join(DATA, "bench", r["query"])) for r in rows[:7]]
+    alone = [ref.match(q) for q in queries]
+    got = [None] * (len(queries) * 4)
+    errors = []
+
+    def work(i):
+        try:
+            got[i] = ref.match(queries[i % len(queries)])
+        except Exception as e:  # pragma: no cover - reported below
+            errors.append(e)
+
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(len(got))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors
+    for i, r in enumerate(got):
+        a = alone[i % len(queries)]
+        assert r.status == a.status and r.confidence == a.confidence
+        if a:
+            assert np.array_equal(r.matrix, a.matrix)
+
+
+@pytest.mark.parametrize("bad, error, words", [
+    (np.zeros((8, 8), np.float32), ValueError, "uint8 or uint16"),
+    (np.zeros((8, 8), np.int16), ValueError, "uint8 or uint16"),
+    (np.zeros((0, 8), np.uint8), ValueError, "zero width or height"),
+    (np.zeros((8, 8, 3, 2), np.uint8), ValueError, "4-dimensional"),
+    (np.zeros((8,), np.uint8), ValueError, "1-dimensional"),
+    (np.zeros((8, 8, 2), np.uint8), ValueError, "channels"),
+    (42, TypeError, "path or an array"),
+    ("/nonexistent/q.jpg", OSError, "No such file"),
+    (os.path.join(ROOT, "README.md"), OSError, "not a JPEG or PNG"),
+])
+def test_bad_queries(sample, bad, error, words):
+    ref = sample[0]
+    with pytest.raises(error, match=words):
+        ref.match(bad)
+
+
+def test_bad_references():
+    with pytest.raises(ValueError, match="top_k"):
+        gmatch.Reference(os.path.join(DATA, "ref.jpg"), top_k=0, device="cpu")
+    with pytest.raises(ValueError, match="device"):
+        gmatch.Reference(os.path.join(DATA, "ref.jpg"), device="tpu")
+    with pytest.raises(TypeError, match="colour"):
+        gmatch.Reference(os.path.join(DATA, "ref.jpg"), colour=True)
+    with pytest.raises(ValueError, match="over the limit"):
+        gmatch.Reference(np.zeros((100, 100), np.uint8), max_pixels=5000, device="cpu")
+    with pytest.raises(OSError, match="truncated|corrupt|premature|JPEG"):
+        data = open(os.path.join(DATA, "ref.jpg"), "rb").read()
+        path = os.path.join(os.environ.get("TMPDIR", "/tmp"), "gmatch-pytest-cut.jpg")
+        with open(path, "wb") as f:
+            f.write(data[:200])
+        try:
+            gmatch.Reference(path, device="cpu")
+        finally:
+            os.unlink(path)
+
+
+def test_no_leak_over_10000_calls(sample):
+    """10,000 matches of a small query (and 10,000 refused ones): Python's heap
+    (tracemalloc) and the process's resident memory stay flat."""
+    ref = gmatch.Reference(os.path.join(DATA, "ref.jpg"), model="similarity", device="cpu",
+                           threads=1)
+    q = sample[1][100:164, 100:164].copy()
+    bad = np.zeros((4, 4), np.float32)
+
+    def burst(n):
+        for _ in range(n):
+            ref.match(q)
+            try:
+                ref.match(bad)
+            except ValueError:
+                pass
+
+    def rss_kib():
+        with open("/proc/self/statm") as f:
+            return int(f.read().split()[1]) * resource.getpagesize() // 1024
+
+    burst(500)  # warm: allocator pools, OpenMP threads
+    gc.collect()
+    tracemalloc.start()
+    r0, t0 = rss_kib(), tracemalloc.get_traced_memory()[0]
+    burst(10000)
+    gc.collect()
+    r1, t1 = rss_kib(), tracemalloc.get_traced_memory()[0]
+    tracemalloc.stop()
+    assert t1 - t0 < 64 * 1024, f"Python heap grew by {t1 - t0} bytes"
+    assert r1 - r0 < 4 * 1024, f"resident memory grew by {r1 - r0} KiB"
