@@ -171,6 +171,17 @@ GM_API gm_status gm_video_match(gm_video *v, const gm_ref *ref, gm_video_sink si
  * about a video come back through gm_video_open's err and gm_video_error. */
 GM_API void gm_video_log(int verbose);
 
+/* One picture from a file of any format, to 8-bit gray (free with
+ * gm_image_free): frame 0 is gm_image_load's JPEG or PNG, or else the first
+ * picture of whatever FFmpeg decodes (TIFF, BMP, WebP, PNM, GIF, ...);
+ * frame N > 0 is frame N of a video (numbered as gm_video_read numbers
+ * them).  A reference can thus be any still or a video frame.  Errors as
+ * gm_image_load's, with one line in err (a file neither reads: "not a JPEG
+ * or PNG image or a video"; a video shorter than frame: "... the video has
+ * N frames").  Without FFmpeg, JPEG and PNG only. */
+GM_API gm_status gm_image_load_frame(const char *path, int64_t frame, int64_t max_pixels,
+                                     gm_image *out, char *err, size_t errlen);
+
 /* 1 when this library reads videos (built with FFmpeg), else 0. */
 GM_API int gm_video_available(void);
 

@@ -160,7 +160,8 @@ class Reference:
     number of queries.
 
     Reference(image, *, model="auto", device="auto", min_confidence=0.3,
-              seed=1, threads=0, max_pixels=100_000_000, rgb=False, **tuning)
+              seed=1, threads=0, max_pixels=100_000_000, rgb=False, frame=0,
+              **tuning)
 
     image           a numpy array (H x W uint8/uint16 gray, H x W x 3 BGR, H x W x 4
                     BGRA, any strides) or a path
@@ -177,6 +178,7 @@ class Reference:
     threads         CPU threads of each call, 0 = all cores
     max_pixels      refuse larger images (reference and queries)
     rgb             3- and 4-channel arrays are R, G, B(, A) instead of OpenCV's B, G, R
+    frame           for a video's path: the frame (from 0) that is the reference
     tuning          max_side, ref_points, query_points, basis_points,
                     ref_basis_prob, query_bases, top_k: gmatch.h documents them and
                     their ranges
@@ -189,7 +191,7 @@ class Reference:
                "query_bases", "top_k")
 
     def __init__(self, image, *, model="auto", device="auto", min_confidence=None, seed=None,
-                 threads=None, max_pixels=None, rgb=False, **tuning):
+                 threads=None, max_pixels=None, rgb=False, frame=0, **tuning):
         unknown = set(tuning) - set(self._TUNING)
         if unknown:
             raise TypeError(f"Reference() got unexpected keyword argument(s): "
@@ -207,7 +209,7 @@ class Reference:
         self.min_confidence = float(p["min_confidence"])
         self._max_pixels = int(p["max_pixels"])
         self._cap, self.width, self.height, self.device, self.backend, self.prepare_ms = \
-            _gmatch.prepare(image, self.rgb, int(p["seed"]), int(p["threads"]),
+            _gmatch.prepare(image, int(frame), self.rgb, int(p["seed"]), int(p["threads"]),
                             DEVICES.index(device), _model_index(model),
                             float(p["min_confidence"]), self._max_pixels, int(p["max_side"]),
                             int(p["ref_points"]), int(p["query_points"]), int(p["basis_points"]),

@@ -50,63 +50,24 @@ static PyObject *raise_status(gm_status st, const char *msg)
 
 /* ---- images ---------------------------------------------------------------- */
 
-/* A still that gm_image_load does not read (TIFF, BMP, WebP, PNM, ...):
- * FFmpeg's image decoders, through the video reader, as the command line
- * does for queries.  GM_ERR_FORMAT when FFmpeg does not read it either. */
-static gm_status load_through_video(const char *path, int64_t max_pixels, gm_image *out,
-                                    char *err, size_t errlen)
-{
-    if (!gm_video_available())
-        return GM_ERR_FORMAT;
-    gm_video_opts o = gm_video_opts_default();
-    o.last = 1;
-    o.max_pixels = max_pixels;
-    o.decode_threads = 1;
-    gm_video *v;
-    gm_status st = gm_video_open(path, &o, &v, err, errlen);
-    if (st != GM_OK)
-        return st;
-    gm_video_frame f;
-    memset(&f, 0, sizeof f);
-    int got = 0;
-    st = gm_video_read(v, &f, &got);
-    if (st == GM_OK && !got) {
-        st = GM_ERR_CORRUPT;
-        snprintf(err, errlen, "no frame decoded");
-    } else if (st == GM_OK && f.status != GM_OK) {
-        st = f.status;
-        snprintf(err, errlen, "%s", f.error);
-    } else if (st == GM_OK) {
-        *out = f.img; /* taken over: f no longer owns it */
-        memset(&f.img, 0, sizeof f.img);
-    }
-    gm_video_frame_free(&f);
-    gm_video_close(v);
-    return st;
-}
-
-static int load_path(PyObject *obj, int64_t max_pixels, gm_image *out)
+/* A path: JPEG and PNG by the library's decoders, any other still (TIFF,
+ * BMP, WebP, PNM, ...) or frame `frame` of a video through FFmpeg
+ * (gm_image_load_frame). */
+static int load_path(PyObject *obj, int64_t frame, int64_t max_pixels, gm_image *out)
 {
     PyObject *bytes = NULL;
     if (!PyUnicode_FSConverter(obj, &bytes))
         return -1;
     const char *path = PyBytes_AS_STRING(bytes);
-    char err[512] = "", verr[512] = "";
+    char err[512] = "";
     gm_status st;
     Py_BEGIN_ALLOW_THREADS
-    st = gm_image_load(path, max_pixels, out, err, sizeof err);
-    if (st == GM_ERR_FORMAT) {
-        gm_status vs = load_through_video(path, max_pixels, out, verr, sizeof verr);
-        if (vs != GM_ERR_FORMAT) { /* FFmpeg read it, or knew why not */
-            st = vs;
-            snprintf(err, sizeof err, "%s", verr);
-        }
-    }
+    st = gm_image_load_frame(path, frame, max_pixels, out, err, sizeof err);
     Py_END_ALLOW_THREADS
     if (st != GM_OK) {
         PyObject *type = st == GM_ERR_NOMEM ? PyExc_MemoryError
-                         : st == GM_ERR_TOO_LARGE ? PyExc_ValueError
-                                                  : PyExc_OSError;
+                         : st == GM_ERR_TOO_LARGE || st == GM_ERR_INVALID ? PyExc_ValueError
+                                                                           : PyExc_OSError;
         PyErr_Format(type, "%s: %s", path, err[0] ? err : gm_status_str(st));
         Py_DECREF(bytes);
         return -1;
@@ -173,12 +134,12 @@ done:
     return rc;
 }
 
-/* obj: a path (str, bytes, os.PathLike) or an array. */
-static int load_image(PyObject *obj, int64_t max_pixels, int rgb, gm_image *out)
+/* obj: a path (str, bytes, os.PathLike; frame: of a video) or an array. */
+static int load_image(PyObject *obj, int64_t frame, int64_t max_pixels, int rgb, gm_image *out)
 {
     memset(out, 0, sizeof *out);
     if (PyUnicode_Check(obj) || PyBytes_Check(obj) || PyObject_HasAttrString(obj, "__fspath__"))
-        return load_path(obj, max_pixels, out);
+        return load_path(obj, frame, max_pixels, out);
     if (PyObject_CheckBuffer(obj))
         return load_array(obj, max_pixels, rgb, out);
     PyErr_Format(PyExc_TypeError,
@@ -212,18 +173,19 @@ static PyObject *py_defaults(PyObject *self, PyObject *noargs)
                          p.query_bases, "top_k", p.top_k);
 }
 
-/* prepare(image, rgb, seed, threads, device, model, min_confidence, max_pixels,
- *         max_side, ref_points, query_points, basis_points, ref_basis_prob,
- *         query_bases, top_k) -> (capsule, width, height, device, backend, ms) */
+/* prepare(image, frame, rgb, seed, threads, device, model, min_confidence,
+ *         max_pixels, max_side, ref_points, query_points, basis_points,
+ *         ref_basis_prob, query_bases, top_k)
+ *   -> (capsule, width, height, device, backend, ms) */
 static PyObject *py_prepare(PyObject *self, PyObject *args)
 {
     (void)self;
     PyObject *image;
     int rgb, device, model;
     unsigned long long seed;
-    long long max_pixels;
+    long long max_pixels, frame;
     gm_params p = gm_params_default();
-    if (!PyArg_ParseTuple(args, "OpKiiidLiiiidii:prepare", &image, &rgb, &seed, &p.threads,
+    if (!PyArg_ParseTuple(args, "OLpKiiidLiiiidii:prepare", &image, &frame, &rgb, &seed, &p.threads,
                           &device, &model, &p.min_confidence, &max_pixels, &p.max_side,
                           &p.ref_points, &p.query_points, &p.basis_points, &p.ref_basis_prob,
                           &p.query_bases, &p.top_k))
@@ -233,7 +195,7 @@ static PyObject *py_prepare(PyObject *self, PyObject *args)
     p.model = (gm_model)model;
     p.max_pixels = max_pixels;
     gm_image img;
-    if (load_image(image, p.max_pixels, rgb, &img) != 0)
+    if (load_image(image, frame, p.max_pixels, rgb, &img) != 0)
         return NULL;
     gm_ref *r = NULL;
     gm_status st;
@@ -281,7 +243,7 @@ static PyObject *py_match(PyObject *self, PyObject *args)
     if (!r)
         return NULL;
     gm_image img;
-    if (load_image(image, max_pixels, rgb, &img) != 0)
+    if (load_image(image, 0, max_pixels, rgb, &img) != 0)
         return NULL;
     gm_result res;
     gm_status st;
@@ -447,7 +409,7 @@ static PyObject *py_to_gray(PyObject *self, PyObject *args)
     if (!PyArg_ParseTuple(args, "OpL:to_gray", &image, &rgb, &max_pixels))
         return NULL;
     gm_image img;
-    if (load_image(image, max_pixels, rgb, &img) != 0)
+    if (load_image(image, 0, max_pixels, rgb, &img) != 0)
         return NULL;
     PyObject *out = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)img.width * img.height);
     if (out) {

@@ -51,6 +51,7 @@ enum {
     OPT_FRAMES,
     OPT_STEP,
     OPT_DECODE,
+    OPT_REF_FRAME,
 };
 
 typedef struct {
@@ -61,6 +62,7 @@ typedef struct {
     int verbosity;
     int64_t first, last, step; /* video frames [first, last) every step-th; last -1: to the end */
     int decode;                /* 0 auto, 1 cpu, 2 nvdec (gm_video_decode's order) */
+    int64_t ref_frame;         /* the reference is this frame of a video (0: a still) */
 } cli_opts;
 
 /* The progress bar of the video being matched; diagnostics erase it first. */
@@ -71,15 +73,17 @@ static void usage(FILE *f)
     gm_params d = gm_params_default();
     fprintf(f,
             "usage: " PROG " [options] REF QUERY [QUERY...]\n"
-            "Find where each QUERY image appears inside the REF image (JPEG or PNG) and\n"
-            "print the transform that carries it there (a similarity unless --model says\n"
-            "otherwise), one line per query; a QUERY that is a video (or any other file\n"
-            "FFmpeg decodes) gives one line per frame.\n"
+            "Find where each QUERY image appears inside the REF image and print the\n"
+            "transform that carries it there (a similarity unless --model says\n"
+            "otherwise), one line per query; a QUERY that is a video gives one line per\n"
+            "frame.  Images: JPEG, PNG, and whatever else FFmpeg decodes (TIFF, BMP,\n"
+            "WebP, PNM, ...); '-' is standard input (for one of REF and the QUERYs).\n"
             "\n"
             "  -h, --help              show this help and exit\n"
             "  -V, --version           show the version and exit\n"
             "      --format FMT        text (default) or json (JSON lines)\n"
-            "  -o, --output FILE       write the results to FILE instead of stdout\n"
+            "  -o, --output FILE       write the results to FILE instead of stdout ('-':\n"
+            "                          stdout)\n"
             "      --seed N            random seed, unsigned 64-bit (default %" PRIu64 ");\n"
             "                          the same seed gives the same output\n"
             "      --threads N         CPU threads, 0 = all cores (default: OpenMP's,\n"
@@ -94,6 +98,7 @@ static void usage(FILE *f)
             "      --step N            every N-th of those frames (default 1)\n"
             "      --decode DEC        video decoder: auto (default: the CPU, measured\n"
             "                          faster), cpu or nvdec (the GPU's decoder)\n"
+            "      --ref-frame N       REF is a video: its frame N (from 0) is the reference\n"
             "  -q, --quiet             print nothing on stderr but errors (no progress bar)\n"
             "  -v, --verbose           print the device and the stage timings on stderr\n"
             "\n"
@@ -222,6 +227,7 @@ static void parse_options(int argc, char **argv, cli_opts *o)
         {"frames", required_argument, NULL, OPT_FRAMES},
         {"step", required_argument, NULL, OPT_STEP},
         {"decode", required_argument, NULL, OPT_DECODE},
+        {"ref-frame", required_argument, NULL, OPT_REF_FRAME},
         {"quiet", no_argument, NULL, 'q'},
         {"verbose", no_argument, NULL, 'v'},
         {NULL, 0, NULL, 0},
@@ -242,7 +248,7 @@ static void parse_options(int argc, char **argv, cli_opts *o)
                 usage_error("--format: '%s' is not text or json", optarg);
             break;
         case 'o':
-            o->output = optarg;
+            o->output = strcmp(optarg, "-") == 0 ? NULL : optarg;
             break;
         case OPT_SEED:
             if (parse_u64(optarg, &o->params.seed) != 0)
@@ -309,6 +315,10 @@ static void parse_options(int argc, char **argv, cli_opts *o)
             else
                 usage_error("--decode: '%s' is not auto, cpu or nvdec", optarg);
             break;
+        case OPT_REF_FRAME:
+            if (parse_i64_range(optarg, 0, INT64_MAX - 1, &o->ref_frame) != 0)
+                usage_error("--ref-frame: '%s' is not an integer from 0", optarg);
+            break;
         case 'q':
             o->verbosity = VERBOSITY_QUIET;
             break;
@@ -340,13 +350,96 @@ static double now_ms(void)
     return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
 }
 
+/* '-' (standard input): read once, whole, into a temporary file that the
+ * decoders then read like any other (FFmpeg needs to seek in most
+ * containers); the name printed stays '-'.  g_stdin_path is that file, ""
+ * when '-' was not given or could not be read (g_stdin_err says why). */
+static char g_stdin_path[64] = "";
+static char g_stdin_err[256] = "";
+
+static void stdin_remove(void)
+{
+    if (g_stdin_path[0])
+        unlink(g_stdin_path);
+}
+
+static void stdin_to_file(void)
+{
+    if (isatty(STDIN_FILENO)) {
+        snprintf(g_stdin_err, sizeof g_stdin_err, "standard input is a terminal, not an image");
+        return;
+    }
+    const char *dir = getenv("TMPDIR");
+    char path[sizeof g_stdin_path];
+    if (snprintf(path, sizeof path, "%s/gmatch-stdin-XXXXXX", dir && *dir ? dir : "/tmp") >=
+        (int)sizeof path)
+        snprintf(path, sizeof path, "/tmp/gmatch-stdin-XXXXXX");
+    int fd = mkstemp(path);
+    if (fd < 0) {
+        snprintf(g_stdin_err, sizeof g_stdin_err, "cannot make a temporary file for it: %s",
+                 strerror(errno));
+        return;
+    }
+    snprintf(g_stdin_path, sizeof g_stdin_path, "%s", path);
+    atexit(stdin_remove);
+    char buf[1 << 16];
+    size_t total = 0;
+    for (;;) {
+        ssize_t n = read(STDIN_FILENO, buf, sizeof buf);
+        if (n == 0)
+            break;
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0) {
+            snprintf(g_stdin_err, sizeof g_stdin_err, "read error: %s", strerror(errno));
+            break;
+        }
+        for (ssize_t k = 0; k < n;) {
+            ssize_t w = write(fd, buf + k, (size_t)(n - k));
+            if (w < 0 && errno == EINTR)
+                continue;
+            if (w < 0) {
+                snprintf(g_stdin_err, sizeof g_stdin_err, "cannot keep it in %s: %s", path,
+                         strerror(errno));
+                break;
+            }
+            k += w;
+        }
+        if (g_stdin_err[0])
+            break;
+        total += (size_t)n;
+    }
+    if (close(fd) != 0 && !g_stdin_err[0])
+        snprintf(g_stdin_err, sizeof g_stdin_err, "cannot keep it in %s: %s", path,
+                 strerror(errno));
+    if (!g_stdin_err[0] && total == 0)
+        snprintf(g_stdin_err, sizeof g_stdin_err, "empty file");
+}
+
+/* The file to read for an input name: the temporary copy for '-'; NULL with
+ * the cause in err when standard input could not be read. */
+static const char *source_of(const char *name, char *err, size_t errlen)
+{
+    if (strcmp(name, "-") != 0)
+        return name;
+    if (g_stdin_err[0]) {
+        snprintf(err, errlen, "%s", g_stdin_err);
+        return NULL;
+    }
+    return g_stdin_path;
+}
+
 /* Load and prepare the reference.  Returns NULL on failure with the cause
  * in err. */
-static gm_ref *prepare_reference(const cli_opts *o, const char *path, char *err, size_t errlen)
+static gm_ref *prepare_reference(const cli_opts *o, const char *name, char *err, size_t errlen)
 {
     gm_image img;
     double t0 = now_ms();
-    gm_status st = gm_image_load(path, o->params.max_pixels, &img, err, errlen);
+    const char *path = source_of(name, err, errlen);
+    if (!path)
+        return NULL;
+    gm_status st = gm_image_load_frame(path, o->ref_frame, o->params.max_pixels, &img, err,
+                                       errlen);
     if (st != GM_OK)
         return NULL;
     double t1 = now_ms();
@@ -362,7 +455,7 @@ static gm_ref *prepare_reference(const cli_opts *o, const char *path, char *err,
     if (o->verbosity >= VERBOSITY_VERBOSE)
         fprintf(stderr, PROG ": device: %s\n", gm_ref_device(r));
     if (o->verbosity >= VERBOSITY_VERBOSE)
-        diag_file(path, "reference %dx%d: decode %.2f ms, prepare %.2f ms (library %.2f ms)",
+        diag_file(name, "reference %dx%d: decode %.2f ms, prepare %.2f ms (library %.2f ms)",
                   img.width, img.height, t1 - t0, t2 - t1, gm_ref_time_ms(r));
     gm_image_free(&img);
     return r;
@@ -529,6 +622,13 @@ int main(int argc, char **argv)
     const char *ref_path = argv[optind];
     char **queries = argv + optind + 1;
     int nq = argc - optind - 1;
+    int dashes = 0;
+    for (int i = optind; i < argc; i++)
+        dashes += strcmp(argv[i], "-") == 0;
+    if (dashes > 1)
+        usage_error("'-' (standard input) is read once: give it for one input only");
+    if (dashes)
+        stdin_to_file();
 
     FILE *out = stdout;
     const char *out_name = "stdout";
@@ -570,11 +670,14 @@ int main(int argc, char **argv)
             rec.error = ref_msg;
         } else {
             gm_image img;
-            gm_status st = gm_image_load(q, o.params.max_pixels, &img, err, sizeof err);
+            memset(&img, 0, sizeof img);
+            const char *src = source_of(q, err, sizeof err);
+            gm_status st = src ? gm_image_load(src, o.params.max_pixels, &img, err, sizeof err)
+                               : GM_ERR_IO;
             double decode_ms = now_ms() - t_decode;
             gm_video *v = NULL;
             if (st == GM_ERR_FORMAT &&
-                (st = open_video(&o, ref, q, &v, err, sizeof err)) == GM_OK) {
+                (st = open_video(&o, ref, src, &v, err, sizeof err)) == GM_OK) {
                 video_ctx c = {.out = out, .out_name = out_name, .o = &o, .q = q,
                                .extra_ms = now_ms() - t0};
                 if (run_video(&c, ref, v) != 0)

@@ -19,4 +19,22 @@ static inline uint32_t gm_gray16_from_rgb(uint32_t r, uint32_t g, uint32_t b)
     return (uint32_t)((19595ull * r + 38470ull * g + 7471ull * b + 32768ull) >> 16);
 }
 
+/* 16-bit samples by their actual range (gmatch.h, gm_image_from_pixels):
+ * with b the bits of top, the largest SAMPLE of the image (8 at least),
+ * v -> round(v * 255 / (2^b - 1)).  n gray values of src into dst. */
+static inline int gm_range_bits(uint32_t top)
+{
+    int bits = 8;
+    while (bits < 16 && (top >> bits) != 0)
+        bits++;
+    return bits;
+}
+
+static inline void gm_gray16_to_8(const uint16_t *src, size_t n, uint32_t top, uint8_t *dst)
+{
+    const uint32_t den = (1u << gm_range_bits(top)) - 1;
+    for (size_t i = 0; i < n; i++)
+        dst[i] = (uint8_t)((src[i] * 255u + den / 2) / den);
+}
+
 #endif

@@ -11,8 +11,12 @@
  * same colours give the same gray:
  *   RGB   -> (19595 R + 38470 G + 7471 B + 32768) >> 16, libjpeg's integer
  *            BT.601 weights (the weights sum to 65536, so white stays 255);
- *   alpha and tRNS are ignored, 16-bit samples keep their high byte, gAMA and
- *   iCCP are ignored: OpenCV's IMREAD_GRAYSCALE does the same;
+ *   alpha and tRNS are ignored, gAMA and iCCP are ignored: OpenCV's
+ *   IMREAD_GRAYSCALE does the same;
+ *   16-bit PNG samples are scaled by their actual range (io/gray.h: the
+ *   bits of the largest sample), not cut to their high byte: a 10- or
+ *   12-bit image in a 16-bit container comes out full range, not nearly
+ *   black (OpenCV keeps the high byte);
  *   CMYK  -> RGB = (255 - ink) * (255 - K) / 255, then the weights above.
  */
 #define _POSIX_C_SOURCE 200809L /* fileno, fstat, strerror_r under -std=c11 */
@@ -106,6 +110,7 @@ typedef struct {
     int64_t max_pixels;
     gm_image img;       /* the result being built; freed on failure */
     uint8_t *scratch;   /* one decoded PNG row; freed at the end */
+    uint16_t *gray16;   /* a 16-bit PNG's gray before its range is known; freed at the end */
     gm_status status;
     char msg[256];      /* one line, no file name */
     char warning[128];  /* libpng's last warning: detail for "Invalid IHDR data" */
@@ -520,6 +525,41 @@ static void gm_png_row_to_gray(const uint8_t *src, int ch, size_t n, uint8_t *ds
     }
 }
 
+/* The same for 16-bit samples (native order) into 16-bit gray, raising
+ * *top to the largest sample seen. */
+static void gm_png_row_to_gray16(const uint16_t *src, int ch, size_t n, uint16_t *dst, size_t step,
+                                 uint32_t *top)
+{
+    uint32_t t = *top;
+    if (ch <= 2) {
+        for (size_t i = 0; i < n; i++) {
+            uint32_t v = src[i * (size_t)ch];
+            t = v > t ? v : t;
+            dst[i * step] = (uint16_t)v;
+        }
+    } else {
+        for (size_t i = 0; i < n; i++, src += ch) {
+            uint32_t m = src[0] > src[1] ? src[0] : src[1];
+            m = src[2] > m ? src[2] : m;
+            t = m > t ? m : t;
+            dst[i * step] = (uint16_t)gm_gray16_from_rgb(src[0], src[1], src[2]);
+        }
+    }
+    *top = t;
+}
+
+/* One decoded row (or Adam7 pass row) into the gray image at y, columns
+ * x0, x0 + step, ...: 8-bit rows to the image, 16-bit rows to d->gray16. */
+static void gm_png_put_row(gm_dec *d, int ch, int depth16, size_t n, size_t y, size_t x0,
+                           size_t step, uint32_t *top)
+{
+    size_t at = y * (size_t)d->img.width + x0;
+    if (depth16)
+        gm_png_row_to_gray16((const uint16_t *)d->scratch, ch, n, d->gray16 + at, step, top);
+    else
+        gm_png_row_to_gray(d->scratch, ch, n, d->img.data + at, step);
+}
+
 /* Same setjmp discipline as gm_jpeg_decode_run. */
 static gm_status gm_png_decode_run(gm_dec *d, gm_png *p)
 {
@@ -547,8 +587,11 @@ static gm_status gm_png_decode_run(gm_dec *d, gm_png *p)
 
     /* To 8-bit gray, gray+alpha, RGB or RGBA; gray from RGB is ours below
      * (png_set_rgb_to_gray has gamma quirks and other weights). */
-    if (depth == 16)
-        png_set_strip_16(p->png);
+    const int depth16 = depth == 16;
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    if (depth16)
+        png_set_swap(p->png); /* PNG stores 16-bit samples big-endian */
+#endif
     if (ctype == PNG_COLOR_TYPE_PALETTE)
         png_set_palette_to_rgb(p->png);
     if (ctype == PNG_COLOR_TYPE_GRAY && depth < 8)
@@ -560,20 +603,24 @@ static gm_status gm_png_decode_run(gm_dec *d, gm_png *p)
 
     int ch = png_get_channels(p->png, p->info);
     size_t rowbytes = png_get_rowbytes(p->png, p->info);
-    if (png_get_bit_depth(p->png, p->info) != 8 || ch < 1 || ch > 4 ||
-        rowbytes / (size_t)ch < w)
+    if (png_get_bit_depth(p->png, p->info) != (depth16 ? 16 : 8) || ch < 1 || ch > 4 ||
+        rowbytes / (size_t)ch / (depth16 ? 2 : 1) < w)
         return gm_dec_fail(d, GM_ERR_UNSUPPORTED, "unexpected PNG decoder output");
     if (gm_dec_alloc(d, (int)w, (int)h) != GM_OK)
         return d->status;
     d->scratch = malloc(rowbytes);
     if (!d->scratch)
         return gm_dec_fail(d, GM_ERR_NOMEM, "out of memory");
+    if (depth16 && !(d->gray16 = malloc((size_t)w * h * sizeof *d->gray16)))
+        return gm_dec_fail(d, GM_ERR_NOMEM, "out of memory for a %ux%u 16-bit image",
+                           (unsigned)w, (unsigned)h);
+    uint32_t top = 0;
 
     d->png_in_rows = 1;
     if (interlace == PNG_INTERLACE_NONE) {
         for (png_uint_32 y = 0; y < h; y++) {
             png_read_row(p->png, d->scratch, NULL);
-            gm_png_row_to_gray(d->scratch, ch, w, d->img.data + (size_t)y * w, 1);
+            gm_png_put_row(d, ch, depth16, w, y, 0, 1, &top);
         }
     } else {
         for (int pass = 0; pass < 7; pass++) {
@@ -582,10 +629,8 @@ static gm_status gm_png_decode_run(gm_dec *d, gm_png *p)
                 continue; /* libpng skips empty passes too */
             for (png_uint_32 r = 0; r < ph; r++) {
                 png_read_row(p->png, d->scratch, NULL);
-                size_t y = PNG_ROW_FROM_PASS_ROW(r, pass);
-                gm_png_row_to_gray(d->scratch, ch, pw,
-                                   d->img.data + y * w + PNG_PASS_START_COL(pass),
-                                   (size_t)PNG_PASS_COL_OFFSET(pass));
+                gm_png_put_row(d, ch, depth16, pw, PNG_ROW_FROM_PASS_ROW(r, pass),
+                               PNG_PASS_START_COL(pass), (size_t)PNG_PASS_COL_OFFSET(pass), &top);
             }
         }
     }
@@ -594,6 +639,8 @@ static gm_status gm_png_decode_run(gm_dec *d, gm_png *p)
         return gm_dec_fail(d, GM_ERR_CORRUPT, "%s", d->row_warning);
     /* Reads on to IEND: a file cut short after the last row is an error. */
     png_read_end(p->png, NULL);
+    if (depth16)
+        gm_gray16_to_8(d->gray16, (size_t)w * h, top, d->img.data);
     return GM_OK;
 }
 
@@ -654,6 +701,8 @@ static gm_status gm_dec_finish(gm_dec *d, gm_status st, gm_image *out, char *err
 {
     free(d->scratch);
     d->scratch = NULL;
+    free(d->gray16);
+    d->gray16 = NULL;
     if (st == GM_OK) {
         *out = d->img;
         if (err && errlen)

@@ -91,11 +91,8 @@ gm_status gm_image_from_pixels(const gm_pixels *px, int64_t max_pixels, gm_image
                     top = v > top ? v : top;
                 }
         }
-        int bits = 8;
-        while (bits < 16 && (top >> bits) != 0)
-            bits++;
         scale_num = 255;
-        scale_den = (1u << bits) - 1;
+        scale_den = (1u << gm_range_bits(top)) - 1;
     }
     for (int y = 0; y < h; y++) {
         const uint8_t *row = base + (ptrdiff_t)y * px->row_stride;

@@ -478,6 +478,26 @@ static int frame_reserve(gm_video_frame *f, int w, int h)
     return 0;
 }
 
+/* 16-bit gray and packed RGB in the host's byte order (a 16-bit TIFF or
+ * PNM): gm_image_from_pixels scales them by their actual range, as a 16-bit
+ * PNG is (libswscale would keep the high byte: 10-bit data nearly black).
+ * Returns 1 and fills px for such a frame. */
+static int packed16(const AVFrame *fr, gm_pixels *px)
+{
+    static const struct {
+        enum AVPixelFormat fmt;
+        int ch, bgr;
+    } k[] = {{AV_PIX_FMT_GRAY16, 1, 0}, {AV_PIX_FMT_RGB48, 3, 0}, {AV_PIX_FMT_BGR48, 3, 1},
+             {AV_PIX_FMT_RGBA64, 4, 0}, {AV_PIX_FMT_BGRA64, 4, 1}};
+    for (size_t i = 0; i < sizeof k / sizeof k[0]; i++)
+        if (fr->format == k[i].fmt) {
+            *px = (gm_pixels){fr->data[0], fr->width, fr->height, k[i].ch, 2, k[i].bgr,
+                              fr->linesize[0], 2 * k[i].ch, 2};
+            return 1;
+        }
+    return 0;
+}
+
 gm_status gm_video_convert(const struct AVFrame *fr, int force_sws, struct SwsContext **sws,
                            gm_video_frame *f)
 {
@@ -504,6 +524,16 @@ gm_status gm_video_convert(const struct AVFrame *fr, int force_sws, struct SwsCo
                     dst[x] = lut[src[x]];
             }
         }
+        return GM_OK;
+    }
+    gm_pixels px;
+    if (!force_sws && packed16(fr, &px)) {
+        gm_image g;
+        gm_status st = gm_image_from_pixels(&px, (int64_t)w * h, &g, NULL, 0);
+        if (st != GM_OK)
+            return st;
+        memcpy(f->img.data, g.data, (size_t)w * (size_t)h); /* both packed, w x h */
+        gm_image_free(&g);
         return GM_OK;
     }
     *sws = sws_getCachedContext(*sws, w, h, fr->format, w, h, AV_PIX_FMT_GRAY8, SWS_POINT, NULL,

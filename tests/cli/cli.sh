@@ -11,6 +11,7 @@ set -u
 
 gm=${1:?usage: cli.sh path/to/gmatch}
 case $gm in /*) ;; *) gm=$PWD/$gm ;; esac
+data=$(cd "$(dirname "$0")/../../data" && pwd)
 [ -x "$gm" ] || { echo "cli.sh: $gm: not an executable" >&2; exit 1; }
 
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/gmatch-cli.XXXXXX") || exit 1
@@ -326,6 +327,86 @@ if [ -w /dev/full ]; then
     check "stdout on /dev/full: exit 1 (got $rc)" test "$rc" -eq 1
     check "stdout on /dev/full: a message" grep -qi 'error' err
 fi
+
+# ---- standard input, other still formats, a video frame as the reference ------
+# ref.pgm and ref.bmp hold ref.png's pixels; query16.png and ref16.png are
+# query.png and ref.png as 16-bit PNGs of 10-bit data, which come back to the
+# same 8 bits (round(v * 1023 / 255), scaled by their range).
+python3 - <<'EOF' || { echo "cli.sh: cannot generate the format images" >&2; exit 1; }
+import struct, zlib
+def read_png8(path):  # the gray 8-bit PNGs written above: one IDAT, filter 0
+    d = open(path, "rb").read()
+    w, h = struct.unpack(">II", d[16:24])
+    i, idat = 8, b""
+    while i < len(d):
+        n, t = struct.unpack(">I4s", d[i:i + 8])
+        if t == b"IDAT":
+            idat += d[i + 8:i + 8 + n]
+        i += 12 + n
+    raw = zlib.decompress(idat)
+    return w, h, [raw[y * (w + 1) + 1 + x] for y in range(h) for x in range(w)]
+def png16(path, w, h, px):
+    raw = b"".join(b"\0" + b"".join(struct.pack(">H", v) for v in px[y * w:(y + 1) * w])
+                   for y in range(h))
+    def chunk(t, d):
+        return struct.pack(">I", len(d)) + t + d + struct.pack(">I", zlib.crc32(t + d) & 0xffffffff)
+    open(path, "wb").write(b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", w, h, 16, 0, 0, 0, 0))
+                           + chunk(b"IDAT", zlib.compress(raw)) + chunk(b"IEND", b""))
+w, h, px = read_png8("ref.png")
+open("ref.pgm", "wb").write(b"P5\n%d %d\n255\n" % (w, h) + bytes(px))
+row = (w * 3 + 3) // 4 * 4
+bmp = b"".join(b"".join(bytes((v, v, v)) for v in px[y * w:(y + 1) * w]).ljust(row, b"\0")
+               for y in reversed(range(h)))
+open("ref.bmp", "wb").write(b"BM" + struct.pack("<IHHI", 54 + len(bmp), 0, 0, 54)
+                            + struct.pack("<IiiHHIIiiII", 40, w, h, 1, 24, 0, len(bmp), 2835, 2835, 0, 0) + bmp)
+png16("ref16.png", w, h, [round(v * 1023 / 255) for v in px])
+qw, qh, qpx = read_png8("query.png")
+png16("query16.png", qw, qh, [round(v * 1023 / 255) for v in qpx])
+EOF
+# a row without its query name
+tail_of() { sed 's/^[^ ]* //'; }
+run ref.png query.png
+want=$(rows | tail_of)
+"$gm" - query.png < ref.png > out 2> err; rc=$?
+check "'-' as REF: exit 0 (got $rc)" test "$rc" -eq 0
+check "'-' as REF: the same result as the file" test "$(rows | tail_of)" = "$want"
+"$gm" ref.png - < query.png > out 2> err; rc=$?
+check "'-' as QUERY: exit 0 (got $rc)" test "$rc" -eq 0
+check "'-' as QUERY: its line is named '-'" test "$(col - 3)" = match
+check "'-' as QUERY: the same result as the file" test "$(rows | tail_of)" = "$want"
+expect_rc 2 "'-' twice" - - query.png
+check "'-' twice: says it is read once" grep -q 'read once' err
+"$gm" ref.png - query.png < /dev/null > out 2> err; rc=$?
+check "empty standard input: exit 1 (got $rc)" test "$rc" -eq 1
+check "empty standard input: an error line for '-'" test "$(col - 3)" = error
+check "empty standard input: the other query still matched" test "$(col query.png 3)" = match
+check "empty standard input: a message" grep -q -- '-: empty file' err
+expect_rc 0 "-o -" -o - ref.png query.png
+check "-o -: the results on stdout" test "$(rows | tail_of)" = "$want"
+check "-o -: no file named '-'" test ! -e ./-
+run ref16.png query16.png
+check "16-bit PNGs of 10-bit data: the same result as the 8-bit ones" test "$(rows | tail_of)" = "$want"
+run ref.pgm query.png
+if grep -q 'without FFmpeg' err; then
+    echo "cli.sh: built without FFmpeg: PGM, BMP and video references not checked"
+else
+    check "a PGM reference: the same result as the PNG" test "$(rows | tail_of)" = "$want"
+    run ref.bmp query.png
+    check "a BMP reference: the same result as the PNG" test "$(rows | tail_of)" = "$want"
+    run ref.png ref.pgm
+    check "a PGM query: matched (got $(col ref.pgm 3))" test "$(col ref.pgm 3)" = match
+    expect_rc 0 "--ref-frame 3" --ref-frame 3 --frames 3:4 --format json "$data/video/clip.mp4" \
+        "$data/video/clip.mp4"
+    check "--ref-frame 3: frame 3 found in itself at the identity" python3 -c '
+import json, sys
+r = json.loads(open("out").readline())
+m = r["matrix"]
+sys.exit(not (r["status"] == "match" and abs(m[0][0] - 1) < 0.01 and abs(m[0][2]) < 1 and abs(m[1][2]) < 1))'
+    expect_rc 1 "--ref-frame past the end" --ref-frame 500 "$data/video/clip.mp4" query.png
+    check "--ref-frame past the end: the frame count" grep -q 'the video has 50 frames' err
+    check "--ref-frame past the end: an error line" test "$(col query.png 3)" = error
+fi
+expect_rc 2 "--ref-frame -1" --ref-frame -1 ref.png query.png
 
 # ---- determinism ---------------------------------------------------------------
 strip_time() { python3 -c '

@@ -297,3 +297,51 @@ def test_no_leak_over_10000_calls(sample):
     tracemalloc.stop()
     assert t1 - t0 < 64 * 1024, f"Python heap grew by {t1 - t0} bytes"
     assert r1 - r0 < 4 * 1024, f"resident memory grew by {r1 - r0} KiB"
+
+
+def test_rgb_order(sample):
+    """A colour image as BGR, and the same as RGB with rgb=True: the same gray."""
+    ref, query, want = sample
+    h, w = query.shape
+    rng = np.random.default_rng(5)
+    bgr = rng.integers(0, 256, (h, w, 3), dtype=np.uint8)
+    rgb = np.ascontiguousarray(bgr[:, :, ::-1])
+    a = gmatch._gmatch.to_gray(bgr, False, 0)[0]
+    b = gmatch._gmatch.to_gray(rgb, True, 0)[0]
+    c = gmatch._gmatch.to_gray(rgb, False, 0)[0]
+    assert a == b and a != c
+    both = gmatch.Reference(os.path.join(DATA, "ref.jpg"), device="cpu", rgb=True)
+    q3 = np.repeat(query[:, :, None], 3, axis=2)
+    assert np.array_equal(both.match(q3).matrix, want.matrix)
+
+
+@pytest.mark.skipif(not gmatch.video_available(), reason="built without FFmpeg")
+def test_other_formats(tmp_path, sample):
+    """PGM and BMP references (FFmpeg's decoders) equal to the same pixels in
+    an array; a TIFF query; a frame of a video as the reference."""
+    ref, query, want = sample
+    g = gray(os.path.join(DATA, "ref.jpg"))
+    h, w = g.shape
+    pgm = tmp_path / "ref.pgm"
+    pgm.write_bytes(b"P5\n%d %d\n255\n" % (w, h) + g.tobytes())
+    row = (w * 3 + 3) // 4 * 4
+    px = np.zeros((h, row), np.uint8)
+    px[:, :3 * w] = np.repeat(g, 3, axis=1)
+    import struct
+    body = px[::-1].tobytes()
+    bmp = tmp_path / "ref.bmp"
+    bmp.write_bytes(b"BM" + struct.pack("<IHHI", 54 + len(body), 0, 0, 54) +
+                    struct.pack("<IiiHHIIiiII", 40, w, h, 1, 24, 0, len(body), 2835, 2835, 0, 0) +
+                    body)
+    for path in (pgm, bmp):
+        r = gmatch.Reference(path, device="cpu")
+        assert (r.width, r.height) == (w, h)
+        got = r.match(query)
+        assert np.array_equal(got.matrix, want.matrix), path
+    assert ref.match(os.path.join(DATA, "query.tiff")).status == "match"
+    v = gmatch.Reference(os.path.join(DATA, "video", "clip.mp4"), frame=3, device="cpu")
+    res = list(v.match_video(os.path.join(DATA, "video", "clip.mp4"), frames=(3, 4)))
+    assert res[0].status == "match"
+    assert np.allclose(res[0].matrix3, np.eye(3), atol=0.02)
+    with pytest.raises(ValueError, match="50 frames"):
+        gmatch.Reference(os.path.join(DATA, "video", "clip.mp4"), frame=500, device="cpu")

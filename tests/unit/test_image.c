@@ -244,12 +244,17 @@ static buf_t png_make(const png_spec *s, uint8_t **expect)
             if (s->ctype == PNG_COLOR_TYPE_PALETTE) {
                 png_color c = palette_entry((int)v[0]);
                 g = gray601(c.red, c.green, c.blue);
+            } else if (s->depth == 16) {
+                /* gray in 16 bits, then by the range of the samples: the
+                 * last pixel's samples are 65535, so 255 / 65535, rounded */
+                uint64_t g16 = ch >= 3 ? (19595ull * v[0] + 38470ull * v[1] + 7471ull * v[2] +
+                                          32768ull) >> 16
+                                       : v[0];
+                g = (int)((g16 * 255 + 32767) / 65535);
             } else {
                 int e[3];
                 for (int c = 0; c < (ch >= 3 ? 3 : 1); c++)
-                    e[c] = s->depth == 16  ? (int)(v[c] >> 8) /* high byte */
-                           : s->depth == 8 ? (int)v[c]
-                                           : (int)(v[c] * 255 / maxv);
+                    e[c] = s->depth == 8 ? (int)v[c] : (int)(v[c] * 255 / maxv);
                 g = ch >= 3 ? gray601(e[0], e[1], e[2]) : e[0];
             }
             exp[(size_t)y * (size_t)s->w + (size_t)x] = (uint8_t)g;
@@ -522,6 +527,41 @@ END_TEST
 START_TEST(test_png_gray16)
 {
     check_png_type(PNG_COLOR_TYPE_GRAY, 16, PNG_INTERLACE_NONE, 0);
+}
+END_TEST
+
+/* A 16-bit PNG holding 10-bit data (samples 0..1023, as cameras write
+ * them): full range, not the nearly black high byte (0..3). */
+START_TEST(test_png_10bit_in_16)
+{
+    enum { W = 6, H = 2 };
+    uint8_t rows[H][W * 2];
+    const unsigned v[W] = {0, 1, 100, 512, 1000, 1023};
+    for (int y = 0; y < H; y++)
+        for (int x = 0; x < W; x++)
+            rows[y][2 * x] = (uint8_t)(v[x] >> 8), rows[y][2 * x + 1] = (uint8_t)v[x];
+    buf_t b = {NULL, 0, 0};
+    png_structp png = png_create_write_struct(PNG_LIBPNG_VER_STRING, NULL, NULL, NULL);
+    png_infop info = png_create_info_struct(png);
+    ck_assert(png && info);
+    if (setjmp(png_jmpbuf(png)))
+        ck_abort_msg("PNG encoding failed");
+    png_set_write_fn(png, &b, png_write_cb, png_flush_cb);
+    png_set_IHDR(png, info, W, H, 16, PNG_COLOR_TYPE_GRAY, PNG_INTERLACE_NONE,
+                 PNG_COMPRESSION_TYPE_DEFAULT, PNG_FILTER_TYPE_DEFAULT);
+    png_write_info(png, info);
+    for (int y = 0; y < H; y++)
+        png_write_row(png, rows[y]);
+    png_write_end(png, NULL);
+    png_destroy_write_struct(&png, &info);
+    gm_image im;
+    char err[128];
+    ck_assert_int_eq(gm_image_load_mem(b.data, b.len, 0, &im, err, sizeof err), GM_OK);
+    static const uint8_t want[W] = {0, 0, 25, 128, 249, 255}; /* round(v * 255 / 1023) */
+    for (int x = 0; x < W; x++)
+        ck_assert_int_eq(im.data[im.stride + x], want[x]);
+    gm_image_free(&im);
+    free(b.data);
 }
 END_TEST
 
@@ -1564,6 +1604,7 @@ static Suite *image_suite(void)
     TCase *png = tcase_create("png");
     tcase_add_test(png, test_png_gray8);
     tcase_add_test(png, test_png_gray16);
+    tcase_add_test(png, test_png_10bit_in_16);
     tcase_add_test(png, test_png_gray_low_bits);
     tcase_add_test(png, test_png_rgb8);
     tcase_add_test(png, test_png_rgb16);
