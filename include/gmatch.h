@@ -275,6 +275,9 @@ typedef struct {
     int votes;           /* votes of the winning basis pair */
     double confidence;   /* 0..1, from verification of the transform against the edges */
     int inliers;         /* query edge points confirmed by the reference */
+    double residual_px;  /* root mean square distance, in reference pixels, of the query's
+                            edge points mapped by the result from the reference edges they
+                            landed on (within a working pixel): the fit's accuracy */
     gm_timing time;
     char error[256];     /* why gm_match failed, one line ("" on GM_OK) */
 } gm_result;

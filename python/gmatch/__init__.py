@@ -83,6 +83,9 @@ class Result:
                 edges (a match when at least the reference's min_confidence)
     votes       the votes of the winning basis pair
     inliers     query edge points the reference confirmed
+    residual_px root mean square distance, in reference pixels, of the query's
+                edge points (mapped) from the reference edges they landed on: the
+                fit's accuracy; None unless a match
     corners     4 x 2 array: the query's corners (0, 0), (w-1, 0), (w-1, h-1),
                 (0, h-1) in reference pixels; None unless a match
     scale       reference pixels per query pixel (at the query's centre for a
@@ -98,23 +101,25 @@ class Result:
     """
 
     __slots__ = ("status", "matrix", "matrix3", "model", "confidence", "votes", "inliers",
-                 "corners", "scale", "angle_deg", "time_ms", "query_size", "frame", "pts_s",
-                 "error")
+                 "residual_px", "corners", "scale", "angle_deg", "time_ms", "query_size", "frame",
+                 "pts_s", "error")
 
     def __init__(self, raw=None, query_size=(0, 0), asked="similarity", frame=None, pts_s=None,
                  error=None):
         self.query_size = tuple(query_size)
         self.frame, self.pts_s, self.error = frame, pts_s, error
         self.matrix = self.matrix3 = self.corners = self.scale = self.angle_deg = None
+        self.residual_px = None
         if raw is None:  # an error item of a video
             self.status, self.model = "error", asked
             self.confidence, self.votes, self.inliers, self.time_ms = 0.0, 0, 0, 0.0
             return
-        found, model, h, self.confidence, self.votes, self.inliers, self.time_ms = raw
+        found, model, h, self.confidence, self.votes, self.inliers, residual, self.time_ms = raw
         self.status = "match" if found else "none"
         self.model = MODELS[model] if found else asked
         if not found:
             return
+        self.residual_px = residual
         H = np.array(h, dtype=np.float64).reshape(3, 3)
         self.matrix3 = H
         self.matrix = H.copy() if self.model == "homography" else H[:2].copy()

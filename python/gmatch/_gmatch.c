@@ -220,14 +220,14 @@ static PyObject *py_prepare(PyObject *self, PyObject *args)
 }
 
 /* The result as a tuple: (found, model, h[9], confidence, votes, inliers,
- * time_ms); the Python layer names the fields. */
+ * residual_px, time_ms); the Python layer names the fields. */
 static PyObject *result_tuple(const gm_result *res)
 {
-    return Py_BuildValue("(Ni(ddddddddd)diid)", PyBool_FromLong(res->status == GM_MATCH_FOUND),
+    return Py_BuildValue("(Ni(ddddddddd)diidd)", PyBool_FromLong(res->status == GM_MATCH_FOUND),
                          (int)res->model,
                          res->h[0], res->h[1], res->h[2], res->h[3], res->h[4], res->h[5],
                          res->h[6], res->h[7], res->h[8], res->confidence, res->votes,
-                         res->inliers, res->time.total);
+                         res->inliers, res->residual_px, res->time.total);
 }
 
 /* match(capsule, image, model, rgb, max_pixels) -> (result tuple, width, height) */

@@ -431,7 +431,8 @@ static const char *source_of(const char *name, char *err, size_t errlen)
 
 /* Load and prepare the reference.  Returns NULL on failure with the cause
  * in err. */
-static gm_ref *prepare_reference(const cli_opts *o, const char *name, char *err, size_t errlen)
+static gm_ref *prepare_reference(const cli_opts *o, const char *name, int *w, int *h, char *err,
+                                 size_t errlen)
 {
     gm_image img;
     double t0 = now_ms();
@@ -457,6 +458,7 @@ static gm_ref *prepare_reference(const cli_opts *o, const char *name, char *err,
     if (o->verbosity >= VERBOSITY_VERBOSE)
         diag_file(name, "reference %dx%d: decode %.2f ms, prepare %.2f ms (library %.2f ms)",
                   img.width, img.height, t1 - t0, t2 - t1, gm_ref_time_ms(r));
+    *w = img.width, *h = img.height;
     gm_image_free(&img);
     return r;
 }
@@ -491,6 +493,7 @@ typedef struct {
     const char *q;
     double extra_ms;    /* added to the first frame's time_ms: reference and open */
     int out_tty;        /* results and the bar share the terminal */
+    int ref_w, ref_h;   /* the reference's size, for the records */
     int failed, write_failed, diags;
 } video_ctx;
 
@@ -529,7 +532,10 @@ static int video_sink(void *user, const gm_video_result *r)
     char err[256] = "";
     gm_output_rec rec = {.query = c->q, .frame = f->frame, .has_pts = f->has_pts,
                          .pts_s = f->pts_s, .res = r->res, .model = c->o->params.model,
-                         .time_ms = r->time_ms + c->extra_ms};
+                         .time_ms = r->time_ms + c->extra_ms, .ref_w = c->ref_w,
+                         .ref_h = c->ref_h};
+    if (f->status == GM_OK)
+        rec.q_w = f->img.width, rec.q_h = f->img.height;
     c->extra_ms = 0;
     if (f->status != GM_OK)
         rec.error = f->error;
@@ -650,7 +656,10 @@ int main(int argc, char **argv)
      * as the peer (bench/opencv_match.py) measures it. */
     double t_start = now_ms();
     char ref_err[512] = "";
-    gm_ref *ref = write_failed ? NULL : prepare_reference(&o, ref_path, ref_err, sizeof ref_err);
+    int ref_w = 0, ref_h = 0;
+    gm_ref *ref = write_failed ? NULL
+                               : prepare_reference(&o, ref_path, &ref_w, &ref_h, ref_err,
+                                                   sizeof ref_err);
     char ref_msg[1024] = "";
     if (!ref && !write_failed) {
         diag_file(ref_path, "%s", ref_err);
@@ -665,7 +674,8 @@ int main(int argc, char **argv)
         char err[512] = "";
         gm_result res;
         memset(&res, 0, sizeof res);
-        gm_output_rec rec = {.query = q, .frame = 0, .res = &res, .model = o.params.model};
+        gm_output_rec rec = {.query = q, .frame = 0, .res = &res, .model = o.params.model,
+                             .ref_w = ref_w, .ref_h = ref_h};
         if (!ref) {
             rec.error = ref_msg;
         } else {
@@ -679,7 +689,7 @@ int main(int argc, char **argv)
             if (st == GM_ERR_FORMAT &&
                 (st = open_video(&o, ref, src, &v, err, sizeof err)) == GM_OK) {
                 video_ctx c = {.out = out, .out_name = out_name, .o = &o, .q = q,
-                               .extra_ms = now_ms() - t0};
+                               .extra_ms = now_ms() - t0, .ref_w = ref_w, .ref_h = ref_h};
                 if (run_video(&c, ref, v) != 0)
                     failed = 1;
                 write_failed |= c.write_failed;
@@ -687,6 +697,7 @@ int main(int argc, char **argv)
                 continue;
             }
             if (st == GM_OK) {
+                rec.q_w = img.width, rec.q_h = img.height;
                 /* gm_match takes a const reference (thread-safe), so the
                  * status is all it can tell us. */
                 st = gm_match(ref, gm_image_view(&img), &res);

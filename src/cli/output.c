@@ -285,7 +285,30 @@ static int record_json(FILE *f, const gm_output_rec *rec)
         set(o, "matrix", m, &bad);
         set(o, "scale", json_dec(r->scale, 6), &bad);
         set(o, "angle_deg", json_dec(r->angle_deg, 6), &bad);
+        json_t *c = json_array();
+        const double cx[4] = {0, rec->q_w - 1.0, rec->q_w - 1.0, 0};
+        const double cy[4] = {0, 0, rec->q_h - 1.0, rec->q_h - 1.0};
+        for (int k = 0; c && k < 4; k++) {
+            double den = r->h[6] * cx[k] + r->h[7] * cy[k] + r->h[8];
+            double x = (r->h[0] * cx[k] + r->h[1] * cy[k] + r->h[2]) / den;
+            double y = (r->h[3] * cx[k] + r->h[4] * cy[k] + r->h[5]) / den;
+            json_t *pt = json_array();
+            if (!pt || json_array_append_new(pt, json_dec(x, 3)) != 0 ||
+                json_array_append_new(pt, json_dec(y, 3)) != 0 || json_array_append_new(c, pt) != 0)
+                bad++;
+        }
+        if (rec->q_w > 0 && rec->q_h > 0)
+            set(o, "corners", c, &bad);
+        else
+            json_decref(c);
+        set(o, "residual_px", json_dec(r->residual_px, 3), &bad);
     }
+    if (ok)
+        set(o, "inliers", json_integer(rec->res->inliers), &bad);
+    if (rec->ref_w > 0)
+        set(o, "ref_size", json_pack("[ii]", rec->ref_w, rec->ref_h), &bad);
+    if (rec->q_w > 0)
+        set(o, "query_size", json_pack("[ii]", rec->q_w, rec->q_h), &bad);
     set(o, "time_ms", json_dec(rec->time_ms, 3), &bad);
     if (!ok)
         set(o, "error", json_name(rec->error ? rec->error : "no result"), &bad);

@@ -30,9 +30,12 @@
  *
  *     {"query":"q1.jpg","frame":0,"status":"match","model":"similarity","votes":57,"confidence":0.8125,
  *      "matrix":[[1.057727,0.028525,90.173634],[-0.028525,1.057727,178.792245]],
- *      "scale":1.058112,"angle_deg":-1.545,"time_ms":12.345}
+ *      "scale":1.058112,"angle_deg":-1.545,
+ *      "corners":[[90.174,178.792],[224.503,175.17],[228.032,305.014],[93.703,308.636]],
+ *      "residual_px":0.214,"inliers":431,"ref_size":[480,480],"query_size":[128,123],
+ *      "time_ms":12.345}
  *     {"query":"q2.jpg","frame":0,"status":"none","model":"similarity","votes":4,"confidence":0.031,
- *      "time_ms":9.87}
+ *      "inliers":12,"ref_size":[480,480],"query_size":[200,150],"time_ms":9.87}
  *     {"query":"x.jpg","frame":0,"status":"error","model":"similarity","votes":0,"confidence":0.0,
  *      "time_ms":0.05,
  *      "error":"cannot open file: No such file or directory"}
@@ -54,6 +57,15 @@
  *   scale       reference pixels per query pixel, 6 decimals, match only
  *   angle_deg   rotation in degrees, clockwise on screen positive, 6
  *               decimals, match only
+ *   corners     the query's corners (0, 0), (w-1, 0), (w-1, h-1), (0, h-1)
+ *               mapped by the matrix: where its outline lies in reference
+ *               pixels, 3 decimals, match only
+ *   residual_px root mean square distance in reference pixels of the query's
+ *               edge points, mapped, from the reference edges they landed on:
+ *               the fit's accuracy, 3 decimals, match only
+ *   inliers     query edge points the reference confirmed (match and none)
+ *   ref_size    [width, height] of the reference, when it was read
+ *   query_size  [width, height] of the query or frame, when it was read
  *   time_ms     MILLISECONDS from the start of this query's decode to its
  *               result, 3 decimals; the first query's time also includes
  *               loading and preparing the reference.  For a video frame:
@@ -99,6 +111,8 @@ typedef struct {
     const gm_result *res;  /* the result when error is NULL */
     double time_ms;        /* MILLISECONDS, see time_ms above */
     gm_model model;        /* the run's model: a homography adds columns g h */
+    int ref_w, ref_h;      /* the reference's size; 0 when unknown (it failed) */
+    int q_w, q_h;          /* the query's or frame's size; 0 when unknown */
 } gm_output_rec;
 
 /* "text" or "json" -> *out; returns 0, or -1 for any other string. */

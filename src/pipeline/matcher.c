@@ -739,7 +739,8 @@ static gm_status match_query(const gm_ref *r, gm_model model, gm_view query, gm_
         /* edges that leave the transform free to slide (a straight edge, one
          * smooth arc): the corners' uncertainty scales the confidence down
          * past GM_SIGMA_MAX pixels */
-        double sigma = gm_corner_sigma_cpu(bmap, &vq0, hw, q[0].w, q[0].h);
+        double rms;
+        double sigma = gm_corner_sigma_cpu(bmap, &vq0, hw, q[0].w, q[0].h, &rms);
         if (sigma > GM_SIGMA_MAX)
             score.confidence *= GM_SIGMA_MAX / sigma;
         double rho = score.confidence > 0 ? second / score.confidence : 1.0;
@@ -747,6 +748,7 @@ static gm_status match_query(const gm_ref *r, gm_model model, gm_view query, gm_
         out->votes = (int)ss->votes;
         out->confidence = score.confidence * distinct;
         out->inliers = (int)score.hits;
+        out->residual_px = rms * bf; /* working pixels of the reference level to its own */
         out->scale = hypot(out->m[0], out->m[3]);
         out->angle_deg = atan2(out->m[3], out->m[0]) * 180.0 / GM_PI;
         int finite = 1;

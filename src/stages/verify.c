@@ -102,7 +102,7 @@ gm_verify_score gm_verify_strict_h_cpu(const gm_edge_map *map, const gm_points *
 }
 
 double gm_corner_sigma_cpu(const gm_edge_map *map, const gm_points *q, const double h[9], int w,
-                           int hgt)
+                           int hgt, double *rms)
 {
     const gm_map_view v = view_of(map);
     /* the perturbation: a similarity about the query's mapped centre after h,
@@ -110,7 +110,7 @@ double gm_corner_sigma_cpu(const gm_edge_map *map, const gm_points *q, const dou
      * every partner's point-to-line residual n . (p' - e) gives one row */
     double c0x, c0y;
     gm_h_apply(h, (w - 1) / 2.0, (hgt - 1) / 2.0, &c0x, &c0y);
-    double n[4][4] = {{0}};
+    double n[4][4] = {{0}}, r2 = 0;
     uint32_t pairs = 0;
     for (uint32_t k = 0; k < q->n; k++) {
         gm_point p = q->p[k];
@@ -119,6 +119,8 @@ double gm_corner_sigma_cpu(const gm_edge_map *map, const gm_points *q, const dou
             continue;
         double x, y;
         gm_h_apply(h, p.x, p.y, &x, &y);
+        double res = c.nx * (x - c.rx) + c.ny * (y - c.ry);
+        r2 += res * res;
         double dx = x - c0x, dy = y - c0y;
         double g[4] = {c.nx * dx + c.ny * dy, -c.nx * dy + c.ny * dx, c.nx, c.ny};
         for (int i = 0; i < 4; i++)
@@ -126,6 +128,8 @@ double gm_corner_sigma_cpu(const gm_edge_map *map, const gm_points *q, const dou
                 n[i][j] += g[i] * g[j];
         pairs++;
     }
+    if (rms)
+        *rms = pairs ? sqrt(r2 / pairs) : NAN;
     if (pairs < 8)
         return INFINITY;
     /* neighbouring edge pixels are not independent measurements: one in

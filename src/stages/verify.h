@@ -72,8 +72,10 @@ double gm_corner_moves(const double h[9], const double hq[4][9], int w, int hgt)
  * uncertain; INFINITY when a direction is unconstrained. */
 #define GM_SIGMA_PX 0.5             /* a partner's noise, pixels */
 #define GM_SIGMA_PIXELS_PER_OBS 8.0 /* edge pixels per independent measurement */
+/* rms (when not NULL): the root mean square point-to-line residual of those
+ * partners, the same pixels (NAN for none). */
 double gm_corner_sigma_cpu(const gm_edge_map *map, const gm_points *q, const double h[9], int w,
-                           int hgt);
+                           int hgt, double *rms);
 
 #ifdef __cplusplus
 }

@@ -239,9 +239,11 @@ check "flat gray: '-' columns" test "$(rows | awk '{ print $6, $13 }')" = "- -"
 cat > jsoncheck.py <<'EOF'
 import json, sys
 KEYS = {
-    "match": ["query", "frame", "status", "model", "votes", "confidence", "matrix", "scale", "angle_deg", "time_ms"],
-    "none": ["query", "frame", "status", "model", "votes", "confidence", "time_ms"],
-    "error": ["query", "frame", "status", "model", "votes", "confidence", "time_ms", "error"],
+    "match": ["query", "frame", "status", "model", "votes", "confidence", "matrix", "scale", "angle_deg",
+              "corners", "residual_px", "inliers", "ref_size", "query_size", "time_ms"],
+    "none": ["query", "frame", "status", "model", "votes", "confidence", "inliers", "ref_size",
+             "query_size", "time_ms"],
+    "error": ["query", "frame", "status", "model", "votes", "confidence", "ref_size", "time_ms", "error"],
 }
 ok = True
 lines = open("out", "rb").read().split(b"\n")
@@ -264,6 +266,15 @@ for raw in lines[:-1]:
         m = d["matrix"]
         if not (len(m) == 2 and all(len(row) == 3 for row in m)):
             print("  bad matrix: %r" % m); ok = False
+        w, h = d["query_size"]
+        for (x, y), (qx, qy) in zip(d["corners"], [(0, 0), (w - 1, 0), (w - 1, h - 1), (0, h - 1)]):
+            if abs(m[0][0] * qx + m[0][1] * qy + m[0][2] - x) > 2e-3 or \
+               abs(m[1][0] * qx + m[1][1] * qy + m[1][2] - y) > 2e-3:
+                print("  corner (%g, %g) of %r is not the matrix at (%g, %g)" % (x, y, d["corners"], qx, qy)); ok = False
+        if not 0 <= d["residual_px"] < 1 or d["inliers"] <= 0:
+            print("  residual_px %r, inliers %r" % (d["residual_px"], d["inliers"])); ok = False
+    if "ref_size" in d and d["ref_size"] != [320, 240]:
+        print("  ref_size %r, want [320, 240]" % d["ref_size"]); ok = False
 sys.exit(0 if ok else 1)
 EOF
 json_tool() {

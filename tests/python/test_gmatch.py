@@ -63,6 +63,7 @@ def test_result_fields(sample):
     p = res.matrix3 @ np.array([w - 1, h - 1, 1.0])
     assert np.allclose(res.corners[2], p[:2] / p[2])
     assert 0.3 <= res.confidence <= 1 and res.votes > 0 and res.inliers > 0
+    assert 0 <= res.residual_px < 1
     assert res.time_ms > 0 and res.query_size == (w, h)
     assert res.frame is None and res.error is None
     d = res.to_dict()

@@ -43,6 +43,9 @@ static gm_result match_result(void)
     /* 1.0577270000000001 is what %.17g makes of 1.057727. */
     double m[6] = {1.057727, 0.028525, 90.17363449, -0.028525, 1.057727, 178.7922451};
     memcpy(r.m, m, sizeof m);
+    memcpy(r.h, m, sizeof m);
+    r.h[8] = 1;
+    r.residual_px = 0.21372;
     r.scale = 1.0581118;
     r.angle_deg = -1.54470049;
     r.votes = 57;
@@ -219,15 +222,21 @@ END_TEST
 START_TEST(test_json_match)
 {
     gm_result r = match_result();
-    gm_output_rec rec = {.query = "q1.jpg", .frame = 0, .res = &r, .time_ms = 12.34567};
+    gm_output_rec rec = {.query = "q1.jpg", .frame = 0, .res = &r, .time_ms = 12.34567,
+                         .ref_w = 480, .ref_h = 360, .q_w = 128, .q_h = 123};
     char *s = render(GM_OUTPUT_JSON, &rec);
-    /* Exact text: key order, compact form, shortest real forms. */
+    /* Exact text: key order, compact form, shortest real forms; the corners
+     * are m at (0, 0), (127, 0), (127, 122), (0, 122), e.g. x at (127, 0):
+     * 1.057727 * 127 + 90.17363449 = 224.50496 */
     ck_assert_str_eq(s, "{\"query\":\"q1.jpg\",\"frame\":0,\"status\":\"match\",\"model\":\"similarity\",\"votes\":57,"
                         "\"confidence\":0.8125,\"matrix\":[[1.057727,0.028525,90.173634],"
                         "[-0.028525,1.057727,178.792245]],\"scale\":1.058112,"
-                        "\"angle_deg\":-1.5447,\"time_ms\":12.346}\n");
+                        "\"angle_deg\":-1.5447,\"corners\":[[90.174,178.792],[224.505,175.17],"
+                        "[227.985,304.212],[93.654,307.835]],\"residual_px\":0.214,\"inliers\":300,"
+                        "\"ref_size\":[480,360],\"query_size\":[128,123],\"time_ms\":12.346}\n");
     json_t *j = parse_line(s);
-    assert_keys(j, "query,frame,status,model,votes,confidence,matrix,scale,angle_deg,time_ms");
+    assert_keys(j, "query,frame,status,model,votes,confidence,matrix,scale,angle_deg,corners,"
+                   "residual_px,inliers,ref_size,query_size,time_ms");
     ck_assert_str_eq(json_string_value(json_object_get(j, "query")), "q1.jpg");
     ck_assert(json_is_integer(json_object_get(j, "frame")));
     ck_assert_int_eq(json_integer_value(json_object_get(j, "frame")), 0);
@@ -257,10 +266,15 @@ END_TEST
 START_TEST(test_json_none)
 {
     gm_result r = none_result();
-    gm_output_rec rec = {.query = "q2.jpg", .frame = 7, .res = &r, .time_ms = 9.87};
+    gm_output_rec rec = {.query = "q2.jpg", .frame = 7, .res = &r, .time_ms = 9.87,
+                         .ref_w = 480, .ref_h = 360, .q_w = 64, .q_h = 48};
     char *s = render(GM_OUTPUT_JSON, &rec);
     json_t *j = parse_line(s);
-    assert_keys(j, "query,frame,status,model,votes,confidence,time_ms");
+    /* none: no matrix, corners or residual; the inliers and both sizes */
+    assert_keys(j, "query,frame,status,model,votes,confidence,inliers,ref_size,query_size,time_ms");
+    json_t *qs = json_object_get(j, "query_size");
+    ck_assert_int_eq(json_integer_value(json_array_get(qs, 0)), 64);
+    ck_assert_int_eq(json_integer_value(json_array_get(qs, 1)), 48);
     ck_assert_str_eq(json_string_value(json_object_get(j, "query")), "q2.jpg");
     ck_assert_int_eq(json_integer_value(json_object_get(j, "frame")), 7);
     ck_assert_str_eq(json_string_value(json_object_get(j, "status")), "none");
@@ -300,7 +314,8 @@ START_TEST(test_json_pts)
                          .res = &r, .time_ms = 3};
     char *s = render(GM_OUTPUT_JSON, &rec);
     json_t *j = parse_line(s);
-    assert_keys(j, "query,frame,pts_s,status,model,votes,confidence,matrix,scale,angle_deg,time_ms");
+    assert_keys(j, "query,frame,pts_s,status,model,votes,confidence,matrix,scale,angle_deg,"
+                   "residual_px,inliers,time_ms"); /* no sizes given: no corners or sizes */
     ck_assert_double_eq(real_at(j, "pts_s"), 1.0);
     json_decref(j);
     free(s);

@@ -610,7 +610,7 @@ START_TEST(test_corner_sigma)
     const gm_edge_map map = v.map;
     double hid[9];
     gm_h_from_m(IDENT, hid);
-    double s_all = gm_corner_sigma_cpu(&map, &all, hid, w, h);
+    double s_all = gm_corner_sigma_cpu(&map, &all, hid, w, h, NULL);
     if (!(s_all < 0.5))
         ck_abort_msg("every edge: sigma %.3f px", s_all);
     gm_point *one = malloc(all.n * sizeof *one);
@@ -619,11 +619,28 @@ START_TEST(test_corner_sigma)
         if (fabsf(cosf(all.p[k].angle)) > 0.999f)
             one[ow.n++] = all.p[k];
     EXPECT(ow.n >= 8);
-    double s_one = gm_corner_sigma_cpu(&map, &ow, hid, w, h);
+    double s_one = gm_corner_sigma_cpu(&map, &ow, hid, w, h, NULL);
     if (!(s_one > 10 * s_all && s_one > 2.0))
         ck_abort_msg("edges one way: sigma %.3f px (every edge %.3f)", s_one, s_all);
     gm_points few = {all.p, 7};
-    EXPECT(isinf(gm_corner_sigma_cpu(&map, &few, hid, w, h)));
+    EXPECT(isinf(gm_corner_sigma_cpu(&map, &few, hid, w, h, NULL)));
+    /* the residual: the scene's own points on their own edges are on the
+     * line (the map's points are these very points); shifted by 0.4 px in
+     * x, the partners are still found within a pixel and their rms
+     * point-to-line distance grows to the shift's normal part, between
+     * 0.4 / sqrt(2) (normals in every direction) and 0.4 */
+    double rms0 = -1, rms1 = -1;
+    (void)gm_corner_sigma_cpu(&map, &all, hid, w, h, &rms0);
+    double hs[9];
+    memcpy(hs, hid, sizeof hs);
+    hs[2] += 0.4;
+    (void)gm_corner_sigma_cpu(&map, &all, hs, w, h, &rms1);
+    if (!(rms0 >= 0 && rms0 < 0.05 && rms1 > 0.4 / sqrt(2.0) - 0.05 && rms1 < 0.45))
+        ck_abort_msg("residual rms %.4f px on the truth, %.4f px shifted 0.4 px", rms0, rms1);
+    double rms_few = -1;
+    gm_points none = {all.p, 0};
+    (void)gm_corner_sigma_cpu(&map, &none, hid, w, h, &rms_few);
+    EXPECT(isnan(rms_few));
     free(one);
     view_close(&v);
 }
