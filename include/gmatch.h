@@ -297,6 +297,37 @@ GM_API gm_status gm_match(const gm_ref *r, gm_view query, gm_result *out);
  * prepared with that model, for the same seed. */
 GM_API gm_status gm_match_model(const gm_ref *r, gm_view query, gm_model model, gm_result *out);
 
+/* ---- pictures ---------------------------------------------------------- */
+
+/* An owned 8-bit RGB picture (3 bytes a pixel, R G B); free with gm_rgb_free. */
+typedef struct {
+    uint8_t *data;
+    int width, height;
+    ptrdiff_t stride; /* BYTES */
+} gm_rgb;
+
+GM_API void gm_rgb_free(gm_rgb *img);
+
+/* A picture of a result, to look at before trusting the numbers.  A match:
+ * the reference scaled to at most max_width pixels wide (<= 0: its own
+ * size), in gray and dimmed outside the query; inside, the query warped
+ * into the reference's frame in false colour (red and blue the reference,
+ * green the query: aligned edges look gray, a misalignment shows green and
+ * magenta fringes); the query's outline in red; a caption bar with the
+ * model, confidence, scale, angle and residual.  No match: the reference
+ * and the query side by side with "NO MATCH".  ref and query are the
+ * images that were matched (gm_image_load's gray). */
+GM_API gm_status gm_draw_result(gm_view ref, gm_view query, const gm_result *res, int max_width,
+                                gm_rgb *out);
+/* The outlines of n results on the reference (a video's path): corners[8 i
+ * .. 8 i + 7] are result i's query corners (x0 y0 ... x3 y3, in reference
+ * pixels; NAN for a frame without a match), drawn from blue (first) to red
+ * (last), their centres joined in yellow. */
+GM_API gm_status gm_draw_path(gm_view ref, const double *corners, int n, int max_width,
+                              gm_rgb *out);
+/* Write a picture as a PNG file; err gets a one-line message. */
+GM_API gm_status gm_rgb_write_png(const gm_rgb *img, const char *path, char *err, size_t errlen);
+
 /* Reference preparation time, MILLISECONDS. */
 GM_API double gm_ref_time_ms(const gm_ref *r);
 

@@ -151,6 +151,29 @@ class Result:
                 f"confidence={self.confidence:.3f}, scale={self.scale:.4f}, "
                 f"angle_deg={self.angle_deg:.2f}, matrix={self.matrix.round(4).tolist()})")
 
+    def draw(self, reference, query, max_width=1600, rgb=False):
+        """A picture of this result, to look at before trusting the numbers:
+        an H x W x 3 uint8 array, B, G, R (cv2.imwrite takes it as it is; R, G,
+        B with rgb=True, which also reads 3-channel inputs as R, G, B).
+
+        reference, query: the images that were matched (arrays or paths).  A
+        match: the reference (at most max_width wide) with the query's outline
+        in red and the query warped into its frame in false colour (gray where
+        the two agree, green and magenta fringes where they do not), and a
+        caption with the numbers.  No match: the two side by side.
+        """
+        if self.status == "error":
+            raise ValueError(f"an error result has nothing to draw: {self.error}")
+        found = self.status == "match"
+        h = tuple(self.matrix3.ravel()) if found else (1.0, 0, 0, 0, 1.0, 0, 0, 0, 1.0)
+        buf, w, hh = _gmatch.draw(reference, query, bool(rgb), found,
+                                  MODELS.index(self.model) if self.model in MODELS else 0, h,
+                                  float(self.confidence), float(self.scale or 0.0),
+                                  float(self.angle_deg or 0.0), float(self.residual_px or 0.0),
+                                  int(max_width))
+        img = np.frombuffer(buf, np.uint8).reshape(hh, w, 3)
+        return img.copy() if rgb else np.ascontiguousarray(img[:, :, ::-1])
+
     def to_dict(self):
         """The fields as plain Python values (lists for arrays), e.g. for json.dumps."""
         out = {}

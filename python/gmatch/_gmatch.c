@@ -422,7 +422,53 @@ static PyObject *py_to_gray(PyObject *self, PyObject *args)
     return out ? Py_BuildValue("(Nii)", out, w, h) : NULL;
 }
 
+/* draw(ref, query, rgb, found, model, h[9], confidence, scale, angle, residual,
+ *      max_width) -> (bytes RGB, width, height): gm_draw_result */
+static PyObject *py_draw(PyObject *self, PyObject *args)
+{
+    (void)self;
+    PyObject *ref_obj, *q_obj;
+    int rgb, found, model, max_width;
+    gm_result res;
+    memset(&res, 0, sizeof res);
+    if (!PyArg_ParseTuple(args, "OOpii(ddddddddd)ddddi:draw", &ref_obj, &q_obj, &rgb, &found,
+                          &model, &res.h[0], &res.h[1], &res.h[2], &res.h[3], &res.h[4],
+                          &res.h[5], &res.h[6], &res.h[7], &res.h[8], &res.confidence,
+                          &res.scale, &res.angle_deg, &res.residual_px, &max_width))
+        return NULL;
+    res.status = found ? GM_MATCH_FOUND : GM_MATCH_NONE;
+    res.model = (gm_model)model;
+    memcpy(res.m, res.h, sizeof res.m);
+    gm_image ref, q;
+    if (load_image(ref_obj, 0, 0, rgb, &ref) != 0)
+        return NULL;
+    if (load_image(q_obj, 0, 0, rgb, &q) != 0) {
+        gm_image_free(&ref);
+        return NULL;
+    }
+    gm_rgb pic;
+    gm_status st;
+    Py_BEGIN_ALLOW_THREADS
+    st = gm_draw_result(gm_image_view(&ref), gm_image_view(&q), &res, max_width, &pic);
+    Py_END_ALLOW_THREADS
+    gm_image_free(&ref);
+    gm_image_free(&q);
+    if (st != GM_OK)
+        return raise_status(st, "cannot draw the result");
+    PyObject *out = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)pic.width * pic.height * 3);
+    if (out) {
+        char *d = PyBytes_AS_STRING(out);
+        for (int y = 0; y < pic.height; y++)
+            memcpy(d + (size_t)y * pic.width * 3, pic.data + (ptrdiff_t)y * pic.stride,
+                   (size_t)pic.width * 3);
+    }
+    int w = pic.width, h = pic.height;
+    gm_rgb_free(&pic);
+    return out ? Py_BuildValue("(Nii)", out, w, h) : NULL;
+}
+
 static PyMethodDef methods[] = {
+    {"draw", py_draw, METH_VARARGS, "A picture of a result (gm_draw_result), RGB bytes."},
     {"defaults", py_defaults, METH_NOARGS, "The library's default parameters (gm_params_default)."},
     {"prepare", py_prepare, METH_VARARGS, "Prepare a reference (gm_ref_prepare), GIL released."},
     {"match", py_match, METH_VARARGS, "Match a query (gm_match_model), GIL released."},

@@ -22,6 +22,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -30,6 +31,7 @@
 #include "gmatch.h"
 #include "gmatch_video.h"
 #include "cli/output.h"
+#include "cli/pictures.h"
 #include "cli/progress.h"
 
 #define PROG "gmatch"
@@ -52,6 +54,8 @@ enum {
     OPT_STEP,
     OPT_DECODE,
     OPT_REF_FRAME,
+    OPT_DRAW,
+    OPT_DRAW_EVERY,
 };
 
 typedef struct {
@@ -63,7 +67,12 @@ typedef struct {
     int64_t first, last, step; /* video frames [first, last) every step-th; last -1: to the end */
     int decode;                /* 0 auto, 1 cpu, 2 nvdec (gm_video_decode's order) */
     int64_t ref_frame;         /* the reference is this frame of a video (0: a still) */
+    const char *draw;          /* --draw DIR, NULL: no pictures */
+    int64_t draw_every;        /* a video's picture every this many selected frames */
 } cli_opts;
+
+/* --draw's state: the reference kept for drawing, a video's outlines. */
+static gm_pictures g_pictures;
 
 /* The progress bar of the video being matched; diagnostics erase it first. */
 static gm_progress g_progress;
@@ -99,6 +108,10 @@ static void usage(FILE *f)
             "      --decode DEC        video decoder: auto (default: the CPU, measured\n"
             "                          faster), cpu or nvdec (the GPU's decoder)\n"
             "      --ref-frame N       REF is a video: its frame N (from 0) is the reference\n"
+            "      --draw DIR          write a picture of each result into DIR (PNG): the\n"
+            "                          query's outline and its overlay on the reference\n"
+            "      --draw-every N      for a video, a picture every N-th frame (default 30)\n"
+            "                          and one of the outline's path\n"
             "  -q, --quiet             print nothing on stderr but errors (no progress bar)\n"
             "  -v, --verbose           print the device and the stage timings on stderr\n"
             "\n"
@@ -228,6 +241,8 @@ static void parse_options(int argc, char **argv, cli_opts *o)
         {"step", required_argument, NULL, OPT_STEP},
         {"decode", required_argument, NULL, OPT_DECODE},
         {"ref-frame", required_argument, NULL, OPT_REF_FRAME},
+        {"draw", required_argument, NULL, OPT_DRAW},
+        {"draw-every", required_argument, NULL, OPT_DRAW_EVERY},
         {"quiet", no_argument, NULL, 'q'},
         {"verbose", no_argument, NULL, 'v'},
         {NULL, 0, NULL, 0},
@@ -314,6 +329,13 @@ static void parse_options(int argc, char **argv, cli_opts *o)
                 o->decode = 2;
             else
                 usage_error("--decode: '%s' is not auto, cpu or nvdec", optarg);
+            break;
+        case OPT_DRAW:
+            o->draw = optarg;
+            break;
+        case OPT_DRAW_EVERY:
+            if (parse_i64_range(optarg, 1, INT64_MAX, &o->draw_every) != 0)
+                usage_error("--draw-every: '%s' is not a positive integer", optarg);
             break;
         case OPT_REF_FRAME:
             if (parse_i64_range(optarg, 0, INT64_MAX - 1, &o->ref_frame) != 0)
@@ -459,7 +481,10 @@ static gm_ref *prepare_reference(const cli_opts *o, const char *name, int *w, in
         diag_file(name, "reference %dx%d: decode %.2f ms, prepare %.2f ms (library %.2f ms)",
                   img.width, img.height, t1 - t0, t2 - t1, gm_ref_time_ms(r));
     *w = img.width, *h = img.height;
-    gm_image_free(&img);
+    if (o->draw)
+        g_pictures.ref = img; /* kept for the pictures */
+    else
+        gm_image_free(&img);
     return r;
 }
 
@@ -494,6 +519,7 @@ typedef struct {
     double extra_ms;    /* added to the first frame's time_ms: reference and open */
     int out_tty;        /* results and the bar share the terminal */
     int ref_w, ref_h;   /* the reference's size, for the records */
+    int64_t drawn;      /* frames seen by --draw-every */
     int failed, write_failed, diags;
 } video_ctx;
 
@@ -536,6 +562,23 @@ static int video_sink(void *user, const gm_video_result *r)
                          .ref_h = c->ref_h};
     if (f->status == GM_OK)
         rec.q_w = f->img.width, rec.q_h = f->img.height;
+    if (c->o->draw) {
+        const gm_result *ok = f->status == GM_OK && r->match == GM_OK ? r->res : NULL;
+        char pic[4096] = "", perr[256] = "out of memory";
+        if (gm_picture_add(&g_pictures, ok, f->img.width, f->img.height) != 0) {
+            diag_file(c->q, "--draw: %s", perr);
+            c->failed = 1;
+        }
+        char suffix[32];
+        snprintf(suffix, sizeof suffix, "_%" PRId64, f->frame);
+        if (ok && (c->drawn++ % c->o->draw_every) == 0 &&
+            (gm_picture_path(&g_pictures, c->q, suffix, pic, sizeof pic) != 0 ||
+             gm_picture_result(&g_pictures, gm_image_view(&f->img), ok, pic, perr,
+                               sizeof perr) != 0)) {
+            diag_file(pic[0] ? pic : c->o->draw, "%s", perr);
+            c->failed = 1;
+        }
+    }
     c->extra_ms = 0;
     if (f->status != GM_OK)
         rec.error = f->error;
@@ -585,6 +628,14 @@ static int run_video(video_ctx *c, const gm_ref *ref, gm_video *v)
     }
     if (c->diags > MAX_FRAME_DIAGS)
         diag_file(c->q, "%d more frames failed (not shown)", c->diags - MAX_FRAME_DIAGS);
+    if (c->o->draw) {
+        char pic[4096] = "", perr[256] = "the picture's path is too long";
+        if (gm_picture_path(&g_pictures, c->q, "_path", pic, sizeof pic) != 0 ||
+            gm_picture_path_write(&g_pictures, pic, perr, sizeof perr) != 0) {
+            diag_file(pic[0] ? pic : c->o->draw, "%s", perr);
+            c->failed = 1;
+        }
+    }
     if (gm_video_lost(v)) {
         diag_file(c->q, "%s", gm_video_error(v));
         c->failed = 1;
@@ -605,8 +656,18 @@ int main(int argc, char **argv)
     o.params = gm_params_default();
     o.format = GM_OUTPUT_TEXT;
     o.verbosity = VERBOSITY_NORMAL;
-    o.last = -1, o.step = 1;
+    o.last = -1, o.step = 1, o.draw_every = 30;
     parse_options(argc, argv, &o);
+    g_pictures.dir = o.draw;
+    if (o.draw) { /* the folder first: a run that cannot write its pictures stops at once */
+        struct stat sb;
+        if (mkdir(o.draw, 0777) != 0 && !(errno == EEXIST && stat(o.draw, &sb) == 0 &&
+                                           S_ISDIR(sb.st_mode))) {
+            diag_file(o.draw, "--draw: cannot make the folder: %s",
+                      errno == EEXIST ? "a file of that name exists" : strerror(errno));
+            return EXIT_USAGE;
+        }
+    }
     gm_video_log(o.verbosity >= VERBOSITY_VERBOSE);
     if (o.threads_given && o.params.threads <= 0) /* --threads 0: every core */
         o.params.threads = omp_get_num_procs();
@@ -704,7 +765,6 @@ int main(int argc, char **argv)
                 if (st != GM_OK)
                     snprintf(err, sizeof err, "matching failed: %.200s",
                              res.error[0] ? res.error : gm_status_str(st));
-                gm_image_free(&img);
             }
             if (st != GM_OK) {
                 if (!err[0])
@@ -715,6 +775,16 @@ int main(int argc, char **argv)
             } else if (o.verbosity >= VERBOSITY_VERBOSE) {
                 report_timing(q, decode_ms, &res);
             }
+            if (st == GM_OK && o.draw) {
+                char pic[4096] = "", perr[256] = "the picture's path is too long";
+                if (gm_picture_path(&g_pictures, q, "", pic, sizeof pic) != 0 ||
+                    gm_picture_result(&g_pictures, gm_image_view(&img), &res, pic, perr,
+                                      sizeof perr) != 0) {
+                    diag_file(pic[0] ? pic : o.draw, "%s", perr);
+                    failed = 1;
+                }
+            }
+            gm_image_free(&img);
         }
         rec.time_ms = now_ms() - t0;
         if (emit(out, out_name, o.format, &rec) != 0)
@@ -722,6 +792,7 @@ int main(int argc, char **argv)
     }
     if (ref)
         gm_ref_free(ref);
+    gm_pictures_free(&g_pictures);
 
     /* Data may still sit in a buffer, and close can fail too (a full disk,
      * NFS): check both before claiming success. */

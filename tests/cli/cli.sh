@@ -419,6 +419,27 @@ sys.exit(not (r["status"] == "match" and abs(m[0][0] - 1) < 0.01 and abs(m[0][2]
 fi
 expect_rc 2 "--ref-frame -1" --ref-frame -1 ref.png query.png
 
+# ---- pictures (--draw) ----------------------------------------------------------
+expect_rc 0 "--draw" --draw pics ref.png query.png flat.png
+check "--draw: a picture per still" test -s pics/query.png.png -a -s pics/flat.png.png
+check "--draw: the results as without it" test "$(rows | grep query.png | tail_of)" = "$want"
+# the pictures are PNGs gmatch reads back: the match's is the reference's
+# width (320, the caption bar below), the none's the two side by side
+"$gm" --format json pics/query.png.png pics/flat.png.png > out 2> err
+check "--draw: the pictures read back as PNGs" python3 -c '
+import json, sys
+r = json.loads(open("out").readline())
+sys.exit(not (r["ref_size"][0] == 400 and r["ref_size"][1] > 240 and r["query_size"][0] >= 320 + 96))'
+expect_rc 2 "--draw onto a file" --draw ref.png ref.png query.png
+check "--draw onto a file: says why" grep -q 'draw' err
+if "$gm" "$data/video/ref_clip.jpg" "$data/video/clip.mp4" --frames 0:1 > /dev/null 2>&1; then
+    expect_rc 0 "--draw a video" -q --draw vpics --draw-every 20 "$data/video/ref_clip.jpg" "$data/video/clip.mp4"
+    check "--draw a video: frames 0, 20, 40 and the path" \
+        test -s vpics/clip.mp4_0.png -a -s vpics/clip.mp4_20.png -a -s vpics/clip.mp4_40.png -a -s vpics/clip.mp4_path.png
+    check "--draw a video: no other frame" test ! -e vpics/clip.mp4_10.png
+fi
+expect_rc 2 "--draw-every 0" --draw pics --draw-every 0 ref.png query.png
+
 # ---- determinism ---------------------------------------------------------------
 strip_time() { python3 -c '
 import json, sys

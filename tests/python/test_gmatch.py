@@ -346,3 +346,24 @@ def test_other_formats(tmp_path, sample):
     assert np.allclose(res[0].matrix3, np.eye(3), atol=0.02)
     with pytest.raises(ValueError, match="50 frames"):
         gmatch.Reference(os.path.join(DATA, "video", "clip.mp4"), frame=500, device="cpu")
+
+
+def test_draw(sample):
+    """result.draw: a picture with the outline in red where the corners are;
+    none: the two side by side; an error result refuses."""
+    ref, query, want = sample
+    refimg = gray(os.path.join(DATA, "ref.jpg"))
+    pic = want.draw(refimg, query)
+    assert pic.dtype == np.uint8 and pic.ndim == 3 and pic.shape[2] == 3
+    assert pic.shape[1] >= refimg.shape[1] and pic.shape[0] > refimg.shape[0]
+    # B, G, R: the outline is red, (40, 40, 255); at the first corner
+    x, y = np.round(want.corners[0]).astype(int)
+    patch = pic[max(0, y - 2):y + 3, max(0, x - 2):x + 3].reshape(-1, 3)
+    assert any((p == [40, 40, 255]).all() for p in patch)
+    rgbpic = want.draw(refimg, query, rgb=True)
+    assert np.array_equal(rgbpic, pic[:, :, ::-1])
+    neg = ref.match(np.full((64, 64), 128, np.uint8))
+    assert neg.status == "none"
+    side = neg.draw(refimg, np.full((64, 64), 128, np.uint8))
+    assert side.shape[1] >= refimg.shape[1] + 64
+    assert (side[10, refimg.shape[1] + 8 + 10] == 128).all()
