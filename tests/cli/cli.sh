@@ -440,6 +440,28 @@ if "$gm" "$data/video/ref_clip.jpg" "$data/video/clip.mp4" --frames 0:1 > /dev/n
 fi
 expect_rc 2 "--draw-every 0" --draw pics --draw-every 0 ref.png query.png
 
+# ---- every still format as the reference and as the query ----------------------
+# data/formats: a 240x240 reference and its 120x120 crop at (60, 70) in each
+# format (data/README.md); each as REF against the PNG query and as QUERY
+# against the PNG reference: a match within 1 px of the translation.
+near_60_70() { # the text row in ./out: c near 60, f near 70, a near 1
+    awk '!/^#/ { ok = $3 == "match" && ($8 - 60) ^ 2 < 1 && ($11 - 70) ^ 2 < 1 && ($6 - 1) ^ 2 < 1e-4 }
+         END { exit !ok }' out
+}
+fmt=$data/formats
+if "$gm" "$fmt/ref.bmp" "$fmt/query.png" > /dev/null 2>&1; then
+    for f in "$fmt"/ref*; do
+        case $f in */ref.png) continue ;; esac
+        q=$fmt/query${f#$fmt/ref}
+        run "$f" "$fmt/query.png"
+        check "$(basename "$f") as REF: the crop at (60, 70)" near_60_70
+        run "$fmt/ref.png" "$q"
+        check "$(basename "$q") as QUERY: at (60, 70)" near_60_70
+    done
+else
+    echo "cli.sh: built without FFmpeg: only JPEG and PNG are read; formats not checked"
+fi
+
 # ---- determinism ---------------------------------------------------------------
 strip_time() { python3 -c '
 import json, sys
