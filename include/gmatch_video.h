@@ -77,6 +77,8 @@ typedef struct {
                              machine, load about 3; two runs each) */
     int64_t max_pixels;   /* frames above it are error items; <= 0: GM_DEFAULT_MAX_PIXELS */
     gm_video_decode decode; /* default GM_VIDEO_DECODE_AUTO */
+    int model;            /* gm_video_match's model: -1 (default) the reference's own, else
+                             a gm_model for gm_match_model (same rules) */
 } gm_video_opts;
 
 GM_API gm_video_opts gm_video_opts_default(void);

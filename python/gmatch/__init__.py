@@ -260,7 +260,9 @@ class Reference:
 
     def match_video(self, path, frames=None, step=1, model=None):
         """Match every selected frame of the video at path: a generator of
-        Results in frame order, each with frame and pts_s.
+        Results in frame order, each with frame and pts_s.  The library's frame
+        pipeline runs on threads of its own (a decoder, frames matched in
+        parallel) while the caller consumes the results.
 
         frames: None for all, or (first, last) for frames first .. last-1 (last
         None: to the end), or a range (its start, stop and step).  A frame that
@@ -278,9 +280,10 @@ class Reference:
             last = -1 if last is None else last
         if first < 0 or step < 1 or (last != -1 and last < first):
             raise ValueError(f"frames {frames!r}, step {step}: first >= 0, last >= first, step >= 1")
-        v, _, _, _, _ = _gmatch.video_open(os.fspath(path), first, last, step, self._max_pixels)
+        v, _, _, _, _ = _gmatch.video_open(os.fspath(path), self._cap, first, last, step,
+                                           self._max_pixels, mi)
         while True:
-            item = _gmatch.video_next(v, self._cap, mi)
+            item = _gmatch.video_next(v)
             if item is None:
                 break
             frame, pts, error, raw, w, h = item

@@ -13,6 +13,7 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
+#include <pthread.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -259,33 +260,114 @@ static PyObject *py_match(PyObject *self, PyObject *args)
 
 /* ---- videos -------------------------------------------------------------------- */
 
+/* A video is matched by the library's own frame pipeline (gm_video_match:
+ * a decoder thread, frames matched in parallel by workers) running on a
+ * thread of ours; its sink copies each result into a bounded ring that
+ * video_next empties, with the GIL released while it waits.  A generator
+ * dropped early stops the pipeline (the sink answers "stop") and joins it. */
+#define RING 64
+
+typedef struct {
+    int64_t frame;
+    int has_pts, failed, w, h;
+    double pts_s;
+    gm_result res;
+    char error[384];
+} video_item;
+
 typedef struct {
     gm_video *v;
-    gm_video_frame f;
+    gm_ref *ref;
+    PyObject *refcap; /* keeps the reference alive while the pipeline runs */
+    pthread_t th;
+    int started;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    video_item ring[RING];
+    int head, count, done, stop;
+    gm_status st;
 } video_state;
+
+static int video_sink(void *user, const gm_video_result *r)
+{
+    video_state *s = user;
+    video_item it;
+    memset(&it, 0, sizeof it);
+    const gm_video_frame *f = r->item;
+    it.frame = f->frame, it.has_pts = f->has_pts, it.pts_s = f->pts_s;
+    if (f->status != GM_OK) {
+        it.failed = 1;
+        snprintf(it.error, sizeof it.error, "%s", f->error);
+    } else if (r->match != GM_OK) {
+        it.failed = 1, it.w = f->img.width, it.h = f->img.height;
+        snprintf(it.error, sizeof it.error, "matching failed: %s",
+                 r->res && r->res->error[0] ? r->res->error : gm_status_str(r->match));
+    } else {
+        it.res = *r->res, it.w = f->img.width, it.h = f->img.height;
+    }
+    pthread_mutex_lock(&s->mu);
+    while (s->count == RING && !s->stop)
+        pthread_cond_wait(&s->cv, &s->mu);
+    int stop = s->stop;
+    if (!stop) {
+        s->ring[(s->head + s->count) % RING] = it;
+        s->count++;
+        pthread_cond_broadcast(&s->cv);
+    }
+    pthread_mutex_unlock(&s->mu);
+    return stop;
+}
+
+static void *video_main(void *arg)
+{
+    video_state *s = arg;
+    gm_status st = gm_video_match(s->v, s->ref, video_sink, s);
+    pthread_mutex_lock(&s->mu);
+    s->st = st, s->done = 1;
+    pthread_cond_broadcast(&s->cv);
+    pthread_mutex_unlock(&s->mu);
+    return NULL;
+}
 
 static void video_destroy(PyObject *cap)
 {
     video_state *s = PyCapsule_GetPointer(cap, VIDEO_CAPSULE);
     if (!s)
         return;
-    gm_video_frame_free(&s->f);
+    if (s->started) {
+        pthread_mutex_lock(&s->mu);
+        s->stop = 1;
+        pthread_cond_broadcast(&s->cv);
+        pthread_mutex_unlock(&s->mu);
+        Py_BEGIN_ALLOW_THREADS
+        pthread_join(s->th, NULL);
+        Py_END_ALLOW_THREADS
+    }
     gm_video_close(s->v);
+    pthread_mutex_destroy(&s->mu);
+    pthread_cond_destroy(&s->cv);
+    Py_XDECREF(s->refcap);
     PyMem_RawFree(s);
 }
 
-/* video_open(path, first, last, step, max_pixels) -> (capsule, width, height, fps, total) */
+/* video_open(path, ref, first, last, step, max_pixels, model)
+ *   -> (capsule, width, height, fps, total): the pipeline started */
 static PyObject *py_video_open(PyObject *self, PyObject *args)
 {
     (void)self;
-    PyObject *pathobj, *bytes = NULL;
+    PyObject *pathobj, *refcap, *bytes = NULL;
     gm_video_opts o = gm_video_opts_default();
     long long first, last, step, max_pixels;
-    if (!PyArg_ParseTuple(args, "OLLLL:video_open", &pathobj, &first, &last, &step, &max_pixels))
+    int model;
+    if (!PyArg_ParseTuple(args, "OOLLLLi:video_open", &pathobj, &refcap, &first, &last, &step,
+                          &max_pixels, &model))
+        return NULL;
+    gm_ref *ref = ref_of(refcap);
+    if (!ref)
         return NULL;
     if (!PyUnicode_FSConverter(pathobj, &bytes))
         return NULL;
-    o.first = first, o.last = last, o.step = step, o.max_pixels = max_pixels;
+    o.first = first, o.last = last, o.step = step, o.max_pixels = max_pixels, o.model = model;
     const char *path = PyBytes_AS_STRING(bytes);
     video_state *s = PyMem_RawCalloc(1, sizeof *s);
     if (!s) {
@@ -308,59 +390,72 @@ static PyObject *py_video_open(PyObject *self, PyObject *args)
         return NULL;
     }
     Py_DECREF(bytes);
+    s->ref = ref;
+    s->refcap = refcap;
+    Py_INCREF(refcap);
+    pthread_mutex_init(&s->mu, NULL);
+    pthread_cond_init(&s->cv, NULL);
     PyObject *cap = PyCapsule_New(s, VIDEO_CAPSULE, video_destroy);
     if (!cap) {
         gm_video_close(s->v);
+        Py_DECREF(refcap);
         PyMem_RawFree(s);
         return NULL;
     }
+    if (pthread_create(&s->th, NULL, video_main, s) != 0) {
+        Py_DECREF(cap);
+        PyErr_SetString(PyExc_RuntimeError, "cannot start the video thread");
+        return NULL;
+    }
+    s->started = 1;
     int w = 0, h = 0;
     double fps = 0;
     gm_video_info(s->v, &w, &h, &fps);
     return Py_BuildValue("(NiidL)", cap, w, h, fps, (long long)gm_video_frames_total(s->v));
 }
 
-/* video_next(video, ref, model) -> None at the end, else
- * (frame, pts_s or None, error or None, result tuple or None, width, height):
- * the next selected frame decoded and matched. */
-static PyObject *py_video_next(PyObject *self, PyObject *args)
+/* video_next(video) -> None at the end, else
+ * (frame, pts_s or None, error or None, result tuple or None, width, height),
+ * the next selected frame's result, in frame order. */
+static PyObject *py_video_next(PyObject *self, PyObject *vcap)
 {
     (void)self;
-    PyObject *vcap, *rcap;
-    int model;
-    if (!PyArg_ParseTuple(args, "OOi:video_next", &vcap, &rcap, &model))
-        return NULL;
     video_state *s = PyCapsule_GetPointer(vcap, VIDEO_CAPSULE);
-    gm_ref *r = ref_of(rcap);
-    if (!s || !r)
+    if (!s)
         return NULL;
+    video_item it;
     int got = 0;
-    gm_status st, mst = GM_OK;
-    gm_result res;
-    memset(&res, 0, sizeof res);
+    gm_status st;
     Py_BEGIN_ALLOW_THREADS
-    st = gm_video_read(s->v, &s->f, &got);
-    if (st == GM_OK && got && s->f.status == GM_OK)
-        mst = gm_match_model(r, gm_image_view(&s->f.img), (gm_model)model, &res);
+    pthread_mutex_lock(&s->mu);
+    while (s->count == 0 && !s->done)
+        pthread_cond_wait(&s->cv, &s->mu);
+    if (s->count > 0) {
+        it = s->ring[s->head];
+        s->head = (s->head + 1) % RING;
+        s->count--;
+        got = 1;
+        pthread_cond_broadcast(&s->cv);
+    }
+    st = s->st;
+    pthread_mutex_unlock(&s->mu);
     Py_END_ALLOW_THREADS
-    if (st != GM_OK)
-        return raise_status(st, "reading the video");
-    if (!got)
+    if (!got) {
+        if (st != GM_OK)
+            return raise_status(st, "video matching stopped");
         Py_RETURN_NONE;
+    }
     PyObject *pts = Py_None;
-    if (s->f.has_pts) {
-        if (!(pts = PyFloat_FromDouble(s->f.pts_s)))
+    if (it.has_pts) {
+        if (!(pts = PyFloat_FromDouble(it.pts_s)))
             return NULL;
     } else {
         Py_INCREF(pts);
     }
-    if (s->f.status != GM_OK)
-        return Py_BuildValue("(LNsOii)", (long long)s->f.frame, pts, s->f.error, Py_None, 0, 0);
-    if (mst != GM_OK)
-        return Py_BuildValue("(LNsOii)", (long long)s->f.frame, pts, res.error, Py_None,
-                             s->f.img.width, s->f.img.height);
-    return Py_BuildValue("(LNONii)", (long long)s->f.frame, pts, Py_None, result_tuple(&res),
-                         s->f.img.width, s->f.img.height);
+    if (it.failed)
+        return Py_BuildValue("(LNsOii)", (long long)it.frame, pts, it.error, Py_None, it.w, it.h);
+    return Py_BuildValue("(LNONii)", (long long)it.frame, pts, Py_None, result_tuple(&it.res),
+                         it.w, it.h);
 }
 
 /* video_lost(video) -> the summary of what was lost, or None */
@@ -473,7 +568,7 @@ static PyMethodDef methods[] = {
     {"prepare", py_prepare, METH_VARARGS, "Prepare a reference (gm_ref_prepare), GIL released."},
     {"match", py_match, METH_VARARGS, "Match a query (gm_match_model), GIL released."},
     {"video_open", py_video_open, METH_VARARGS, "Open a video (gm_video_open)."},
-    {"video_next", py_video_next, METH_VARARGS, "Decode and match the next selected frame."},
+    {"video_next", py_video_next, METH_O, "The next selected frame's result (None at the end)."},
     {"video_lost", py_video_lost, METH_O, "What the video lost (gm_video_error), or None."},
     {"version", py_version, METH_NOARGS, "The C library's version (gm_version)."},
     {"video_available", py_video_available, METH_NOARGS, "Whether videos can be read (FFmpeg)."},

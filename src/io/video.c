@@ -78,7 +78,8 @@ struct gm_video {
 gm_video_opts gm_video_opts_default(void)
 {
     gm_video_opts o = {.first = 0, .last = -1, .step = 1, .decode_threads = 0, .workers = 0,
-                       .frame_threads = 1, .max_pixels = 0, .decode = GM_VIDEO_DECODE_AUTO};
+                       .frame_threads = 1, .max_pixels = 0, .decode = GM_VIDEO_DECODE_AUTO,
+                       .model = -1};
     return o;
 }
 
@@ -277,8 +278,9 @@ gm_status gm_video_open(const char *path, const gm_video_opts *opts, gm_video **
 {
     *out = NULL;
     if (!opts || opts->first < 0 || opts->step < 1 || (opts->last >= 0 && opts->last < opts->first) ||
-        opts->decode < GM_VIDEO_DECODE_AUTO || opts->decode > GM_VIDEO_DECODE_NVDEC) {
-        snprintf(err, errlen, "invalid frame selection");
+        opts->decode < GM_VIDEO_DECODE_AUTO || opts->decode > GM_VIDEO_DECODE_NVDEC ||
+        opts->model < -1 || opts->model > GM_MODEL_AUTO) {
+        snprintf(err, errlen, "invalid frame selection, decoder or model");
         return GM_ERR_INVALID;
     }
     /* The still decoders have already read the start of the file: from a

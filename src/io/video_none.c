@@ -12,7 +12,8 @@ int gm_video_available(void) { return 0; }
 gm_video_opts gm_video_opts_default(void)
 {
     gm_video_opts o = {.first = 0, .last = -1, .step = 1, .decode_threads = 0, .workers = 0,
-                       .frame_threads = 1, .max_pixels = 0, .decode = GM_VIDEO_DECODE_AUTO};
+                       .frame_threads = 1, .max_pixels = 0, .decode = GM_VIDEO_DECODE_AUTO,
+                       .model = -1};
     return o;
 }
 

@@ -182,6 +182,13 @@ def test_video():
     sel = [r.frame for r in ref.match_video(os.path.join(DATA, "video", "clip.mp4"),
                                             frames=(45, None))]
     assert sel == list(range(45, 50))
+    # a generator dropped early stops the pipeline's threads (no hang), and
+    # a second run gives the same results (frames are matched in parallel)
+    g = ref.match_video(os.path.join(DATA, "video", "clip.mp4"))
+    assert [next(g).frame for _ in range(3)] == [0, 1, 2]
+    del g
+    again = list(ref.match_video(os.path.join(DATA, "video", "clip.mp4")))
+    assert [(r.status, r.confidence) for r in again] == [(r.status, r.confidence) for r in results]
 
 
 @pytest.mark.skipif(not gmatch.video_available(), reason="built without FFmpeg")

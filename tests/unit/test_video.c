@@ -261,6 +261,70 @@ START_TEST(test_empty_selection)
 }
 END_TEST
 
+/* gm_video_match with a per-call model (gm_video_opts.model): on a
+ * reference prepared for auto, the pipeline's results under similarity are
+ * gm_match_model's on the same frames (read with gm_video_read), in frame
+ * order; a model out of range is refused at open. */
+typedef struct {
+    int n;
+    gm_result res[6];
+    int64_t frame[6];
+} collected;
+
+static int collect_sink(void *user, const gm_video_result *r)
+{
+    collected *c = user;
+    ck_assert_int_lt(c->n, 6);
+    ck_assert_int_eq(r->item->status, GM_OK);
+    ck_assert_int_eq(r->match, GM_OK);
+    c->frame[c->n] = r->item->frame;
+    c->res[c->n++] = *r->res;
+    return 0;
+}
+
+START_TEST(test_match_model)
+{
+    gm_image refimg;
+    char err[256];
+    ck_assert_int_eq(gm_image_load("data/video/ref_clip.jpg", 0, &refimg, err, sizeof err), GM_OK);
+    gm_params p = gm_params_default();
+    p.model = GM_MODEL_AUTO;
+    p.device = GM_DEVICE_CPU;
+    gm_ref *ref;
+    ck_assert_int_eq(gm_ref_prepare(&p, gm_image_view(&refimg), &ref), GM_OK);
+    gm_image_free(&refimg);
+    gm_video_opts o = gm_video_opts_default();
+    o.last = 6;
+    gm_video_frame *items;
+    int n = read_all(CLIP, o, &items);
+    ck_assert_int_eq(n, 6);
+    /* the pipeline, similarity on an auto reference */
+    o.model = GM_MODEL_SIMILARITY;
+    o.workers = 2;
+    gm_video *v;
+    ck_assert_int_eq(gm_video_open(CLIP, &o, &v, err, sizeof err), GM_OK);
+    collected got = {0};
+    ck_assert_int_eq(gm_video_match(v, ref, collect_sink, &got), GM_OK);
+    gm_video_close(v);
+    ck_assert_int_eq(got.n, 6);
+    for (int i = 0; i < n; i++) {
+        gm_result want;
+        ck_assert_int_eq(gm_match_model(ref, gm_image_view(&items[i].img), GM_MODEL_SIMILARITY,
+                                        &want), GM_OK);
+        ck_assert_int_eq(got.frame[i], items[i].frame);
+        ck_assert_int_eq(got.res[i].status, want.status);
+        ck_assert_int_eq(got.res[i].model, GM_MODEL_SIMILARITY);
+        ck_assert(got.res[i].confidence == want.confidence);
+        for (int k = 0; k < 9; k++)
+            ck_assert(got.res[i].h[k] == want.h[k]);
+    }
+    free_items(items, n);
+    o.model = 9;
+    ck_assert_int_eq(gm_video_open(CLIP, &o, &v, err, sizeof err), GM_ERR_INVALID);
+    gm_ref_free(ref);
+}
+END_TEST
+
 static Suite *video_suite(void)
 {
     Suite *s = suite_create("video");
@@ -271,6 +335,7 @@ static Suite *video_suite(void)
     tcase_add_test(tc, test_gray_vs_swscale);
     tcase_add_test(tc, test_not_videos);
     tcase_add_test(tc, test_decoders);
+    tcase_add_test(tc, test_match_model);
     suite_add_tcase(s, tc);
     return s;
 }
