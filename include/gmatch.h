@@ -297,6 +297,11 @@ GM_API gm_status gm_match(const gm_ref *r, gm_view query, gm_result *out);
  * prepared with that model, for the same seed. */
 GM_API gm_status gm_match_model(const gm_ref *r, gm_view query, gm_model model, gm_result *out);
 
+/* The corners (0, 0), (qw-1, 0), (qw-1, qh-1), (0, qh-1) of a qw x qh query
+ * mapped by a found result's h: where its outline lies in reference pixels,
+ * xy = x0 y0 x1 y1 x2 y2 x3 y3 (the JSON "corners", what gm_draw_path takes). */
+GM_API void gm_result_corners(const gm_result *r, int qw, int qh, double xy[8]);
+
 /* ---- pictures ---------------------------------------------------------- */
 
 /* An owned 8-bit RGB picture (3 bytes a pixel, R G B); free with gm_rgb_free. */

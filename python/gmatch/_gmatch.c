@@ -23,29 +23,39 @@
 #define REF_CAPSULE "gmatch._ref"
 #define VIDEO_CAPSULE "gmatch._video"
 
-/* The exception for a library status, with its message. */
-static PyObject *raise_status(gm_status st, const char *msg)
+/* The exception type of a library status (the module's docstring): what
+ * cannot be read, OSError; a bad argument or image, ValueError; memory,
+ * MemoryError; the device and the rest, RuntimeError. */
+static PyObject *exc_of(gm_status st)
 {
-    PyObject *type = PyExc_RuntimeError;
     switch (st) {
     case GM_ERR_IO:
     case GM_ERR_FORMAT:
     case GM_ERR_CORRUPT:
     case GM_ERR_UNSUPPORTED:
-        type = PyExc_OSError;
-        break;
+        return PyExc_OSError;
     case GM_ERR_INVALID:
     case GM_ERR_EMPTY:
     case GM_ERR_TOO_LARGE:
-        type = PyExc_ValueError;
-        break;
+        return PyExc_ValueError;
     case GM_ERR_NOMEM:
-        type = PyExc_MemoryError;
-        break;
+        return PyExc_MemoryError;
     default:
-        break;
+        return PyExc_RuntimeError;
     }
-    PyErr_SetString(type, msg && *msg ? msg : gm_status_str(st));
+}
+
+/* Raise the exception for a library status with its message. */
+static PyObject *raise_status(gm_status st, const char *msg)
+{
+    PyErr_SetString(exc_of(st), msg && *msg ? msg : gm_status_str(st));
+    return NULL;
+}
+
+/* The same for a file: "PATH: message". */
+static PyObject *raise_file(gm_status st, const char *path, const char *msg)
+{
+    PyErr_Format(exc_of(st), "%s: %s", path, msg && *msg ? msg : gm_status_str(st));
     return NULL;
 }
 
@@ -66,10 +76,7 @@ static int load_path(PyObject *obj, int64_t frame, int64_t max_pixels, gm_image 
     st = gm_image_load_frame(path, frame, max_pixels, out, err, sizeof err);
     Py_END_ALLOW_THREADS
     if (st != GM_OK) {
-        PyObject *type = st == GM_ERR_NOMEM ? PyExc_MemoryError
-                         : st == GM_ERR_TOO_LARGE || st == GM_ERR_INVALID ? PyExc_ValueError
-                                                                           : PyExc_OSError;
-        PyErr_Format(type, "%s: %s", path, err[0] ? err : gm_status_str(st));
+        raise_file(st, path, err);
         Py_DECREF(bytes);
         return -1;
     }
@@ -381,11 +388,7 @@ static PyObject *py_video_open(PyObject *self, PyObject *args)
     Py_END_ALLOW_THREADS
     if (st != GM_OK) {
         PyMem_RawFree(s);
-        PyObject *type = st == GM_ERR_INVALID ? PyExc_ValueError
-                         : st == GM_ERR_NOMEM ? PyExc_MemoryError
-                         : st == GM_ERR_DEVICE ? PyExc_RuntimeError
-                                               : PyExc_OSError;
-        PyErr_Format(type, "%s: %s", path, err[0] ? err : gm_status_str(st));
+        raise_file(st, path, err);
         Py_DECREF(bytes);
         return NULL;
     }

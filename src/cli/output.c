@@ -285,22 +285,16 @@ static int record_json(FILE *f, const gm_output_rec *rec)
         set(o, "matrix", m, &bad);
         set(o, "scale", json_dec(r->scale, 6), &bad);
         set(o, "angle_deg", json_dec(r->angle_deg, 6), &bad);
-        json_t *c = json_array();
-        const double cx[4] = {0, rec->q_w - 1.0, rec->q_w - 1.0, 0};
-        const double cy[4] = {0, 0, rec->q_h - 1.0, rec->q_h - 1.0};
-        for (int k = 0; c && k < 4; k++) {
-            double den = r->h[6] * cx[k] + r->h[7] * cy[k] + r->h[8];
-            double x = (r->h[0] * cx[k] + r->h[1] * cy[k] + r->h[2]) / den;
-            double y = (r->h[3] * cx[k] + r->h[4] * cy[k] + r->h[5]) / den;
-            json_t *pt = json_array();
-            if (!pt || json_array_append_new(pt, json_dec(x, 3)) != 0 ||
-                json_array_append_new(pt, json_dec(y, 3)) != 0 || json_array_append_new(c, pt) != 0)
-                bad++;
-        }
-        if (rec->q_w > 0 && rec->q_h > 0)
+        if (rec->q_w > 0 && rec->q_h > 0) {
+            double xy[8];
+            gm_result_corners(r, rec->q_w, rec->q_h, xy);
+            json_t *c = json_array();
+            for (int k = 0; c && k < 4; k++)
+                if (json_array_append_new(c, json_pack("[oo]", json_dec(xy[2 * k], 3),
+                                                       json_dec(xy[2 * k + 1], 3))) != 0)
+                    bad++;
             set(o, "corners", c, &bad);
-        else
-            json_decref(c);
+        }
         set(o, "residual_px", json_dec(r->residual_px, 3), &bad);
     }
     if (ok)

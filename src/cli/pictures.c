@@ -21,18 +21,24 @@ int gm_picture_path(const gm_pictures *p, const char *name, const char *suffix, 
     return n < 0 || (size_t)n >= len ? -1 : 0;
 }
 
+/* A drawn picture (st: how the drawing went) to path, then freed. */
+static int write_picture(gm_status st, gm_rgb *pic, const char *path, char *err, size_t errlen)
+{
+    if (st != GM_OK) {
+        snprintf(err, errlen, "cannot draw the picture: %s", gm_status_str(st));
+        return -1;
+    }
+    st = gm_rgb_write_png(pic, path, err, errlen);
+    gm_rgb_free(pic);
+    return st == GM_OK ? 0 : -1;
+}
+
 int gm_picture_result(const gm_pictures *p, gm_view query, const gm_result *res,
                       const char *path, char *err, size_t errlen)
 {
     gm_rgb pic;
     gm_status st = gm_draw_result(gm_image_view(&p->ref), query, res, GM_PICTURE_MAX_WIDTH, &pic);
-    if (st != GM_OK) {
-        snprintf(err, errlen, "cannot draw the result: %s", gm_status_str(st));
-        return -1;
-    }
-    st = gm_rgb_write_png(&pic, path, err, errlen);
-    gm_rgb_free(&pic);
-    return st == GM_OK ? 0 : -1;
+    return write_picture(st, &pic, path, err, errlen);
 }
 
 int gm_picture_add(gm_pictures *p, const gm_result *res, int qw, int qh)
@@ -45,18 +51,11 @@ int gm_picture_add(gm_pictures *p, const gm_result *res, int qw, int qh)
         p->corners = c, p->cap = cap;
     }
     double *c = p->corners + 8 * (size_t)p->n++;
-    if (!res || res->status != GM_MATCH_FOUND) {
+    if (res && res->status == GM_MATCH_FOUND)
+        gm_result_corners(res, qw, qh, c);
+    else
         for (int k = 0; k < 8; k++)
             c[k] = NAN;
-        return 0;
-    }
-    const double cx[4] = {0, qw - 1.0, qw - 1.0, 0}, cy[4] = {0, 0, qh - 1.0, qh - 1.0};
-    const double *h = res->h;
-    for (int k = 0; k < 4; k++) {
-        double d = h[6] * cx[k] + h[7] * cy[k] + h[8];
-        c[2 * k] = (h[0] * cx[k] + h[1] * cy[k] + h[2]) / d;
-        c[2 * k + 1] = (h[3] * cx[k] + h[4] * cy[k] + h[5]) / d;
-    }
     return 0;
 }
 
@@ -66,13 +65,7 @@ int gm_picture_path_write(gm_pictures *p, const char *path, char *err, size_t er
     gm_status st = gm_draw_path(gm_image_view(&p->ref), p->corners, p->n, GM_PICTURE_MAX_WIDTH,
                                 &pic);
     p->n = 0;
-    if (st != GM_OK) {
-        snprintf(err, errlen, "cannot draw the path: %s", gm_status_str(st));
-        return -1;
-    }
-    st = gm_rgb_write_png(&pic, path, err, errlen);
-    gm_rgb_free(&pic);
-    return st == GM_OK ? 0 : -1;
+    return write_picture(st, &pic, path, err, errlen);
 }
 
 void gm_pictures_free(gm_pictures *p)

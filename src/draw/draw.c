@@ -174,18 +174,12 @@ static void caption(gm_rgb *c, const char *text)
     gm_draw_text(c, 6, y0 + (CAPTION_H - 7 * k) / 2, k, text, 255, 255, 255);
 }
 
-/* The corners of a w x h query mapped by h into canvas pixels at scale s
- * (pixel centres: canvas (x + 0.5) = s (ref x + 0.5)). */
-static void outline_of(const double h[9], int w, int hq, double s, double xy[8])
+/* Reference pixels to canvas pixels at scale s, in place (pixel centres:
+ * canvas (x + 0.5) = s (ref x + 0.5)). */
+static void to_canvas(double s, double xy[8])
 {
-    const double cx[4] = {0, w - 1.0, w - 1.0, 0}, cy[4] = {0, 0, hq - 1.0, hq - 1.0};
-    for (int k = 0; k < 4; k++) {
-        double d = h[6] * cx[k] + h[7] * cy[k] + h[8];
-        double x = (h[0] * cx[k] + h[1] * cy[k] + h[2]) / d;
-        double y = (h[3] * cx[k] + h[4] * cy[k] + h[5]) / d;
-        xy[2 * k] = (x + 0.5) * s - 0.5;
-        xy[2 * k + 1] = (y + 0.5) * s - 0.5;
-    }
+    for (int k = 0; k < 8; k++)
+        xy[k] = (xy[k] + 0.5) * s - 0.5;
 }
 
 static void polygon(gm_rgb *c, const double xy[8], int width, uint8_t r, uint8_t g, uint8_t b)
@@ -254,7 +248,8 @@ gm_status gm_draw_result(gm_view ref, gm_view query, const gm_result *res, int m
                     put(out, x, y, g, (uint8_t)q, g);
             }
         double xy[8];
-        outline_of(res->h, query.width, query.height, s, xy);
+        gm_result_corners(res, query.width, query.height, xy);
+        to_canvas(s, xy);
         polygon(out, xy, cw > 800 ? 3 : 2, 255, 40, 40);
         snprintf(text, sizeof text, "MATCH %s  CONF %.3f  SCALE %.3f  ANGLE %.1f  RES %.2f PX",
                  gm_model_name(res->model), res->confidence, res->scale, res->angle_deg,
@@ -319,8 +314,8 @@ gm_status gm_draw_path(gm_view ref, const double *corners, int n, int max_width,
         double t = n > 1 ? (double)i / (n - 1) : 1.0;
         uint8_t r = (uint8_t)lround(255 * t), b = (uint8_t)lround(255 * (1 - t));
         double xy[8];
-        for (int k = 0; k < 8; k++)
-            xy[k] = (c[k] + 0.5) * s - 0.5;
+        memcpy(xy, c, sizeof xy);
+        to_canvas(s, xy);
         if (i % stride == 0 || i == n - 1)
             polygon(out, xy, 1, r, 60, b);
         double mx = (xy[0] + xy[2] + xy[4] + xy[6]) / 4, my = (xy[1] + xy[3] + xy[5] + xy[7]) / 4;

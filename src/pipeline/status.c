@@ -1,4 +1,5 @@
-/* status.c: gm_status and gm_model names, the library's version. */
+/* status.c: gm_status and gm_model names, the library's version, a
+ * result's corners. */
 #include "gmatch.h"
 
 const char *gm_version(void) { return GMATCH_VERSION; }
@@ -34,4 +35,15 @@ const char *gm_model_name(gm_model m)
         return "auto";
     }
     return "unknown";
+}
+
+void gm_result_corners(const gm_result *r, int qw, int qh, double xy[8])
+{
+    const double cx[4] = {0, qw - 1.0, qw - 1.0, 0}, cy[4] = {0, 0, qh - 1.0, qh - 1.0};
+    const double *h = r->h;
+    for (int k = 0; k < 4; k++) {
+        double d = h[6] * cx[k] + h[7] * cy[k] + h[8];
+        xy[2 * k] = (h[0] * cx[k] + h[1] * cy[k] + h[2]) / d;
+        xy[2 * k + 1] = (h[3] * cx[k] + h[4] * cy[k] + h[5]) / d;
+    }
 }

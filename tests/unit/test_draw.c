@@ -179,9 +179,5 @@ static Suite *draw_suite(void)
 
 int main(void)
 {
-    SRunner *sr = srunner_create(draw_suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return run_suite(draw_suite());
 }
