@@ -45,10 +45,9 @@
  * (docs/photo.md); a lower threshold lowers the floor with it (0: every
  * pick refined, as before). */
 #define GM_REFINE_MIN_LOOSE (1.0 / 3.0)
-/* Refined transforms remembered over all pairings (3 pairings on the
- * working levels, up to GM_FINE_LEVELS + 1 on the fine ones, each in up to
- * two passes; the triangles' pairings). */
-#define GM_SEARCH_MAX ((2 * (4 + GM_FINE_LEVELS) + 2 * (1 + GM_FINE_LEVELS)) * GM_REFINE_CANDS)
+/* Refined transforms remembered over all pairings (3 on the working levels,
+ * up to GM_FINE_LEVELS + 1 on the fine ones). */
+#define GM_SEARCH_MAX ((4 + GM_FINE_LEVELS + 2 * (1 + GM_FINE_LEVELS)) * GM_REFINE_CANDS)
 /* --model auto: a model with more freedom is reported only when its strict
  * confidence beats the simpler one's by this much (a share of the query's
  * edge points that only it explains), a step at a time. */
@@ -216,24 +215,6 @@ static double corner_dist(const double a[6], const double b[6], int w, int h)
     return d / 4;
 }
 
-/* The best strict confidence of a refined transform that is not the best's
- * (more than GM_DISTINCT_PX away at the query's corners, w x h). */
-static double ss_second(const search_state *ss, int w, int h)
-{
-    double second = 0;
-    for (int i = 0; i < ss->n_refined; i++)
-        if (corner_dist(ss->refined[i], ss->m0, w, h) > GM_DISTINCT_PX && ss->rconf[i] > second)
-            second = ss->rconf[i];
-    return second;
-}
-
-/* The distinctiveness factor above, of a best at confidence c. */
-static double distinct_factor(double second, double c)
-{
-    double rho = c > 0 ? second / c : 1.0;
-    return fmin(1.0, fmax(0.0, (1.0 - rho) / (1.0 - GM_DISTINCT_RATIO)));
-}
-
 /* The candidate of highest confidence not yet taken (total UINT32_MAX marks
  * the taken and the unusable), marked taken; -1 when none is left. */
 static int take_best(gm_verify_score *sc, uint32_t nc)
@@ -273,44 +254,54 @@ static void ss_record(search_state *ss, const gm_ref *r, const side *q0, const r
     }
 }
 
-/* A cell of the vote matrix among a pairing's best: its query basis (the
- * key of its two corners), its reference basis (dense index), votes and
- * score, and its verification once done. */
-typedef struct {
-    uint32_t qk, rb, votes;
-    float score;
-    int scored, refined;
-    gm_verify_score v, vr; /* loose; after refinement, strict */
-    double hr[9];          /* refined */
-} pair_cell;
-
-/* A pairing's first pass (run_pairing): whether it voted in two, and the
- * first's k best cells, some of them verified. */
-typedef struct {
-    int split;
-    uint32_t n;
-    pair_cell *c;
-} first_pass;
-
-/* The votes of the query bases sel[0..nsel) in the level's table, each
- * row's best and the k best rows, sorted by score (ties by index). */
-static gm_status vote_cells(const gm_ref *r, void *lane, const ref_level *rl, const side *qs,
-                            const uint32_t *sel, uint32_t nsel, uint32_t k, pair_cell *cells,
-                            uint32_t *n, gm_result *out)
+/* One (reference level, query level) pairing: bases, votes, top-k, each
+ * candidate verified at level 0 (q0: the query's level-0 points), the best
+ * few refined.  Updates st->best. */
+static gm_status run_pairing(const gm_ref *r, void *lane, const ref_level *rl, const side *qs,
+                             const side *q0, const gm_points *vq0, search_state *ss,
+                             gm_result *out)
 {
     const gm_params *p = &r->p;
-    double t0 = gm_now_ms();
+    double t0 = gm_now_ms(), t1;
+    gm_bases all_b = {0};
     gm_compact qidx;
     memset(&qidx, 0, sizeof qidx);
     gm_candidate *cands = NULL;
+    uint32_t *sel = NULL;
     gm_status st;
-    *n = 0;
+    /* query basis lengths, in query working pixels: the reference level's
+     * band carried over at scale 1, narrowed so that scales from about 0.8
+     * to 1.25 keep every query basis inside it */
+    double ratio = (double)rl->f / qs->f; /* ref px per query px at scale 1 */
+    float qdiag = sqrtf((float)qs->w * qs->w + (float)qs->h * qs->h);
+    float lmin = (float)(rl->lmin / ratio) * 1.25f;
+    float lmax = fminf((float)(rl->lmax / ratio) * 0.8f, 0.8f * qdiag);
+    if ((st = gm_bases_select_cpu(&qs->corners, lmin, lmax, 1.0, p->seed, &all_b)) != GM_OK)
+        goto done;
+    /* m of them at random (a hash of the seed and the pair: thread-independent) */
+    sel = malloc((all_b.n ? all_b.n : 1) * sizeof *sel);
+    if (!sel) {
+        st = GM_ERR_NOMEM;
+        goto done;
+    }
+    uint32_t nsel = 0;
+    {
+        double prob = all_b.n > (uint32_t)p->query_bases ? (double)p->query_bases / all_b.n : 1.0;
+        uint64_t thr = gm_prob_threshold(prob);
+        for (uint32_t i = 0; i < all_b.n; i++)
+            if (gm_mix64(p->seed ^ GM_SALT_QUERY_PICK ^ ((uint64_t)all_b.key[i] << 20)) <= thr)
+                sel[nsel++] = all_b.key[i];
+    }
     if ((st = r->be->index(lane, sel, nsel, p->seed ^ GM_SALT_QUERY_INDEX, &qidx)) != GM_OK)
         goto done;
     uint32_t n_q = qidx.u, n_ref = rl->bases.u;
-    out->time.bases += gm_now_ms() - t0;
+    t1 = gm_now_ms();
+    out->time.bases += t1 - t0;
     if (n_q == 0 || n_ref == 0 || qs->all.n < 8)
         goto done; /* nothing to vote with */
+    uint32_t k = (uint32_t)(p->top_k > 0 ? p->top_k : 1);
+    if (k > 256)
+        k = 256;
     cands = malloc(k * sizeof *cands);
     if (!cands) {
         st = GM_ERR_NOMEM;
@@ -326,67 +317,18 @@ static gm_status vote_cells(const gm_ref *r, void *lane, const ref_level *rl, co
         goto done;
     out->time.vote += tv;
     out->time.reduce += tr;
-    for (uint32_t c = 0; c < nc; c++)
-        cells[c] = (pair_cell){.qk = qidx.unique[cands[c].query_basis],
-                               .rb = cands[c].ref_basis,
-                               .votes = cands[c].votes,
-                               .score = cands[c].score};
-    *n = nc;
-done:
-    gm_compact_free(&qidx);
-    free(cands);
-    return st;
-}
+    t1 = gm_now_ms();
 
-/* The cells pick[0..n) that are not yet refined, refined side by side
- * from their similarities ms[] (GM_REFINE_ITERS, the strict score). */
-static gm_status refine_cells(const gm_ref *r, void *lane, const ref_level *rl,
-                              const gm_points *vq0, pair_cell *cells, double ms[][6],
-                              const int *pick, int n)
-{
-    double hr[GM_REFINE_CANDS][9];
-    gm_verify_score vr[GM_REFINE_CANDS];
-    int nr = 0, ir[GM_REFINE_CANDS];
-    for (int i = 0; i < n; i++)
-        if (!cells[pick[i]].refined) {
-            gm_h_from_m(ms[pick[i]], hr[nr]);
-            ir[nr++] = pick[i];
-        }
-    gm_status st;
-    if (nr && (st = r->be->refine(lane, map_at(r, rl), vq0, GM_MODEL_SIMILARITY, &hr[0][0],
-                                  GM_REFINE_ITERS, (uint32_t)nr, vr)) != GM_OK)
-        return st;
-    for (int i = 0; i < nr; i++) {
-        pair_cell *c = &cells[ir[i]];
-        gm_h_from_m(hr[i], c->hr); /* a similarity: [a b c; d e f; 0 0 1] */
-        c->vr = vr[i], c->refined = 1;
-    }
-    return GM_OK;
-}
-
-/* Cells[0..n) verified at level 0 (q0: the query's level-0 points), the
- * best nref that do not repeat an already refined transform refined into
- * ss.  A cell already verified or refined (by a pairing's first pass) is
- * not again: both are functions of the cell alone. */
-static gm_status verify_and_refine(const gm_ref *r, void *lane, const ref_level *rl,
-                                   const side *qs, const side *q0, const gm_points *vq0,
-                                   pair_cell *cells, uint32_t n, int nref, int lazy,
-                                   search_state *ss, gm_result *out)
-{
-    const gm_params *p = &r->p;
-    double t1 = gm_now_ms();
-    gm_status st;
     /* verification at level 0: one region over the candidates (each
      * candidate's loop is serial), not one region per candidate */
     /* a fine level is verified and refined on its own map, the working
      * levels on level 0's (map_at) */
     int fv; /* the verifying map's factor */
     level_map(r, rl, &fv);
-    double ms[256][6], m0[256][6], mv[256][6];
-    gm_verify_score sc[256], sv[256];
-    uint32_t nv = 0, iv[256];
-    for (uint32_t c = 0; c < n; c++) {
-        uint32_t rk = rl->bases.unique[cells[c].rb], qk = cells[c].qk;
+    double ms[256][6], m0[256][6];
+    gm_verify_score sc[256];
+    for (uint32_t c = 0; c < nc; c++) {
+        uint32_t rk = rl->bases.unique[cands[c].ref_basis], qk = qidx.unique[cands[c].query_basis];
         gm_point qa = qs->corners.p[qk >> 16], qb = qs->corners.p[qk & 0xFFFF];
         gm_point ra = rl->corners.p[rk >> 16], rb = rl->corners.p[rk & 0xFFFF];
         double mw[6], msrc[6];
@@ -394,21 +336,13 @@ static gm_status verify_and_refine(const gm_ref *r, void *lane, const ref_level 
         work_to_source(mw, qs->f, rl->f, msrc);
         source_to_work(msrc, q0->f, fv, ms[c]);
         source_to_work(msrc, q0->f, r->lv[0].f, m0[c]);
-        if (!cells[c].scored) {
-            memcpy(mv[nv], ms[c], sizeof mv[nv]);
-            iv[nv++] = c;
-        }
     }
-    if (nv && (st = r->be->verify(lane, map_at(r, rl), vq0, &mv[0][0], nv, sv)) != GM_OK)
-        return st;
-    for (uint32_t i = 0; i < nv; i++)
-        cells[iv[i]].v = sv[i], cells[iv[i]].scored = 1;
-    for (uint32_t c = 0; c < n; c++)
-        sc[c] = cells[c].v;
+    if ((st = r->be->verify(lane, map_at(r, rl), vq0, &ms[0][0], nc, sc)) != GM_OK)
+        goto done;
     /* the best few that do not repeat an already refined transform... */
-    int pick[GM_REFINE_CANDS], npick = 0, nd0 = ss->n_done;
-    while (npick < nref) {
-        int bi = take_best(sc, n);
+    int pick[GM_REFINE_CANDS], npick = 0;
+    while (npick < GM_REFINE_CANDS) {
+        int bi = take_best(sc, nc);
         if (bi < 0 || sc[bi].confidence < GM_REFINE_MIN_LOOSE * p->min_confidence)
             break;
         int dup = 0;
@@ -420,138 +354,25 @@ static gm_status verify_and_refine(const gm_ref *r, void *lane, const ref_level 
             memcpy(ss->done[ss->n_done++], m0[bi], sizeof m0[bi]);
         pick[npick++] = bi;
     }
-    /* ...refined side by side, then scored in order (thread-independent).
-     * lazy: the first alone, the others (its rivals, for the
-     * distinctiveness test) only when it reaches GM_EARLY_STOP; else they
-     * are left as never picked */
-    int nfirst = lazy && npick > 1 ? 1 : npick;
-    if ((st = refine_cells(r, lane, rl, vq0, cells, ms, pick, nfirst)) != GM_OK)
-        return st;
-    if (nfirst < npick) {
-        if (cells[pick[0]].vr.confidence >= GM_EARLY_STOP) {
-            if ((st = refine_cells(r, lane, rl, vq0, cells, ms, pick + 1, npick - 1)) != GM_OK)
-                return st;
-        } else {
-            npick = 1;
-            ss->n_done = nd0 + 1 < ss->n_done ? nd0 + 1 : ss->n_done;
-        }
-    }
+    /* ...refined side by side, then scored in order (thread-independent) */
+    double hr[GM_REFINE_CANDS][9];
+    gm_verify_score vr[GM_REFINE_CANDS];
     for (int i = 0; i < npick; i++)
-        ss_record(ss, r, q0, rl, fv, cells[pick[i]].hr, cells[pick[i]].vr, cells[pick[i]].votes,
-                  0);
+        gm_h_from_m(ms[pick[i]], hr[i]);
+    if ((st = r->be->refine(lane, map_at(r, rl), vq0, GM_MODEL_SIMILARITY, &hr[0][0],
+                            GM_REFINE_ITERS, (uint32_t)npick, vr)) != GM_OK)
+        goto done;
+    for (int i = 0; i < npick; i++) {
+        double h[9];
+        gm_h_from_m(hr[i], h); /* a similarity: [a b c; d e f; 0 0 1] */
+        ss_record(ss, r, q0, rl, fv, h, vr[i], cands[pick[i]].votes, 0);
+    }
     out->time.verify += gm_now_ms() - t1;
-    return GM_OK;
-}
-
-/* One (reference level, query level) pairing: the query's bases in the
- * level's band of lengths, m of them at random, then votes, the k best
- * cells verified and the best few refined.
- *
- * In two passes when there are enough bases.  The first (pass 0, over all
- * pairings in order) votes with a quarter of them (GM_FIRST_SHARE),
- * verifies a quarter of the k best cells and refines the best few; an
- * answer at GM_EARLY_STOP that its rivals leave distinct ends the search.
- * Otherwise the search starts again from nothing (match_query) and the
- * second pass votes with the other three quarters and takes the k best of
- * both passes' cells (gm_reduce_merge): the candidates of one pass over
- * all m, up to the order of ties, of which the cells the first verified
- * are not verified again.  So a search that the first pass does not end
- * answers as one pass over all the bases does.  Adaptive termination, as
- * RANSAC stops once a good enough model is found: a view whose corners
- * mostly repeat in the reference has its right basis among a quarter of
- * the bases many times over, and its votes cost a quarter; a hard one pays
- * the first pass's verifications and refinements.  The quarter is a subset
- * of the selection (the same hash under a quarter of the threshold), so no
- * basis votes twice.  Public stills, this 2-core machine: 14.3 -> 10.9 ms
- * median a query (docs/photo.md). */
-#define GM_FIRST_SHARE 0.25
-/* ...when the quarter holds at least this many bases (fewer: one pass) */
-#define GM_FIRST_MIN 32
-static gm_status run_pairing(const gm_ref *r, void *lane, const ref_level *rl, const side *qs,
-                             const side *q0, const gm_points *vq0, int pass, first_pass *fp,
-                             search_state *ss, gm_result *out)
-{
-    const gm_params *p = &r->p;
-    double t0 = gm_now_ms();
-    gm_bases all_b = {0};
-    uint32_t *sel = NULL;
-    pair_cell *cells = NULL, *rest = NULL;
-    gm_status st;
-    /* query basis lengths, in query working pixels: the reference level's
-     * band carried over at scale 1, narrowed so that scales from about 0.8
-     * to 1.25 keep every query basis inside it */
-    double ratio = (double)rl->f / qs->f; /* ref px per query px at scale 1 */
-    float qdiag = sqrtf((float)qs->w * qs->w + (float)qs->h * qs->h);
-    float lmin = (float)(rl->lmin / ratio) * 1.25f;
-    float lmax = fminf((float)(rl->lmax / ratio) * 0.8f, 0.8f * qdiag);
-    if ((st = gm_bases_select_cpu(&qs->corners, lmin, lmax, 1.0, p->seed, &all_b)) != GM_OK)
-        goto done;
-    /* m of them at random (a hash of the seed and the pair: thread-independent):
-     * sel[0..nfirst) the first pass's, sel[nfirst..nsel) the others */
-    sel = malloc((all_b.n ? 2 * all_b.n : 1) * sizeof *sel);
-    uint32_t k = (uint32_t)(p->top_k > 0 ? p->top_k : 1);
-    if (k > 256)
-        k = 256;
-    cells = malloc(2 * k * sizeof *cells);
-    if (!sel || !cells) {
-        st = GM_ERR_NOMEM;
-        goto done;
-    }
-    uint32_t nfirst = 0, nrest = 0;
-    {
-        double prob = all_b.n > (uint32_t)p->query_bases ? (double)p->query_bases / all_b.n : 1.0;
-        uint64_t thr = gm_prob_threshold(prob), thr1 = gm_prob_threshold(prob * GM_FIRST_SHARE);
-        uint32_t *others = sel + all_b.n;
-        for (uint32_t i = 0; i < all_b.n; i++) {
-            uint64_t hsh = gm_mix64(p->seed ^ GM_SALT_QUERY_PICK ^ ((uint64_t)all_b.key[i] << 20));
-            if (hsh <= thr1) /* thr1 <= thr */
-                sel[nfirst++] = all_b.key[i];
-            else if (hsh <= thr)
-                others[nrest++] = all_b.key[i];
-        }
-        memmove(sel + nfirst, others, nrest * sizeof *sel);
-    }
-    out->time.bases += gm_now_ms() - t0;
-    uint32_t n;
-    if (pass == 0) {
-        fp->split = nfirst >= GM_FIRST_MIN && nrest > 0;
-        if (!fp->split) /* all of them in one pass: the second */
-            goto done;
-        if ((st = vote_cells(r, lane, rl, qs, sel, nfirst, k, cells, &n, out)) != GM_OK)
-            goto done;
-        /* its share of the candidates verified, the best few refined (as
-         * many as in one pass: an answer that ends the search must have
-         * met its rivals, for the distinctiveness test) */
-        uint32_t k1 = (uint32_t)ceil(k * GM_FIRST_SHARE);
-        if ((st = verify_and_refine(r, lane, rl, qs, q0, vq0, cells, n < k1 ? n : k1,
-                                    GM_REFINE_CANDS, 1, ss, out)) != GM_OK)
-            goto done;
-        fp->c = cells, fp->n = n;
-        cells = NULL; /* kept for the second pass */
-        goto done;
-    }
-    if (!fp->split) {
-        if ((st = vote_cells(r, lane, rl, qs, sel, nfirst + nrest, k, cells, &n, out)) == GM_OK)
-            st = verify_and_refine(r, lane, rl, qs, q0, vq0, cells, n, GM_REFINE_CANDS, 0, ss, out);
-        goto done;
-    }
-    rest = cells + k;
-    if ((st = vote_cells(r, lane, rl, qs, sel + nfirst, nrest, k, rest, &n, out)) != GM_OK)
-        goto done;
-    float sa[256], sb[256];
-    int32_t from[256];
-    for (uint32_t i = 0; i < fp->n; i++)
-        sa[i] = fp->c[i].score;
-    for (uint32_t i = 0; i < n; i++)
-        sb[i] = rest[i].score;
-    uint32_t nm = gm_reduce_merge(sa, fp->n, sb, n, k, from);
-    for (uint32_t i = 0; i < nm; i++)
-        cells[i] = from[i] >= 0 ? fp->c[from[i]] : rest[-1 - from[i]];
-    st = verify_and_refine(r, lane, rl, qs, q0, vq0, cells, nm, GM_REFINE_CANDS, 0, ss, out);
 done:
     free(all_b.key);
     free(sel);
-    free(cells);
+    gm_compact_free(&qidx);
+    free(cands);
     return st;
 }
 
@@ -737,8 +558,6 @@ static gm_status match_query(const gm_ref *r, gm_model model, gm_view query, gm_
     uint32_t corner_target = (uint32_t)p->basis_points / 2;
     gm_point *vbuf = NULL;
     search_state *ss = NULL;
-    first_pass fps[3 + GM_FINE_LEVELS + 1]; /* each pairing's first pass */
-    memset(fps, 0, sizeof fps);
     void *lane = r->be->acquire(r->dev); /* this query's on the backend */
     if (!lane)
         return GM_ERR_DEVICE;
@@ -768,31 +587,20 @@ static gm_status match_query(const gm_ref *r, gm_model model, gm_view query, gm_
             pair_r[npair] = GM_LEVELS + k, pair_q[npair++] = 0, finest = GM_LEVELS + k;
     if (finest >= 0)
         pair_r[npair] = finest, pair_q[npair++] = 1;
-    for (int pass = 0, stop = 0; pass < 2 && !stop; pass++) {
-        for (int pi = 0; pi < npair && !stop; pi++) {
-            const ref_level *rl = &r->lv[pair_r[pi]];
-            if (!rl->ok)
-                continue;
-            int ql = pair_q[pi];
-            if (!query_level(r, lane, query, ql, corner_target, q, tried, out, &st)) {
-                if (st != GM_OK)
-                    goto done;
-                continue;
-            }
-            if ((st = run_pairing(r, lane, rl, &q[ql], &q[0], &vq0, pass, &fps[pi], ss, out)) !=
-                GM_OK)
+    for (int pi = 0; pi < npair; pi++) {
+        const ref_level *rl = &r->lv[pair_r[pi]];
+        if (!rl->ok)
+            continue;
+        int ql = pair_q[pi];
+        if (!query_level(r, lane, query, ql, corner_target, q, tried, out, &st)) {
+            if (st != GM_OK)
                 goto done;
-            /* the first pass ends the search only with an answer that its
-             * rivals leave distinct */
-            double c = ss->found ? ss->score.confidence : 0;
-            if (pass == 0)
-                c *= distinct_factor(ss_second(ss, q[0].w, q[0].h), c);
-            stop = c >= GM_EARLY_STOP;
+            continue;
         }
-        /* else the second pass searches as one pass over all the bases
-         * would, from nothing */
-        if (pass == 0 && !stop)
-            memset(ss, 0, sizeof *ss);
+        if ((st = run_pairing(r, lane, rl, &q[ql], &q[0], &vq0, ss, out)) != GM_OK)
+            goto done;
+        if (ss->found && ss->score.confidence >= GM_EARLY_STOP)
+            break;
     }
     /* views with perspective: triangles on level 0 and the fine levels, the
      * query at its working size and at half */
@@ -920,7 +728,11 @@ static gm_status match_query(const gm_ref *r, gm_model model, gm_view query, gm_
         out->model = chosen;
         memcpy(out->h, h, sizeof h);
         memcpy(out->m, h, sizeof out->m);
-        double second = ss_second(ss, q[0].w, q[0].h);
+        double second = 0;
+        for (int i = 0; i < ss->n_refined; i++)
+            if (corner_dist(ss->refined[i], ss->m0, q[0].w, q[0].h) > GM_DISTINCT_PX &&
+                ss->rconf[i] > second)
+                second = ss->rconf[i];
         /* against the final model's confidence: under shear or perspective
          * two similarities may each fit a part about equally, while the
          * refined model fits the whole */
@@ -931,7 +743,8 @@ static gm_status match_query(const gm_ref *r, gm_model model, gm_view query, gm_
         double sigma = gm_corner_sigma_cpu(bmap, &vq0, hw, q[0].w, q[0].h, &rms);
         if (sigma > GM_SIGMA_MAX)
             score.confidence *= GM_SIGMA_MAX / sigma;
-        double distinct = distinct_factor(second, score.confidence);
+        double rho = score.confidence > 0 ? second / score.confidence : 1.0;
+        double distinct = fmin(1.0, fmax(0.0, (1.0 - rho) / (1.0 - GM_DISTINCT_RATIO)));
         out->votes = (int)ss->votes;
         out->confidence = score.confidence * distinct;
         out->inliers = (int)score.hits;
@@ -948,8 +761,6 @@ done:
     r->be->release(r->dev, lane);
     free(vbuf);
     free(ss);
-    for (size_t i = 0; i < sizeof fps / sizeof fps[0]; i++)
-        free(fps[i].c);
     for (int l = 0; l < GM_LEVELS; l++)
         gm_side_free(&q[l]);
     out->time.total = gm_now_ms() - t0;

@@ -96,15 +96,6 @@ uint32_t gm_reduce_select_cpu(gm_candidate *best, uint32_t n_q, uint32_t k, gm_c
     return m;
 }
 
-uint32_t gm_reduce_merge(const float *score_a, uint32_t na, const float *score_b, uint32_t nb,
-                         uint32_t k, int32_t *from)
-{
-    uint32_t i = 0, j = 0, n = 0;
-    while (n < k && (i < na || j < nb))
-        from[n++] = j >= nb || (i < na && score_a[i] >= score_b[j]) ? (int32_t)i++ : -1 - (int32_t)j++;
-    return n;
-}
-
 float *gm_item_shares(const uint32_t *vals, uint32_t n, uint32_t nb)
 {
     float *share = calloc(nb ? nb : 1, sizeof *share);

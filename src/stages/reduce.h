@@ -33,13 +33,6 @@ gm_candidate gm_reduce_row_cpu(const uint16_t *row, const float *share, uint32_t
 /* Its second step: the k best of the per-row bests (best[] is sorted in
  * place), as the GPU path takes them from the device's per-row reduction. */
 uint32_t gm_reduce_select_cpu(gm_candidate *best, uint32_t n_q, uint32_t k, gm_candidate *out);
-/* The k best of two lists sorted as above (score descending), as one list
- * in the same order, a's first on equal scores: from[i] says where the i-th
- * comes from (a[from[i]] when from[i] >= 0, else b[-1 - from[i]]).  The rows
- * of a vote split in two (a: the first rows, b: the others, each list the
- * top k of its rows) merge into the top k of all the rows. */
-uint32_t gm_reduce_merge(const float *score_a, uint32_t na, const float *score_b, uint32_t nb,
-                         uint32_t k, int32_t *from);
 
 #ifdef __cplusplus
 }

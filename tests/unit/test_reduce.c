@@ -204,52 +204,6 @@ START_TEST(test_random_reference)
 }
 END_TEST
 
-/* A vote split in two by rows (the matcher's two passes): the top k of
- * the first rows and the top k of the others merge into the top k of all,
- * the same cells in the same order (the first rows' indices are the lower,
- * so ties keep their order too). */
-START_TEST(test_merge_split)
-{
-    rng_state = 0x5B117;
-    for (int t = 0; t < 40; t++) {
-        uint32_t n_ref = 1 + rng_next() % 200, n_q = 2 + rng_next() % 150, k = 1 + rng_next() % 48;
-        uint32_t split = 1 + rng_next() % (n_q - 1), range = 1 + rng_next() % (t % 2 ? 4 : 200);
-        uint16_t *v = xmalloc((size_t)n_ref * n_q, sizeof *v);
-        for (size_t i = 0; i < (size_t)n_ref * n_q; i++)
-            v[i] = (uint16_t)(rng_next() % 3 == 0 ? rng_next() % range : 0);
-        float *share = xmalloc(n_ref, sizeof *share);
-        for (uint32_t r = 0; r < n_ref; r++)
-            share[r] = 1.0f / n_ref;
-        gm_candidate *all = xmalloc(k, sizeof *all), *a = xmalloc(k, sizeof *a),
-                     *b = xmalloc(k, sizeof *b);
-        float *sa = xmalloc(k, sizeof *sa), *sb = xmalloc(k, sizeof *sb);
-        int32_t *from = xmalloc(k, sizeof *from);
-        uint32_t m = gm_reduce_topk_cpu(v, share, n_ref, n_q, k, all);
-        uint32_t na = gm_reduce_topk_cpu(v, share, n_ref, split, k, a);
-        uint32_t nb = gm_reduce_topk_cpu(v + (size_t)split * n_ref, share, n_ref, n_q - split, k, b);
-        for (uint32_t i = 0; i < na; i++)
-            sa[i] = a[i].score;
-        for (uint32_t i = 0; i < nb; i++) {
-            sb[i] = b[i].score;
-            b[i].query_basis += split; /* the rows' indices in the whole */
-        }
-        EXPECT_EQ(gm_reduce_merge(sa, na, sb, nb, k, from), m);
-        for (uint32_t i = 0; i < m; i++) {
-            gm_candidate c = from[i] >= 0 ? a[from[i]] : b[-1 - from[i]];
-            EXPECT(memcmp(&c, &all[i], sizeof c) == 0);
-        }
-        free(from);
-        free(sb);
-        free(sa);
-        free(b);
-        free(a);
-        free(all);
-        free(share);
-        free(v);
-    }
-}
-END_TEST
-
 START_TEST(test_threads)
 {
 #ifdef _OPENMP
@@ -284,7 +238,6 @@ static Suite *reduce_suite(void)
     tcase_add_test(tc, test_share);
     tcase_add_test(tc, test_empty);
     tcase_add_test(tc, test_row_extremes);
-    tcase_add_test(tc, test_merge_split);
     tcase_add_test(tc, test_random_reference);
     tcase_add_test(tc, test_threads);
     suite_add_tcase(s, tc);
