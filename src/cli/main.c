@@ -19,6 +19,7 @@
 #include <inttypes.h>
 #include <math.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -98,7 +99,8 @@ static void usage(FILE *f)
             "                          the same seed gives the same output\n"
             "      --threads N         CPU threads, 0 = all cores (default: OpenMP's,\n"
             "                          all cores unless OMP_NUM_THREADS says otherwise)\n"
-            "      --device DEV        cpu, auto (default) or cuda\n"
+            "      --device DEV        cpu, auto (default) or cuda; auto: the CPU, and the\n"
+            "                          GPU for work that repays its start\n"
             "      --model M           similarity (default), affine, homography or auto:\n"
             "                          the transform reported; auto: the simplest of the\n"
             "                          three that the edges support (JSON: \"model\")\n"
@@ -452,16 +454,44 @@ static const char *source_of(const char *name, char *err, size_t errlen)
     return g_stdin_path;
 }
 
-/* How this process's threads wait for the GPU: spinning, measured the
- * fastest (gm_cuda_set_sync, which also starts CUDA: the driver and the
- * device's context); GMATCH_CUDA_SYNC=auto, spin, yield or block chooses,
- * for measurements.  Run on a thread of its own (cuda_start_wait joins it). */
+/* The GPU's start, on a thread of its own (gpu_start_main).  It starts
+ * CUDA (the driver and the device's context) and sets how this process's
+ * threads wait for the GPU: spinning, measured the fastest
+ * (gm_cuda_set_sync; GMATCH_CUDA_SYNC=auto, spin, yield or block chooses,
+ * for measurements).
+ *
+ * Under --device cuda it starts with the process, while the reference is
+ * read and decoded, and prepare_reference waits for it.
+ *
+ * Under --device auto the CPU begins: it prepares the reference and
+ * matches the first still.  The GPU is started only for work that repays
+ * its start: a video (which waits for it), or stills whose count, at the
+ * first one's time on the CPU, would take longer than the start
+ * (GPU_START_MS) and the reference's preparation (as long as the CPU's, at
+ * most) together.  Then the thread also prepares the reference for the GPU
+ * from a copy of its image while the CPU goes on, and the stills after that
+ * go to the GPU (gpu_switch).  Both devices give the same results
+ * (tests/cuda, docs/gpu.md), so where the switch falls does not show in
+ * the output.  Starting CUDA beside the CPU's work is not free: on the H100
+ * machine the CPU's preparation of a 512-pixel reference took 183 ms
+ * instead of 20 and a one-still run 0.32-0.39 s instead of 0.05, because
+ * the process cannot end while the driver starts (docs/speed.md).  A run
+ * that ends before the GPU is ready does not wait for it (gpu_finish). */
+/* CUDA's start on the H100 machine: 0.21-0.25 s (docs/gpu.md) */
+#define GPU_START_MS 250.0
 static struct {
     pthread_t th;
     int started;
-} g_cuda_start;
+    int auto_mode;        /* --device auto: the CPU until the GPU's reference is ready */
+    int have_img;         /* img holds the reference's image (auto) */
+    gm_image img;         /* a copy, for the GPU's reference */
+    gm_params params;     /* the GPU's reference's */
+    double prep_ms;       /* the CPU's preparation of the reference */
+    gm_ref *ref;          /* the GPU's reference, NULL until ready or when it failed */
+    atomic_int done;      /* the thread has finished */
+} g_gpu;
 
-static void *cuda_start_main(void *arg)
+static void *gpu_start_main(void *arg)
 {
     (void)arg;
     const char *sync = getenv("GMATCH_CUDA_SYNC");
@@ -472,15 +502,95 @@ static void *cuda_start_main(void *arg)
         mode = GM_CUDA_SYNC_YIELD;
     else if (sync && !strcmp(sync, "block"))
         mode = GM_CUDA_SYNC_BLOCK;
-    (void)gm_cuda_set_sync(mode); /* no usable GPU: the reference says so */
+    /* no usable GPU: under cuda the reference says so, under auto the CPU goes on */
+    gm_status st = gm_cuda_set_sync(mode);
+    gm_ref *r = NULL;
+    if (g_gpu.auto_mode && st == GM_OK &&
+        gm_ref_prepare(&g_gpu.params, gm_image_view(&g_gpu.img), &r) == GM_OK &&
+        gm_ref_backend(r) == GM_DEVICE_CUDA)
+        g_gpu.ref = r;
+    else
+        gm_ref_free(r);
+    atomic_store(&g_gpu.done, 1);
     return NULL;
 }
 
-static void cuda_start_wait(void)
+/* At the process's start: under cuda the thread starts; under auto the CPU
+ * prepares the reference (o->params.device becomes cpu). */
+static void gpu_start(cli_opts *o)
 {
-    if (g_cuda_start.started)
-        pthread_join(g_cuda_start.th, NULL);
-    g_cuda_start.started = 0;
+    if (o->params.device == GM_DEVICE_CPU || !gm_backend_available(GM_DEVICE_CUDA))
+        return;
+    if (o->params.device == GM_DEVICE_AUTO) {
+        g_gpu.auto_mode = 1;
+        g_gpu.params = o->params;
+        g_gpu.params.device = GM_DEVICE_CUDA;
+        o->params.device = GM_DEVICE_CPU;
+        return;
+    }
+    g_gpu.started = pthread_create(&g_gpu.th, NULL, gpu_start_main, NULL) == 0;
+}
+
+/* Waits for the thread. */
+static void gpu_wait(void)
+{
+    if (g_gpu.started)
+        pthread_join(g_gpu.th, NULL);
+    g_gpu.started = 0;
+}
+
+/* Under auto: a copy of the reference's image, kept for the GPU's
+ * reference, and the CPU's preparation time. */
+static void gpu_keep(const gm_image *img, double prep_ms)
+{
+    if (!g_gpu.auto_mode || g_gpu.have_img)
+        return;
+    gm_pixels px = {.data = img->data, .width = img->width, .height = img->height,
+                    .channels = 1, .bytes = 1, .row_stride = img->stride, .col_stride = 1};
+    g_gpu.have_img = gm_image_from_pixels(&px, 0, &g_gpu.img, NULL, 0) == GM_OK;
+    g_gpu.prep_ms = prep_ms; /* out of memory: the CPU alone */
+}
+
+/* Under auto: starts the GPU when `left` more stills at match_ms each on
+ * the CPU would take longer than its start (video: left < 0, always). */
+static void gpu_consider(int left, double match_ms)
+{
+    if (!g_gpu.auto_mode || !g_gpu.have_img || g_gpu.started || atomic_load(&g_gpu.done))
+        return;
+    if (left >= 0 && left * match_ms <= GPU_START_MS + g_gpu.prep_ms)
+        return;
+    g_gpu.started = pthread_create(&g_gpu.th, NULL, gpu_start_main, NULL) == 0;
+}
+
+/* Under auto: the queries from here on to the GPU's reference once it is
+ * ready (wait: for it, as a video does).  *ref is the CPU's, replaced. */
+static void gpu_switch(const cli_opts *o, gm_ref **ref, int wait, const char *before)
+{
+    if (!g_gpu.started || !g_gpu.auto_mode || !*ref)
+        return;
+    if (!wait && !atomic_load(&g_gpu.done))
+        return;
+    gpu_wait();
+    if (!g_gpu.ref)
+        return; /* no usable GPU, or its reference failed: the CPU's stays */
+    gm_ref_free(*ref);
+    *ref = g_gpu.ref;
+    g_gpu.ref = NULL;
+    if (o->verbosity >= VERBOSITY_VERBOSE)
+        fprintf(stderr, PROG ": device: %s from %s on\n", gm_ref_device(*ref), before);
+}
+
+/* At the end: 1 when the thread is still starting a GPU that the run no
+ * longer needs, and the process should end without waiting for it. */
+static int gpu_finish(void)
+{
+    if (g_gpu.started && !atomic_load(&g_gpu.done))
+        return 1;
+    gpu_wait();
+    gm_ref_free(g_gpu.ref);
+    g_gpu.ref = NULL;
+    gm_image_free(&g_gpu.img);
+    return 0;
 }
 
 /* Load and prepare the reference.  Returns NULL on failure with the cause
@@ -496,12 +606,14 @@ static gm_ref *prepare_reference(const cli_opts *o, const char *name, int *w, in
     gm_status st = gm_image_load_frame(path, o->ref_frame, o->params.max_pixels, &img, err,
                                        errlen);
     double t1 = now_ms();
-    cuda_start_wait(); /* what it did not hide counts in "prepare" */
+    gpu_wait(); /* under cuda: what it did not hide counts in "prepare" */
     if (st != GM_OK)
         return NULL;
     gm_ref *r = NULL;
     st = gm_ref_prepare(&o->params, gm_image_view(&img), &r);
     double t2 = now_ms();
+    if (st == GM_OK)
+        gpu_keep(&img, t2 - t1);
     if (st != GM_OK) {
         snprintf(err, errlen, "%s", r && *gm_ref_error(r) ? gm_ref_error(r) : gm_status_str(st));
         gm_ref_free(r);
@@ -509,7 +621,8 @@ static gm_ref *prepare_reference(const cli_opts *o, const char *name, int *w, in
         return NULL;
     }
     if (o->verbosity >= VERBOSITY_VERBOSE)
-        fprintf(stderr, PROG ": device: %s\n", gm_ref_device(r));
+        fprintf(stderr, PROG ": device: %s%s\n", gm_ref_device(r),
+                g_gpu.auto_mode ? " (auto: the GPU starts for work that repays it)" : "");
     if (o->verbosity >= VERBOSITY_VERBOSE)
         diag_file(name, "reference %dx%d: decode %.2f ms, prepare %.2f ms (library %.2f ms)",
                   img.width, img.height, t1 - t0, t2 - t1, gm_ref_time_ms(r));
@@ -714,11 +827,10 @@ int main(int argc, char **argv)
         usage_error("'-' (standard input) is read once: give it for one input only");
     if (dashes)
         stdin_to_file();
-    /* CUDA starts (driver, context: a quarter of a second) on a thread of
-     * its own while the reference is read and decoded; prepare_reference
-     * waits for it before the reference meets the GPU */
-    if (o.params.device != GM_DEVICE_CPU && gm_backend_available(GM_DEVICE_CUDA))
-        g_cuda_start.started = pthread_create(&g_cuda_start.th, NULL, cuda_start_main, NULL) == 0;
+    /* the GPU starts on a thread of its own (gpu_start_main): under cuda
+     * prepare_reference waits for it before the reference meets the GPU,
+     * under auto the CPU begins */
+    gpu_start(&o);
 
     FILE *out = stdout;
     const char *out_name = "stdout";
@@ -726,7 +838,7 @@ int main(int argc, char **argv)
         out = fopen(o.output, "w");
         if (!out) {
             diag_file(o.output, "cannot open for writing: %s", strerror(errno));
-            cuda_start_wait();
+            gpu_wait();
             return EXIT_USAGE;
         }
         out_name = o.output;
@@ -771,6 +883,10 @@ int main(int argc, char **argv)
                                : GM_ERR_IO;
             double decode_ms = now_ms() - t_decode;
             gm_video *v = NULL;
+            if (st == GM_ERR_FORMAT) { /* a video waits for the GPU */
+                gpu_consider(-1, 0);
+                gpu_switch(&o, &ref, 1, q);
+            }
             if (st == GM_ERR_FORMAT &&
                 (st = open_video(&o, ref, src, &v, err, sizeof err)) == GM_OK) {
                 video_ctx c = {.out = out, .out_name = out_name, .o = &o, .q = q,
@@ -785,7 +901,10 @@ int main(int argc, char **argv)
                 rec.q_w = img.width, rec.q_h = img.height;
                 /* gm_match takes a const reference (thread-safe), so the
                  * status is all it can tell us. */
+                gpu_switch(&o, &ref, 0, q);
                 st = gm_match(ref, gm_image_view(&img), &res);
+                if (st == GM_OK)
+                    gpu_consider(nq - i - 1, res.time.total);
                 if (st != GM_OK)
                     snprintf(err, sizeof err, "matching failed: %.200s",
                              res.error[0] ? res.error : gm_status_str(st));
@@ -817,7 +936,7 @@ int main(int argc, char **argv)
     if (ref)
         gm_ref_free(ref);
     gm_pictures_free(&g_pictures);
-    cuda_start_wait(); /* when the reference was never prepared */
+    int abandon = gpu_finish(); /* under auto, a GPU still starting is not waited for */
 
     /* Data may still sit in a buffer, and close can fail too (a full disk,
      * NFS): check both before claiming success. */
@@ -826,5 +945,10 @@ int main(int argc, char **argv)
             diag_file(out_name, "write error: %s", strerror(errno));
         write_failed = 1;
     }
-    return failed || write_failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    int code = failed || write_failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    if (abandon) {
+        fflush(stderr);
+        _exit(code); /* the results are written and closed */
+    }
+    return code;
 }

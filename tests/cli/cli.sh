@@ -170,6 +170,13 @@ case $rc in
        test "$(cat err)" = "gmatch: --device cuda: this gmatch was built without CUDA (no nvcc at build time)" ;;
 *) check "--device cuda: exit 0, 1 or 2 (got $rc)" false ;;
 esac
+# --device auto: the same lines as --device cpu, also over a run long enough
+# for the GPU, where there is one, to start and take over part way
+many=(); for i in $(seq 40); do many+=(query.png); done
+run --device auto ref.png "${many[@]}"
+check "--device auto: exit 0 over 40 stills" test "$rc" -eq 0
+check "--device auto: the same lines as --device cpu" \
+    test "$("$gm" --device cpu ref.png "${many[@]}")" = "$(cat out)"
 
 # ---- normal runs ---------------------------------------------------------------
 expect_rc 0 "one query" ref.png query.png
