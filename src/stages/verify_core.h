@@ -186,24 +186,41 @@ static inline GM_HD int gm_refine_match(const gm_map_view *map, const double h[9
         return 0;
     float ca, sa;
     gm_h_normal(h, p.x, p.y, cp, sp, &ca, &sa);
+    /* The nearest agreeing point in the (2r+1)^2 window, ties to the first
+     * in row-major order (the GPU's refine_match_cells scans it so).  The
+     * window is visited ring by ring from the centre: a point stored at a
+     * pixel of ring k (Chebyshev distance k from (ix, iy)) rounds to it, so
+     * it lies at least k - 1 from (x, y), and once the best is nearer than
+     * that no later ring can win or tie.  A refinement that has converged
+     * finds most partners within a pixel and reads 9 cells instead of 25 or
+     * 49; the partner is the one the row-major scan finds. */
     double bestd = 1e30;
     int32_t best = -1;
-    for (long yy = iy - r; yy <= iy + r; yy++) {
-        if (yy < 0 || yy >= map->h)
-            continue;
-        for (long xx = ix - r; xx <= ix + r; xx++) {
-            if (xx < 0 || xx >= map->w)
+    long bestpos = 0;
+    for (int k = 0; k <= r; k++) {
+        if (k >= 2 && bestd < (double)(k - 1) * (k - 1) - 1e-6)
+            break;
+        for (long dy = -k; dy <= k; dy++) {
+            long yy = iy + dy;
+            if (yy < 0 || yy >= map->h)
                 continue;
-            int32_t j = map->nearest[(size_t)yy * map->w + xx];
-            if (j < 0)
-                continue;
-            if (map->dir[2 * j] * ca + map->dir[2 * j + 1] * sa < GM_REFINE_COS)
-                continue;
-            gm_point e = map->pts[j];
-            double dx = e.x - x, dy = e.y - y, d = dx * dx + dy * dy;
-            if (d < bestd) {
-                bestd = d;
-                best = j;
+            /* the ring's full top and bottom rows, its two ends on the others */
+            long step = dy == -k || dy == k ? 1 : 2 * k;
+            for (long dx = -k; dx <= k; dx += step) {
+                long xx = ix + dx;
+                if (xx >= 0 && xx < map->w) {
+                    int32_t j = map->nearest[(size_t)yy * map->w + xx];
+                    if (j >= 0 && map->dir[2 * j] * ca + map->dir[2 * j + 1] * sa >= GM_REFINE_COS) {
+                        gm_point e = map->pts[j];
+                        double ex = e.x - x, ey = e.y - y, d = ex * ex + ey * ey;
+                        long pos = (dy + r) * (2 * r + 1) + (dx + r);
+                        if (d < bestd || (d == bestd && pos < bestpos)) {
+                            bestd = d;
+                            best = j;
+                            bestpos = pos;
+                        }
+                    }
+                }
             }
         }
     }
