@@ -374,3 +374,21 @@ def test_draw(sample):
     side = neg.draw(refimg, np.full((64, 64), 128, np.uint8))
     assert side.shape[1] >= refimg.shape[1] + 64
     assert (side[10, refimg.shape[1] + 8 + 10] == 128).all()
+
+
+def test_match_one_pair_on_the_cpu_under_auto(monkeypatch):
+    """gmatch.match: one pair never repays the GPU's start, so "auto" (or no
+    device) prepares the reference on the CPU; an explicit device is kept."""
+    seen = []
+    real = gmatch.Reference
+
+    def spy(image, **kw):
+        seen.append(kw.get("device"))
+        return real(image, **dict(kw, device="cpu"))
+
+    monkeypatch.setattr(gmatch, "Reference", spy)
+    ref, q = os.path.join(DATA, "ref.jpg"), os.path.join(DATA, "query.jpg")
+    assert gmatch.match(ref, q).status == "match"
+    assert gmatch.match(ref, q, device="auto").status == "match"
+    gmatch.match(ref, q, device="cuda")
+    assert seen == ["cpu", "cpu", "cuda"]
