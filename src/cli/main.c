@@ -469,7 +469,7 @@ static const char *source_of(const char *name, char *err, size_t errlen)
  * first one's time on the CPU, would take longer than the start
  * (GPU_START_MS) and the reference's preparation (as long as the CPU's, at
  * most) together.  Then the thread also prepares the reference for the GPU
- * from a copy of its image while the CPU goes on, and the stills after that
+ * from its image (kept, not copied) while the CPU goes on, and the stills after that
  * go to the GPU (gpu_switch).  Both devices give the same results
  * (tests/cuda, docs/gpu.md), so where the switch falls does not show in
  * the output.  Starting CUDA beside the CPU's work is not free: on the H100
@@ -483,8 +483,9 @@ static struct {
     pthread_t th;
     int started;
     int auto_mode;        /* --device auto: the CPU until the GPU's reference is ready */
-    int have_img;         /* img holds the reference's image (auto) */
-    gm_image img;         /* a copy, for the GPU's reference */
+    int have_img;         /* view is the reference's image (auto) */
+    gm_view view;         /* it, for the GPU's reference: img or the pictures' */
+    gm_image img;         /* owned when the pictures do not keep it */
     gm_params params;     /* the GPU's reference's */
     double prep_ms;       /* the CPU's preparation of the reference */
     gm_ref *ref;          /* the GPU's reference, NULL until ready or when it failed */
@@ -506,7 +507,7 @@ static void *gpu_start_main(void *arg)
     gm_status st = gm_cuda_set_sync(mode);
     gm_ref *r = NULL;
     if (g_gpu.auto_mode && st == GM_OK &&
-        gm_ref_prepare(&g_gpu.params, gm_image_view(&g_gpu.img), &r) == GM_OK &&
+        gm_ref_prepare(&g_gpu.params, g_gpu.view, &r) == GM_OK &&
         gm_ref_backend(r) == GM_DEVICE_CUDA)
         g_gpu.ref = r;
     else
@@ -539,16 +540,20 @@ static void gpu_wait(void)
     g_gpu.started = 0;
 }
 
-/* Under auto: a copy of the reference's image, kept for the GPU's
- * reference, and the CPU's preparation time. */
-static void gpu_keep(const gm_image *img, double prep_ms)
+/* Under auto: the reference's image kept for the GPU's reference (taken
+ * from *img, or only viewed when `shared`: the pictures keep it), and the
+ * CPU's preparation time.  No copy: the image stays as long as the run. */
+static void gpu_keep(gm_image *img, int shared, double prep_ms)
 {
     if (!g_gpu.auto_mode || g_gpu.have_img)
         return;
-    gm_pixels px = {.data = img->data, .width = img->width, .height = img->height,
-                    .channels = 1, .bytes = 1, .row_stride = img->stride, .col_stride = 1};
-    g_gpu.have_img = gm_image_from_pixels(&px, 0, &g_gpu.img, NULL, 0) == GM_OK;
-    g_gpu.prep_ms = prep_ms; /* out of memory: the CPU alone */
+    g_gpu.view = gm_image_view(img);
+    if (!shared) {
+        g_gpu.img = *img;
+        memset(img, 0, sizeof *img);
+    }
+    g_gpu.have_img = 1;
+    g_gpu.prep_ms = prep_ms;
 }
 
 /* Under auto: starts the GPU when `left` more stills at match_ms each on
@@ -612,8 +617,6 @@ static gm_ref *prepare_reference(const cli_opts *o, const char *name, int *w, in
     gm_ref *r = NULL;
     st = gm_ref_prepare(&o->params, gm_image_view(&img), &r);
     double t2 = now_ms();
-    if (st == GM_OK)
-        gpu_keep(&img, t2 - t1);
     if (st != GM_OK) {
         snprintf(err, errlen, "%s", r && *gm_ref_error(r) ? gm_ref_error(r) : gm_status_str(st));
         gm_ref_free(r);
@@ -629,8 +632,9 @@ static gm_ref *prepare_reference(const cli_opts *o, const char *name, int *w, in
     *w = img.width, *h = img.height;
     if (o->draw)
         g_pictures.ref = img; /* kept for the pictures */
-    else
-        gm_image_free(&img);
+    gpu_keep(o->draw ? &g_pictures.ref : &img, o->draw != NULL, t2 - t1);
+    if (!o->draw)
+        gm_image_free(&img); /* unless gpu_keep took it */
     return r;
 }
 
@@ -935,8 +939,11 @@ int main(int argc, char **argv)
     }
     if (ref)
         gm_ref_free(ref);
-    gm_pictures_free(&g_pictures);
-    int abandon = gpu_finish(); /* under auto, a GPU still starting is not waited for */
+    /* under auto, a GPU still starting is not waited for (it may still
+     * read the reference's image, which the pictures may hold) */
+    int abandon = gpu_finish();
+    if (!abandon)
+        gm_pictures_free(&g_pictures);
 
     /* Data may still sit in a buffer, and close can fail too (a full disk,
      * NFS): check both before claiming success. */
