@@ -256,6 +256,10 @@ typedef enum {
     GM_CUDA_SYNC_BLOCK = 3,
 } gm_cuda_sync;
 GM_API gm_status gm_cuda_set_sync(gm_cuda_sync mode);
+/* For measurements: how many times this process's threads have waited for
+ * a GPU stream so far, and the milliseconds they spent waiting (summed
+ * over threads).  GM_OK; GM_ERR_UNSUPPORTED without CUDA. */
+GM_API gm_status gm_cuda_waits(uint64_t *count, double *ms);
 
 typedef enum { GM_MATCH_NONE = 0, GM_MATCH_FOUND = 1 } gm_match_status;
 

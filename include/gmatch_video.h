@@ -79,6 +79,8 @@ typedef struct {
     gm_video_decode decode; /* default GM_VIDEO_DECODE_AUTO */
     int model;            /* gm_video_match's model: -1 (default) the reference's own, else
                              a gm_model for gm_match_model (same rules) */
+    int queue;            /* frames gm_video_match decodes ahead of its workers: the ring
+                             holds workers + queue frames; <= 0: the default (docs/speed.md) */
 } gm_video_opts;
 
 GM_API gm_video_opts gm_video_opts_default(void);
@@ -165,6 +167,19 @@ typedef int (*gm_video_sink)(void *user, const gm_video_result *r);
  * (also when frames were lost: see gm_video_lost), GM_ERR_NOMEM, or
  * GM_ERR_INVALID when a thread cannot be started. */
 GM_API gm_status gm_video_match(gm_video *v, const gm_ref *ref, gm_video_sink sink, void *user);
+
+/* Where gm_video_match's time went, for measurements (-v): milliseconds
+ * summed over the threads of each kind, over v's runs so far. */
+typedef struct {
+    int64_t items;          /* items handed to the sink */
+    int workers, ring;      /* matcher threads, frames the ring holds */
+    double wall_ms;         /* gm_video_match from start to end */
+    double decode_ms;       /* the decoding thread inside gm_video_read */
+    double decoder_wait_ms; /* the decoding thread waiting for a free slot (ring full) */
+    double match_ms;        /* workers inside gm_match */
+    double worker_wait_ms;  /* workers waiting for a decoded frame */
+} gm_video_stats;
+GM_API void gm_video_stats_get(const gm_video *v, gm_video_stats *s);
 
 /* FFmpeg's own log lines on stderr: off (0) or warnings and errors
  * (nonzero).  FFmpeg's log level belongs to the process, so the library

@@ -12,7 +12,7 @@
 # GM_GPU_BUILD (default build-gpu) and GM_GPU_DEV (default .device) name the
 # build and carry folders, so that several checkouts' work can travel apart;
 # GM_GPU_TESTS (a grep pattern, default all) picks the tests that run,
-# GM_GPU_BENCH (words: hash match scores video sift; default all) the
+# GM_GPU_BENCH (words: hash match scores video videolong sift; default all) the
 # benchmarks; GM_GPU_NOBENCH=1 runs none, GM_GPU_NOSAN=1 no sanitizer.
 set -u
 cd "$(dirname "$0")/.."
@@ -160,6 +160,10 @@ PY
       echo "== video throughput (tools/bench/bench_video.sh)"
       BENCH=$dev/bench DEVICES="cuda cpu" REPS=3 SIFT=$(want sift && echo 1 || echo 0) tools/bench/bench_video.sh run "$dev/videos" "$dev/bin/gmatch" 2>&1 |
         tee "$out/bench_video.txt"
+    fi
+    if want videolong && [ -d "$dev/videos" ]; then
+      echo "== long videos, whole runs (tools/bench/bench_video_long.sh)"
+      tools/bench/bench_video_long.sh "$dev/videos" "$dev/bin/gmatch" 2>&1 | tee "$out/bench_video_long.txt"
     fi
     want sift && echo "== OpenCV SIFT+RANSAC on this machine" && "$dev/bench/run.sh" "$dev/bench" "$out/scores-sift.jsonl" python3 "$dev/bench/opencv_match.py" sift \
       2>"$out/scores-sift.err" | tee "$out/scores-sift.txt"

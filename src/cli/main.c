@@ -375,6 +375,13 @@ static double now_ms(void)
     return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
 }
 
+/* -v's timeline: milliseconds since main began (where a run's start goes) */
+static double g_main_ms;
+static double since_main(void)
+{
+    return now_ms() - g_main_ms;
+}
+
 /* '-' (standard input): read once, whole, into a temporary file that the
  * decoders then read like any other (FFmpeg needs to seek in most
  * containers); the name printed stays '-'.  g_stdin_path is that file, ""
@@ -488,6 +495,7 @@ static struct {
     gm_image img;         /* owned when the pictures do not keep it */
     gm_params params;     /* the GPU's reference's */
     double prep_ms;       /* the CPU's preparation of the reference */
+    double begin_ms, ready_ms; /* the thread's start and CUDA's readiness (since_main) */
     gm_ref *ref;          /* the GPU's reference, NULL until ready or when it failed */
     atomic_int done;      /* the thread has finished */
 } g_gpu;
@@ -504,7 +512,9 @@ static void *gpu_start_main(void *arg)
     else if (sync && !strcmp(sync, "block"))
         mode = GM_CUDA_SYNC_BLOCK;
     /* no usable GPU: under cuda the reference says so, under auto the CPU goes on */
+    g_gpu.begin_ms = since_main();
     gm_status st = gm_cuda_set_sync(mode);
+    g_gpu.ready_ms = since_main();
     gm_ref *r = NULL;
     if (g_gpu.auto_mode && st == GM_OK &&
         gm_ref_prepare(&g_gpu.params, g_gpu.view, &r) == GM_OK &&
@@ -582,7 +592,9 @@ static void gpu_switch(const cli_opts *o, gm_ref **ref, int wait, const char *be
     *ref = g_gpu.ref;
     g_gpu.ref = NULL;
     if (o->verbosity >= VERBOSITY_VERBOSE)
-        fprintf(stderr, PROG ": device: %s from %s on\n", gm_ref_device(*ref), before);
+        fprintf(stderr, PROG ": device: %s from %s on (CUDA started %.1f to %.1f ms, now %.1f ms "
+                "after main began)\n", gm_ref_device(*ref), before, g_gpu.begin_ms, g_gpu.ready_ms,
+                since_main());
 }
 
 /* At the end: 1 when the thread is still starting a GPU that the run no
@@ -626,9 +638,13 @@ static gm_ref *prepare_reference(const cli_opts *o, const char *name, int *w, in
     if (o->verbosity >= VERBOSITY_VERBOSE)
         fprintf(stderr, PROG ": device: %s%s\n", gm_ref_device(r),
                 g_gpu.auto_mode ? " (auto: the GPU starts for work that repays it)" : "");
+    if (o->verbosity >= VERBOSITY_VERBOSE && g_gpu.ready_ms > 0 && !g_gpu.auto_mode)
+        fprintf(stderr, PROG ": timeline: CUDA started %.1f to %.1f ms after main began\n",
+                g_gpu.begin_ms, g_gpu.ready_ms);
     if (o->verbosity >= VERBOSITY_VERBOSE)
-        diag_file(name, "reference %dx%d: decode %.2f ms, prepare %.2f ms (library %.2f ms)",
-                  img.width, img.height, t1 - t0, t2 - t1, gm_ref_time_ms(r));
+        diag_file(name, "reference %dx%d: decode %.2f ms, prepare %.2f ms (library %.2f ms), "
+                  "ready %.1f ms after main began",
+                  img.width, img.height, t1 - t0, t2 - t1, gm_ref_time_ms(r), since_main());
     *w = img.width, *h = img.height;
     if (o->draw)
         g_pictures.ref = img; /* kept for the pictures */
@@ -671,6 +687,10 @@ typedef struct {
     int ref_w, ref_h;   /* the reference's size, for the records */
     int64_t drawn;      /* frames seen by --draw-every */
     int failed, write_failed, diags;
+    int64_t results;     /* lines written */
+    gm_timing stages;    /* summed over the matched frames, for -v */
+    int64_t timed;
+    double open_ms, first_ms, tenth_ms; /* -v's timeline (since_main) */
 } video_ctx;
 
 /* Matcher threads for a video on the GPU when --threads does not say: each
@@ -697,6 +717,12 @@ static gm_status open_video(const cli_opts *o, const gm_ref *ref, const char *q,
     const char *wk = getenv("GMATCH_WORKERS");
     if (wk)
         vo.workers = atoi(wk);
+    const char *dt = getenv("GMATCH_DECODE_THREADS");
+    if (dt)
+        vo.decode_threads = atoi(dt);
+    const char *qu = getenv("GMATCH_QUEUE");
+    if (qu)
+        vo.queue = atoi(qu);
     return gm_video_open(q, &vo, v, err, len);
 }
 
@@ -748,6 +774,16 @@ static int video_sink(void *user, const gm_video_result *r)
         c->write_failed = 1;
         return 1;
     }
+    if (r->res && f->status == GM_OK && r->match == GM_OK) {
+        const gm_timing *t = &r->res->time;
+        c->stages.edges += t->edges, c->stages.bases += t->bases, c->stages.vote += t->vote;
+        c->stages.reduce += t->reduce, c->stages.verify += t->verify, c->stages.total += t->total;
+        c->timed++;
+    }
+    if (++c->results == 1)
+        c->first_ms = since_main();
+    else if (c->results == 10)
+        c->tenth_ms = since_main();
     return 0;
 }
 
@@ -795,12 +831,39 @@ static int run_video(video_ctx *c, const gm_ref *ref, gm_video *v)
             diag_file(c->q, "decoder: %s", gm_video_decoder(v));
         diag_file(c->q, "%" PRId64 " frames in %.2f s, %.1f fps", n, secs,
                   secs > 0 ? (double)n / secs : 0.0);
+        diag_file(c->q, "timeline: opened %.1f ms, first result %.1f ms, tenth %.1f ms, "
+                  "last %.1f ms after main began", c->open_ms, c->first_ms, c->tenth_ms,
+                  since_main());
+        gm_video_stats vs;
+        gm_video_stats_get(v, &vs);
+        if (vs.items > 0)
+            diag_file(c->q, "pipeline: %d workers, a ring of %d frames; a frame: decoding %.3f ms, "
+                      "the decoder waiting for room %.3f ms, matching %.3f ms, workers waiting "
+                      "for a frame %.3f ms (summed over threads)", vs.workers, vs.ring,
+                      vs.decode_ms / vs.items, vs.decoder_wait_ms / vs.items,
+                      vs.match_ms / vs.items, vs.worker_wait_ms / vs.items);
+        if (c->timed > 0) {
+            const gm_timing *t = &c->stages;
+            double k = 1.0 / (double)c->timed;
+            diag_file(c->q, "a frame's match: edges %.3f ms, bases %.3f, vote %.3f, reduce %.3f, "
+                      "verify %.3f, total %.3f (means over %" PRId64 " frames)", t->edges * k,
+                      t->bases * k, t->vote * k, t->reduce * k, t->verify * k, t->total * k,
+                      c->timed);
+        }
+        uint64_t waits;
+        double wait_ms;
+        if (gm_ref_backend(ref) == GM_DEVICE_CUDA && gm_cuda_waits(&waits, &wait_ms) == GM_OK &&
+            n > 0)
+            diag_file(c->q, "GPU: %.1f stream waits a frame, %.3f ms waiting a frame (all "
+                      "threads, the reference's preparation included)",
+                      (double)waits / (double)n, wait_ms / (double)n);
     }
     return c->failed;
 }
 
 int main(int argc, char **argv)
 {
+    g_main_ms = now_ms();
     cli_opts o;
     memset(&o, 0, sizeof o);
     o.params = gm_params_default();
@@ -894,7 +957,8 @@ int main(int argc, char **argv)
             if (st == GM_ERR_FORMAT &&
                 (st = open_video(&o, ref, src, &v, err, sizeof err)) == GM_OK) {
                 video_ctx c = {.out = out, .out_name = out_name, .o = &o, .q = q,
-                               .extra_ms = now_ms() - t0, .ref_w = ref_w, .ref_h = ref_h};
+                               .extra_ms = now_ms() - t0, .ref_w = ref_w, .ref_h = ref_h,
+                               .open_ms = since_main()};
                 if (run_video(&c, ref, v) != 0)
                     failed = 1;
                 write_failed |= c.write_failed;
@@ -953,9 +1017,11 @@ int main(int argc, char **argv)
         write_failed = 1;
     }
     int code = failed || write_failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    if (o.verbosity >= VERBOSITY_VERBOSE)
+        fprintf(stderr, PROG ": timeline: main ends %.1f ms after it began\n", since_main());
     if (abandon) {
         fflush(stderr);
-        _exit(code); /* the results are written and closed */
+        _exit(code);
     }
     return code;
 }

@@ -417,7 +417,7 @@ extern "C" gm_status gm_corners_cuda(const gm_edges_dev *e, uint32_t target, gm_
         return st;
     GM_CUDA_CHECK(cudaMemcpyAsync(c->h_stage, c->d_stage, stage_bytes(target),
                                   cudaMemcpyDeviceToHost, stream));
-    GM_CUDA_CHECK(cudaStreamSynchronize(stream));
+    GM_CUDA_CHECK(gm_cuda_stream_wait(stream));
     const stage_head *head = (const stage_head *)c->h_stage;
     const stage_rec *rec = (const stage_rec *)(head + 1);
     uint32_t n = head->n < target ? head->n : target;

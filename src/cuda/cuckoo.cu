@@ -300,7 +300,7 @@ static gm_status gm_build_run(gm_build *c)
         }
         gm_build_state hs;
         GM_CUDA_CHECK(cudaMemcpyAsync(&hs, c->state, sizeof hs, cudaMemcpyDeviceToHost, stream));
-        GM_CUDA_CHECK(cudaStreamSynchronize(stream));
+        GM_CUDA_CHECK(gm_cuda_stream_wait(stream));
         if (hs.flags & (GM_F_BAD_KEY | GM_F_DUP))
             return GM_ERR_INVALID;
         if (forced || (hs.flags & (GM_F_OVERFULL | GM_F_FAIL)))
@@ -385,16 +385,16 @@ static gm_status gm_build_table(int kind, gm_cuckoo_dev *t, const uint32_t *d_ke
          * multi tables were complete at the read of the flags, and only the
          * (stream-ordered) frees came after; the compacting build still has
          * its scan and unique[] to finish. */
-        cudaError_t e = kind == GM_TAB_COMPACT ? cudaStreamSynchronize(stream) : cudaSuccess;
+        cudaError_t e = kind == GM_TAB_COMPACT ? gm_cuda_stream_wait(stream) : cudaSuccess;
         if (e != cudaSuccess) {
-            gm_cuda_record_error(e, "cudaStreamSynchronize(stream)", __func__, __FILE__,
+            gm_cuda_record_error(e, "gm_cuda_stream_wait(stream)", __func__, __FILE__,
                                  __LINE__);
             st = e == cudaErrorMemoryAllocation ? GM_ERR_NOMEM : GM_ERR_DEVICE;
         }
     }
     if (st != GM_OK) {
         gm_build_free_all(&c);
-        (void)cudaStreamSynchronize(stream);
+        (void)gm_cuda_stream_wait(stream);
         (void)cudaGetLastError();
         if (st == GM_ERR_HASH && kind == GM_TAB_BASIC) {
             int dup = 0;

@@ -22,6 +22,19 @@ extern "C"
 void gm_cuda_record_error(cudaError_t e, const char *call, const char *func, const char *file,
                           int line);
 
+/* cudaStreamSynchronize, counted: every wait of a host thread for a stream
+ * goes through it, so that gm_cuda_waits can say how often and how long
+ * the host waited (device.cu). */
+#ifdef __cplusplus
+extern "C"
+#endif
+cudaError_t gm_cuda_stream_wait(cudaStream_t stream);
+/* cudaEventSynchronize, counted the same way. */
+#ifdef __cplusplus
+extern "C"
+#endif
+cudaError_t gm_cuda_event_wait(cudaEvent_t event);
+
 #define GM_CUDA_CHECK(call)                                                        \
     do {                                                                           \
         cudaError_t gm_e_ = (call);                                                \

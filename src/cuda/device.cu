@@ -2,6 +2,7 @@
 #include <pthread.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 
 #include "cuda/cuda_check.cuh"
 #include "cuda/gm_cuda.h"
@@ -17,6 +18,45 @@ extern "C" void gm_cuda_record_error(cudaError_t e, const char *call, const char
 }
 
 extern "C" const char *gm_cuda_last_error(void) { return g_last_error; }
+
+/* The host's waits for streams, over the process (gm_cuda_waits). */
+static unsigned long long g_waits, g_wait_ns;
+
+static void count_wait(const struct timespec *a)
+{
+    struct timespec b;
+    clock_gettime(CLOCK_MONOTONIC, &b);
+    long long ns = (long long)(b.tv_sec - a->tv_sec) * 1000000000LL + (b.tv_nsec - a->tv_nsec);
+    __atomic_add_fetch(&g_waits, 1ULL, __ATOMIC_RELAXED);
+    __atomic_add_fetch(&g_wait_ns, (unsigned long long)(ns > 0 ? ns : 0), __ATOMIC_RELAXED);
+}
+
+extern "C" cudaError_t gm_cuda_stream_wait(cudaStream_t stream)
+{
+    struct timespec a;
+    clock_gettime(CLOCK_MONOTONIC, &a);
+    cudaError_t e = cudaStreamSynchronize(stream);
+    count_wait(&a);
+    return e;
+}
+
+extern "C" cudaError_t gm_cuda_event_wait(cudaEvent_t event)
+{
+    struct timespec a;
+    clock_gettime(CLOCK_MONOTONIC, &a);
+    cudaError_t e = cudaEventSynchronize(event);
+    count_wait(&a);
+    return e;
+}
+
+extern "C" gm_status gm_cuda_waits(uint64_t *count, double *ms)
+{
+    if (count)
+        *count = __atomic_load_n(&g_waits, __ATOMIC_RELAXED);
+    if (ms)
+        *ms = (double)__atomic_load_n(&g_wait_ns, __ATOMIC_RELAXED) * 1e-6;
+    return GM_OK;
+}
 
 /* The library's own stream-ordered pool on device 0, made on first use and
  * kept for the process: freed blocks stay in it (release threshold at the

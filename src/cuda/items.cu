@@ -145,7 +145,7 @@ extern "C" gm_status gm_basis_items_cuda(const gm_vote_basis *d_bases, uint32_t 
                                                    stream));
     GM_CUDA_TRY(err, cudaMemcpyAsync(&total, d_off + nb, sizeof total, cudaMemcpyDeviceToHost,
                                      stream));
-    GM_CUDA_TRY(err, cudaStreamSynchronize(stream));
+    GM_CUDA_TRY(err, gm_cuda_stream_wait(stream));
     if (err == cudaSuccess && total) {
         GM_CUDA_TRY(err, gm_cuda_malloc_async((void **)&keys, (size_t)total * sizeof *keys, stream));
         GM_CUDA_TRY(err, gm_cuda_malloc_async((void **)&vals, (size_t)total * sizeof *vals, stream));

@@ -369,7 +369,7 @@ extern "C" gm_status gm_edges_dev_to_host(const gm_edges_dev *e, cudaStream_t st
         err = cudaMemcpyAsync(&r.threshold, e->d_threshold, sizeof r.threshold,
                               cudaMemcpyDeviceToHost, stream);
     if (err == cudaSuccess)
-        err = cudaStreamSynchronize(stream);
+        err = gm_cuda_stream_wait(stream);
     if (err != cudaSuccess) {
         gm_cuda_record_error(err, "cudaMemcpyAsync / cudaStreamSynchronize", __func__, __FILE__,
                              __LINE__);

@@ -409,7 +409,7 @@ static gm_status edge_map_upload(const gm_edge_map *map, gm_edge_map_dev *d, cud
     cudaError_t e = cudaMemcpyAsync(d->d_cells, cells, px * sizeof *cells, cudaMemcpyHostToDevice,
                                     stream);
     if (e == cudaSuccess)
-        e = cudaStreamSynchronize(stream);
+        e = gm_cuda_stream_wait(stream);
     free(cells);
     GM_CUDA_CHECK(e);
     return GM_OK;
@@ -551,7 +551,7 @@ static gm_status batch_download(gm_verify_dev *v, uint32_t nc, int back, gm_veri
         GM_CUDA_CHECK(cudaMemcpyAsync(v->h_params, v->d_params,
                                       9 * (size_t)nc * sizeof *v->h_params,
                                       cudaMemcpyDeviceToHost, stream));
-    GM_CUDA_CHECK(cudaStreamSynchronize(stream));
+    GM_CUDA_CHECK(gm_cuda_stream_wait(stream));
     memcpy(scores, v->h_scores, nc * sizeof *scores);
     return GM_OK;
 }
@@ -622,7 +622,7 @@ extern "C" gm_status gm_spread_cuda(const gm_edge_map_dev *map, gm_verify_dev *v
     GM_CUDA_CHECK_LAUNCH();
     GM_CUDA_CHECK(cudaMemcpyAsync(v->h_params + 9, v->d_params + 9, 36 * sizeof *v->h_params,
                                   cudaMemcpyDeviceToHost, stream));
-    GM_CUDA_CHECK(cudaStreamSynchronize(stream));
+    GM_CUDA_CHECK(gm_cuda_stream_wait(stream));
     double hq[4][9];
     memcpy(hq, v->h_params + 9, sizeof hq);
     *spread = gm_corner_moves(h, (const double(*)[9])hq, w, hgt);

@@ -73,13 +73,14 @@ struct gm_video {
     int64_t concealed;      /* frames output with decode errors concealed */
     int read_error;         /* AVERROR of the demuxer, 0 none */
     char err[256];
+    gm_video_stats stats;   /* kept by gm_video_match (src/pipeline/frames.c) */
 };
 
 gm_video_opts gm_video_opts_default(void)
 {
     gm_video_opts o = {.first = 0, .last = -1, .step = 1, .decode_threads = 0, .workers = 0,
                        .frame_threads = 1, .max_pixels = 0, .decode = GM_VIDEO_DECODE_AUTO,
-                       .model = -1};
+                       .model = -1, .queue = 0};
     return o;
 }
 
@@ -437,6 +438,15 @@ int gm_video_lost(const gm_video *v)
 }
 
 const gm_video_opts *gm_video_options(const gm_video *v) { return &v->o; }
+gm_video_stats *gm_video_stats_of(gm_video *v) { return &v->stats; }
+
+void gm_video_stats_get(const gm_video *v, gm_video_stats *s)
+{
+    if (v)
+        *s = v->stats;
+    else
+        memset(s, 0, sizeof *s);
+}
 
 const char *gm_video_error(const gm_video *v)
 {

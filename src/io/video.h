@@ -12,6 +12,8 @@
  * GM_ERR_UNSUPPORTED (libswscale cannot convert it). */
 /* The options v was opened with (for the frame pipeline, src/pipeline/frames.c). */
 const gm_video_opts *gm_video_options(const gm_video *v);
+/* Its statistics, which the frame pipeline keeps (NULL without FFmpeg). */
+gm_video_stats *gm_video_stats_of(gm_video *v);
 
 struct AVFrame;
 struct SwsContext;

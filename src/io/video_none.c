@@ -59,3 +59,10 @@ int gm_video_lost(const gm_video *v) { return (void)v, 0; }
 const char *gm_video_error(const gm_video *v) { return (void)v, ""; }
 
 const gm_video_opts *gm_video_options(const gm_video *v) { return (void)v, NULL; }
+gm_video_stats *gm_video_stats_of(gm_video *v) { return (void)v, NULL; }
+
+void gm_video_stats_get(const gm_video *v, gm_video_stats *s)
+{
+    (void)v;
+    memset(s, 0, sizeof *s);
+}

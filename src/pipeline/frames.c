@@ -23,6 +23,11 @@
 #include "common/common.h"
 #include "io/video.h"
 
+/* Frames decoded ahead of the workers (gm_video_opts.queue's default). */
+#ifndef GM_VIDEO_QUEUE
+#define GM_VIDEO_QUEUE 2
+#endif
+
 /* A slot of the ring: FREE (the decoder may fill it), READY (decoded, waits
  * for a worker), BUSY (a worker matches it), DONE (waits for the writer). */
 enum { SLOT_FREE = 0, SLOT_READY, SLOT_BUSY, SLOT_DONE };
@@ -47,6 +52,7 @@ typedef struct {
     int64_t taken;          /* items handed to workers (or skipped: errors) */
     int decode_done, stop;
     gm_status fatal;
+    gm_video_stats st;      /* under mu */
 } pipeline;
 
 static void *decode_main(void *arg)
@@ -55,8 +61,12 @@ static void *decode_main(void *arg)
     for (int64_t seq = 0;; seq++) {
         slot *s = &p->ring[seq % p->cap];
         pthread_mutex_lock(&p->mu);
-        while (s->state != SLOT_FREE && !p->stop)
-            pthread_cond_wait(&p->cv, &p->mu);
+        if (s->state != SLOT_FREE && !p->stop) {
+            double w0 = gm_now_ms();
+            while (s->state != SLOT_FREE && !p->stop)
+                pthread_cond_wait(&p->cv, &p->mu);
+            p->st.decoder_wait_ms += gm_now_ms() - w0;
+        }
         int stop = p->stop;
         pthread_mutex_unlock(&p->mu);
         if (stop)
@@ -67,6 +77,7 @@ static void *decode_main(void *arg)
         gm_status st = gm_video_read(p->v, &s->item, &got);
         s->decode_ms = gm_now_ms() - t0;
         pthread_mutex_lock(&p->mu);
+        p->st.decode_ms += s->decode_ms;
         if (st != GM_OK || !got) {
             if (st != GM_OK)
                 p->fatal = st;
@@ -102,7 +113,9 @@ static void *match_main(void *arg)
         if (p->stop || (p->decode_done && p->taken >= p->decoded))
             break;
         if (p->taken >= p->decoded) {
+            double w0 = gm_now_ms();
             pthread_cond_wait(&p->cv, &p->mu);
+            p->st.worker_wait_ms += gm_now_ms() - w0;
             continue;
         }
         slot *s = &p->ring[p->taken++ % p->cap];
@@ -115,6 +128,7 @@ static void *match_main(void *arg)
                                               (gm_model)model, &s->res);
         s->match_ms = gm_now_ms() - t0;
         pthread_mutex_lock(&p->mu);
+        p->st.match_ms += s->match_ms;
         s->state = SLOT_DONE;
         pthread_cond_broadcast(&p->cv);
     }
@@ -128,7 +142,9 @@ gm_status gm_video_match(gm_video *v, const gm_ref *ref, gm_video_sink sink, voi
     if (!o || !ref || !sink)
         return GM_ERR_INVALID;
     int workers = o->workers > 0 ? o->workers : omp_get_num_procs();
-    pipeline p = {.v = v, .ref = ref, .cap = workers + 2, .fatal = GM_OK};
+    int queue = o->queue > 0 ? o->queue : GM_VIDEO_QUEUE;
+    pipeline p = {.v = v, .ref = ref, .cap = workers + queue, .fatal = GM_OK};
+    double t_start = gm_now_ms();
     p.ring = calloc((size_t)p.cap, sizeof *p.ring);
     pthread_t *th = calloc((size_t)workers + 1, sizeof *th);
     if (!p.ring || !th) {
@@ -166,6 +182,7 @@ gm_status gm_video_match(gm_video *v, const gm_ref *ref, gm_video_sink sink, voi
                              .time_ms = s->decode_ms + (s->item.status == GM_OK ? s->match_ms : 0)};
         int halt = sink(user, &r);
         pthread_mutex_lock(&p.mu);
+        p.st.items++;
         s->state = SLOT_FREE;
         if (halt)
             p.stop = 1;
@@ -178,6 +195,14 @@ gm_status gm_video_match(gm_video *v, const gm_ref *ref, gm_video_sink sink, voi
         pthread_join(th[i], NULL);
     if (st == GM_OK)
         st = p.fatal;
+    gm_video_stats *vs = gm_video_stats_of(v);
+    if (vs) { /* added to v's runs so far */
+        vs->items += p.st.items;
+        vs->workers = workers, vs->ring = (int)p.cap;
+        vs->wall_ms += gm_now_ms() - t_start;
+        vs->decode_ms += p.st.decode_ms, vs->decoder_wait_ms += p.st.decoder_wait_ms;
+        vs->match_ms += p.st.match_ms, vs->worker_wait_ms += p.st.worker_wait_ms;
+    }
     for (int64_t i = 0; i < p.cap; i++)
         gm_video_frame_free(&p.ring[i].item);
     pthread_mutex_destroy(&p.mu);

@@ -13,3 +13,12 @@ gm_status gm_cuda_set_sync(gm_cuda_sync mode)
     (void)mode;
     return GM_ERR_UNSUPPORTED;
 }
+
+gm_status gm_cuda_waits(uint64_t *count, double *ms)
+{
+    if (count)
+        *count = 0;
+    if (ms)
+        *ms = 0;
+    return GM_ERR_UNSUPPORTED;
+}

@@ -301,10 +301,19 @@ START_TEST(test_match_model)
     /* the pipeline, similarity on an auto reference */
     o.model = GM_MODEL_SIMILARITY;
     o.workers = 2;
+    o.queue = 5;
     gm_video *v;
     ck_assert_int_eq(gm_video_open(CLIP, &o, &v, err, sizeof err), GM_OK);
     collected got = {0};
     ck_assert_int_eq(gm_video_match(v, ref, collect_sink, &got), GM_OK);
+    /* where the time went: every item counted, the ring of workers + queue */
+    gm_video_stats vs;
+    gm_video_stats_get(v, &vs);
+    ck_assert_int_eq(vs.items, 6);
+    ck_assert_int_eq(vs.workers, 2);
+    ck_assert_int_eq(vs.ring, 7);
+    ck_assert(vs.decode_ms > 0 && vs.match_ms > 0 && vs.wall_ms > 0);
+    ck_assert(vs.decoder_wait_ms >= 0 && vs.worker_wait_ms >= 0);
     gm_video_close(v);
     ck_assert_int_eq(got.n, 6);
     for (int i = 0; i < n; i++) {
