@@ -168,6 +168,16 @@ typedef int (*gm_video_sink)(void *user, const gm_video_result *r);
  * GM_ERR_INVALID when a thread cannot be started. */
 GM_API gm_status gm_video_match(gm_video *v, const gm_ref *ref, gm_video_sink sink, void *user);
 
+/* Decode up to max_items selected items (and about max_bytes of frames)
+ * ahead, now, on the calling thread: for example while the reference is
+ * prepared or the GPU starts; gm_video_read (and so gm_video_match) hands
+ * them out first, in order, as if read then.  *stop (when not NULL), read
+ * between frames, ends it early.  Once per video, before any
+ * gm_video_read, and never at the same time as another call on v.
+ * GM_OK (also when nothing could be read: the reads say why),
+ * GM_ERR_NOMEM, GM_ERR_INVALID. */
+GM_API gm_status gm_video_prefetch(gm_video *v, int max_items, int64_t max_bytes, const int *stop);
+
 /* Where gm_video_match's time went, for measurements (-v): milliseconds
  * summed over the threads of each kind, over v's runs so far. */
 typedef struct {

@@ -74,6 +74,10 @@ struct gm_video {
     int read_error;         /* AVERROR of the demuxer, 0 none */
     char err[256];
     gm_video_stats stats;   /* kept by gm_video_match (src/pipeline/frames.c) */
+    /* read ahead by gm_video_prefetch, handed out first by gm_video_read */
+    gm_video_frame *ahead;
+    int ahead_n, ahead_head, ahead_end;
+    gm_status ahead_st;
 };
 
 gm_video_opts gm_video_opts_default(void)
@@ -111,6 +115,9 @@ void gm_video_close(gm_video *v)
 {
     if (!v)
         return;
+    for (int i = 0; v->ahead && i < v->ahead_n; i++)
+        gm_video_frame_free(&v->ahead[i]);
+    free(v->ahead);
     sws_freeContext(v->sws);
     av_frame_free(&v->host);
     av_frame_free(&v->fr);
@@ -741,7 +748,48 @@ static void report_empty(gm_video *v, gm_video_frame *f)
                  "decoded from there to the end", want);
 }
 
+static gm_status read_one(gm_video *v, gm_video_frame *f, int *got);
+
+gm_status gm_video_prefetch(gm_video *v, int max_items, int64_t max_bytes, const int *stop)
+{
+    if (!v || max_items <= 0 || v->ahead || v->items > 0)
+        return GM_ERR_INVALID;
+    if (!(v->ahead = calloc((size_t)max_items, sizeof *v->ahead)))
+        return GM_ERR_NOMEM;
+    int64_t bytes = 0;
+    while (v->ahead_n < max_items && bytes < max_bytes &&
+           !(stop && __atomic_load_n(stop, __ATOMIC_ACQUIRE))) {
+        int got = 0;
+        gm_status st = read_one(v, &v->ahead[v->ahead_n], &got);
+        if (st != GM_OK || !got) { /* the end, or a failure: replayed in order */
+            v->ahead_end = 1;
+            v->ahead_st = st;
+            break;
+        }
+        bytes += (int64_t)v->ahead[v->ahead_n].cap;
+        v->ahead_n++;
+    }
+    return GM_OK;
+}
+
 gm_status gm_video_read(gm_video *v, gm_video_frame *f, int *got)
+{
+    if (v->ahead_head < v->ahead_n) { /* read ahead: the item moves, f's buffer takes its place */
+        gm_video_frame t = *f;
+        *f = v->ahead[v->ahead_head];
+        v->ahead[v->ahead_head++] = t;
+        *got = 1;
+        return GM_OK;
+    }
+    if (v->ahead_end) {
+        v->ahead_end = 0;
+        *got = 0;
+        return v->ahead_st;
+    }
+    return read_one(v, f, got);
+}
+
+static gm_status read_one(gm_video *v, gm_video_frame *f, int *got)
 {
     *got = 0;
     for (;;) {

@@ -66,3 +66,9 @@ void gm_video_stats_get(const gm_video *v, gm_video_stats *s)
     (void)v;
     memset(s, 0, sizeof *s);
 }
+
+gm_status gm_video_prefetch(gm_video *v, int max_items, int64_t max_bytes, const int *stop)
+{
+    (void)v, (void)max_items, (void)max_bytes, (void)stop;
+    return GM_ERR_INVALID;
+}

@@ -334,6 +334,63 @@ START_TEST(test_match_model)
 }
 END_TEST
 
+/* Read ahead (gm_video_prefetch): the same items in the same order as
+ * reading them one by one, whatever the read-ahead's length, also when it
+ * reaches the end (and the end is then reported once); stopped by *stop. */
+START_TEST(test_prefetch)
+{
+    gm_video_opts o = gm_video_opts_default();
+    o.first = 2, o.last = 9;
+    gm_video_frame *want;
+    int n = read_all(CLIP, o, &want);
+    ck_assert_int_eq(n, 7);
+    char err[256];
+    for (int ahead = 1; ahead <= n + 3; ahead += 3) {
+        gm_video *v;
+        ck_assert_int_eq(gm_video_open(CLIP, &o, &v, err, sizeof err), GM_OK);
+        ck_assert_int_eq(gm_video_prefetch(v, ahead, INT64_MAX, NULL), GM_OK);
+        ck_assert_int_eq(gm_video_prefetch(v, ahead, INT64_MAX, NULL), GM_ERR_INVALID); /* once */
+        gm_video_frame f;
+        memset(&f, 0, sizeof f);
+        for (int i = 0; i < n; i++) {
+            int got = 0;
+            ck_assert_int_eq(gm_video_read(v, &f, &got), GM_OK);
+            ck_assert_int_eq(got, 1);
+            ck_assert_int_eq(f.frame, want[i].frame);
+            ck_assert_int_eq(f.status, want[i].status);
+            ck_assert(f.pts_s == want[i].pts_s);
+            ck_assert_int_eq(f.img.width, want[i].img.width);
+            ck_assert_int_eq(f.img.height, want[i].img.height);
+            for (int y = 0; y < f.img.height; y++)
+                ck_assert(memcmp(f.img.data + (size_t)y * f.img.stride,
+                                 want[i].img.data + (size_t)y * want[i].img.stride,
+                                 (size_t)f.img.width) == 0);
+        }
+        int got = 1;
+        ck_assert_int_eq(gm_video_read(v, &f, &got), GM_OK);
+        ck_assert_int_eq(got, 0);
+        ck_assert_int_eq(gm_video_read(v, &f, &got), GM_OK);
+        ck_assert_int_eq(got, 0);
+        gm_video_frame_free(&f);
+        gm_video_close(v); /* frees what was read ahead and not taken */
+    }
+    /* a stop already set: nothing read ahead, every item still comes */
+    int stop = 1;
+    gm_video *v;
+    ck_assert_int_eq(gm_video_open(CLIP, &o, &v, err, sizeof err), GM_OK);
+    ck_assert_int_eq(gm_video_prefetch(v, 4, INT64_MAX, &stop), GM_OK);
+    gm_video_frame f;
+    memset(&f, 0, sizeof f);
+    int got = 0, k = 0;
+    while (gm_video_read(v, &f, &got) == GM_OK && got)
+        ck_assert_int_eq(f.frame, want[k++].frame);
+    ck_assert_int_eq(k, n);
+    gm_video_frame_free(&f);
+    gm_video_close(v);
+    free_items(want, n);
+}
+END_TEST
+
 static Suite *video_suite(void)
 {
     Suite *s = suite_create("video");
@@ -345,6 +402,7 @@ static Suite *video_suite(void)
     tcase_add_test(tc, test_not_videos);
     tcase_add_test(tc, test_decoders);
     tcase_add_test(tc, test_match_model);
+    tcase_add_test(tc, test_prefetch);
     suite_add_tcase(s, tc);
     return s;
 }
