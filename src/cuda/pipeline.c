@@ -297,8 +297,26 @@ static gm_status download(gm_gpu_lane *g, void *h_dst, const void *d_src, size_t
     return GM_OK;
 }
 
-/* Device copy of host memory into a growing buffer, through staging (the
- * staging buffer is reused only after the stream has passed the copy). */
+/* A staging buffer is rewritten only once the stream's last copy out of
+ * it is done (its event: waiting for the whole stream held the host
+ * back); stage_sent marks a copy out of it just queued. */
+static gm_status stage_free(hbuf *stage)
+{
+    if (!stage->used)
+        GM_CUDA_CHECK(cudaEventCreateWithFlags(&stage->used, cudaEventDisableTiming));
+    if (stage->pending)
+        GM_CUDA_CHECK(gm_cuda_event_wait(stage->used));
+    return GM_OK;
+}
+
+static gm_status stage_sent(gm_gpu_lane *g, hbuf *stage)
+{
+    GM_CUDA_CHECK(cudaEventRecord(stage->used, g->stream));
+    stage->pending = 1;
+    return GM_OK;
+}
+
+/* Device copy of host memory into a growing buffer, through staging. */
 static gm_status upload(gm_gpu_lane *g, dbuf *dst, hbuf *stage, const void *h_src, size_t bytes)
 {
     gm_status st = dbuf_need(dst, bytes ? bytes : 1);
@@ -306,17 +324,11 @@ static gm_status upload(gm_gpu_lane *g, dbuf *dst, hbuf *stage, const void *h_sr
         st = hbuf_need(stage, bytes ? bytes : 1);
     if (st != GM_OK || bytes == 0)
         return st;
-    /* the stage is free once the stream's last copy out of it is done
-     * (an event: waiting for the whole stream held the host back) */
-    if (!stage->used)
-        GM_CUDA_CHECK(cudaEventCreateWithFlags(&stage->used, cudaEventDisableTiming));
-    if (stage->pending)
-        GM_CUDA_CHECK(gm_cuda_event_wait(stage->used));
+    if ((st = stage_free(stage)) != GM_OK)
+        return st;
     memcpy(stage->h, h_src, bytes);
     GM_CUDA_CHECK(cudaMemcpyAsync(dst->d, stage->h, bytes, cudaMemcpyHostToDevice, g->stream));
-    GM_CUDA_CHECK(cudaEventRecord(stage->used, g->stream));
-    stage->pending = 1;
-    return GM_OK;
+    return stage_sent(g, stage);
 }
 
 gm_status gm_gpu_side(gm_gpu_lane *g, gm_view img, int max_edges, uint32_t corner_target,
@@ -338,15 +350,13 @@ gm_status gm_gpu_side(gm_gpu_lane *g, gm_view img, int max_edges, uint32_t corne
     if (st != GM_OK)
         return st;
     /* the image, packed, through pinned memory */
-    if (!g->h_img.used)
-        GM_CUDA_CHECK(cudaEventCreateWithFlags(&g->h_img.used, cudaEventDisableTiming));
-    if (g->h_img.pending)
-        GM_CUDA_CHECK(gm_cuda_event_wait(g->h_img.used));
+    if ((st = stage_free(&g->h_img)) != GM_OK)
+        return st;
     for (int y = 0; y < h; y++)
         memcpy((uint8_t *)g->h_img.h + (size_t)y * w, img.data + (size_t)y * img.stride, (size_t)w);
     GM_CUDA_CHECK(cudaMemcpyAsync(g->img.d, g->h_img.h, n, cudaMemcpyHostToDevice, g->stream));
-    GM_CUDA_CHECK(cudaEventRecord(g->h_img.used, g->stream));
-    g->h_img.pending = 1;
+    if ((st = stage_sent(g, &g->h_img)) != GM_OK)
+        return st;
     uint32_t cap = (uint32_t)(max_edges > 0 ? max_edges : 0);
     if ((st = gm_edges_cuda(g->img.d, (size_t)w, w, h, max_edges, &g->edges, g->stream)) != GM_OK ||
         (st = gm_compact_flags_cuda(&g->flags, g->edges.d_edge, (uint32_t)n, g->idx.d, cap,
