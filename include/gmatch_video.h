@@ -109,6 +109,12 @@ GM_API void gm_video_frame_free(gm_video_frame *f);
  * closes *out with gm_video_close. */
 GM_API gm_status gm_video_open(const char *path, const gm_video_opts *o, gm_video **out, char *err,
                         size_t errlen);
+/* The same for a file held in memory (size bytes at data, which must stay
+ * valid and unchanged until gm_video_close): read through FFmpeg's own
+ * reader (a custom AVIOContext), probed by content, seekable.  Frames over
+ * o->max_pixels are refused before they are decoded, as for a file. */
+GM_API gm_status gm_video_open_mem(const uint8_t *data, size_t size, const gm_video_opts *o,
+                                   gm_video **out, char *err, size_t errlen);
 GM_API void gm_video_close(gm_video *v);
 
 /* The number of selected frames, from the container's frame count or its

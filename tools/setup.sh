@@ -20,6 +20,8 @@ packages=(
     python3-wheel python3-venv         #   venv, nothing downloaded)
     python3-pytest                     #   and its tests
     man-db                             # the install test shows the manual page
+    clang libclang-rt-14-dev libomp-dev # the libFuzzer harnesses (tools/fuzz/run.sh):
+                                       #   clang, libFuzzer, clang's OpenMP
 )
 
 if [ "${1:-}" = --list ]; then

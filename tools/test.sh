@@ -8,7 +8,9 @@
 # 3. builds build-asan/ with AddressSanitizer + UndefinedBehaviorSanitizer
 #    and runs every ctest entry again,
 # 4. installs the Python module into a venv with pip and runs its tests
-#    (tests/python/run.sh).
+#    (tests/python/run.sh),
+# 5. builds the libFuzzer harnesses (clang, ASan, UBSan) and runs each for
+#    60 seconds on the checked-in corpus (tools/fuzz/run.sh smoke).
 # Stops at the first failure; the exit status is 0 only when all passed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -30,4 +32,8 @@ ctest --test-dir build-asan --output-on-failure -j "$jobs"
 # its pytest suite (tests/python).
 tests/python/run.sh
 
-echo "test.sh: all tests passed (build/, build-asan/ and the Python module)"
+# The fuzz smoke: the still decoders, the FFmpeg input path and the
+# pipeline, a minute each from the seeds and the findings kept as inputs.
+tools/fuzz/run.sh smoke "${GMATCH_FUZZ_SECONDS:-60}"
+
+echo "test.sh: all tests passed (build/, build-asan/, the Python module and the fuzz smoke)"

@@ -34,6 +34,10 @@
 
 struct gm_video {
     AVFormatContext *fc;
+    AVIOContext *io;        /* gm_video_open_mem's reader, NULL for a file */
+    const uint8_t *mem;     /* the caller's bytes (gm_video_open_mem) */
+    size_t mem_size;
+    int64_t mem_pos;
     AVCodecContext *dc;
     AVPacket *pkt;
     AVFrame *fr;
@@ -125,6 +129,10 @@ void gm_video_close(gm_video *v)
     avcodec_free_context(&v->dc);
     av_buffer_unref(&v->hw);
     avformat_close_input(&v->fc);
+    if (v->io) {
+        av_freep(&v->io->buffer);
+        avio_context_free(&v->io);
+    }
     free(v);
 }
 
@@ -281,16 +289,26 @@ const char *gm_video_decoder(const gm_video *v)
     return v->decoder;
 }
 
-gm_status gm_video_open(const char *path, const gm_video_opts *opts, gm_video **out, char *err,
-                        size_t errlen)
+static int options_valid(const gm_video_opts *opts, char *err, size_t errlen)
 {
-    *out = NULL;
     if (!opts || opts->first < 0 || opts->step < 1 || (opts->last >= 0 && opts->last < opts->first) ||
         opts->decode < GM_VIDEO_DECODE_AUTO || opts->decode > GM_VIDEO_DECODE_NVDEC ||
         opts->model < -1 || opts->model > GM_MODEL_AUTO) {
         snprintf(err, errlen, "invalid frame selection, decoder or model");
-        return GM_ERR_INVALID;
+        return 0;
     }
+    return 1;
+}
+
+static gm_status open_stream(gm_video *v, const char *url, const AVInputFormat *fmt, char *err,
+                             size_t errlen);
+
+gm_status gm_video_open(const char *path, const gm_video_opts *opts, gm_video **out, char *err,
+                        size_t errlen)
+{
+    *out = NULL;
+    if (!options_valid(opts, err, errlen))
+        return GM_ERR_INVALID;
     /* The still decoders have already read the start of the file: from a
      * FIFO or a terminal those bytes are gone, and opening it again would
      * wait forever for a writer that has left.  Videos come from files. */
@@ -312,16 +330,156 @@ gm_status gm_video_open(const char *path, const gm_video_opts *opts, gm_video **
     gm_video *v = fmt ? calloc(1, sizeof *v) : NULL;
     if (fmt && !v)
         st = GM_ERR_NOMEM;
-    if (!v)
-        goto fail;
+    if (v) {
+        v->o = *opts;
+        st = open_stream(v, url, fmt, err, errlen);
+    }
+    free(url);
+    if (st != GM_OK) {
+        gm_video_close(v);
+        return st;
+    }
+    *out = v;
+    return GM_OK;
+}
+
+/* gm_video_open_mem's reader: the caller's bytes as a seekable file */
+static int mem_read(void *opaque, uint8_t *buf, int n)
+{
+    gm_video *v = opaque;
+    int64_t left = (int64_t)v->mem_size - v->mem_pos;
+    if (left <= 0)
+        return AVERROR_EOF;
+    if (n > left)
+        n = (int)left;
+    memcpy(buf, v->mem + v->mem_pos, (size_t)n);
+    v->mem_pos += n;
+    return n;
+}
+
+static int64_t mem_seek(void *opaque, int64_t offset, int whence)
+{
+    gm_video *v = opaque;
+    int64_t to;
+    switch (whence & ~AVSEEK_FORCE) {
+    case AVSEEK_SIZE: return (int64_t)v->mem_size;
+    case SEEK_SET: to = offset; break;
+    case SEEK_CUR: to = v->mem_pos + offset; break;
+    case SEEK_END: to = (int64_t)v->mem_size + offset; break;
+    default: return AVERROR(EINVAL);
+    }
+    if (to < 0 || to > (int64_t)v->mem_size)
+        return AVERROR(EINVAL);
+    v->mem_pos = to;
+    return to;
+}
+
+gm_status gm_video_open_mem(const uint8_t *data, size_t size, const gm_video_opts *opts,
+                            gm_video **out, char *err, size_t errlen)
+{
+    *out = NULL;
+    if (!options_valid(opts, err, errlen))
+        return GM_ERR_INVALID;
+    if (!data && size > 0) {
+        snprintf(err, errlen, "no data");
+        return GM_ERR_INVALID;
+    }
+    gm_video *v = calloc(1, sizeof *v);
+    enum { IO_BUF = 32768 };
+    uint8_t *buf = av_malloc(IO_BUF);
+    if (!v || !buf) {
+        free(v);
+        av_free(buf);
+        return GM_ERR_NOMEM;
+    }
     v->o = *opts;
+    v->mem = data;
+    v->mem_size = size;
+    v->io = avio_alloc_context(buf, IO_BUF, 0, v, mem_read, NULL, mem_seek);
+    if (!v->io) {
+        av_free(buf);
+        free(v);
+        return GM_ERR_NOMEM;
+    }
+    gm_status st = GM_ERR_FORMAT;
+    const AVInputFormat *fmt = NULL;
+    int e = av_probe_input_buffer2(v->io, &fmt, "", NULL, 0, 0);
+    if (e < 0 || !fmt)
+        snprintf(err, errlen, "not a JPEG or PNG image or a video");
+    else if (avio_seek(v->io, 0, SEEK_SET) < 0)
+        snprintf(err, errlen, "cannot rewind the data after probing it");
+    else if (!(v->fc = avformat_alloc_context()))
+        st = GM_ERR_NOMEM;
+    else {
+        v->fc->pb = v->io;
+        v->fc->flags |= AVFMT_FLAG_CUSTOM_IO;
+        st = open_stream(v, NULL, fmt, err, errlen);
+    }
+    if (st != GM_OK) {
+        gm_video_close(v);
+        return st;
+    }
+    *out = v;
+    return GM_OK;
+}
+
+/* Frames over the pixel limit are refused before anything decodes them:
+ * when every video stream whose header gives a size is over the limit (and
+ * none leaves it unknown), at once, with the size; otherwise the decoders,
+ * those of the stream probe included, get the limit (max_pixels) and
+ * refuse a larger frame as a damaged one before allocating it. */
+static gm_status refuse_large(gm_video *v, char *err, size_t errlen)
+{
+    int over = 0, under = 0, w = 0, h = 0;
+    for (unsigned i = 0; i < v->fc->nb_streams; i++) {
+        const AVCodecParameters *p = v->fc->streams[i]->codecpar;
+        if (p->codec_type != AVMEDIA_TYPE_VIDEO)
+            continue;
+        if (p->width > 0 && p->height > 0 && (int64_t)p->width * p->height > v->o.max_pixels) {
+            if (!over++)
+                w = p->width, h = p->height;
+        } else {
+            under++;
+        }
+    }
+    if (over && !under) {
+        snprintf(err, errlen, "video frames of %dx%d exceed --max-pixels %" PRId64, w, h,
+                 v->o.max_pixels);
+        return GM_ERR_TOO_LARGE;
+    }
+    return GM_OK;
+}
+
+static int find_stream_info(gm_video *v)
+{
+    unsigned n = v->fc->nb_streams;
+    AVDictionary **opt = n ? calloc(n, sizeof *opt) : NULL;
+    if (n && !opt)
+        return AVERROR(ENOMEM);
+    for (unsigned i = 0; i < n; i++)
+        av_dict_set_int(&opt[i], "max_pixels", v->o.max_pixels, 0);
+    int e = avformat_find_stream_info(v->fc, opt);
+    for (unsigned i = 0; i < n; i++)
+        av_dict_free(&opt[i]);
+    free(opt);
+    return e;
+}
+
+/* The rest of opening, for a file (url) or the caller's bytes (v->fc made,
+ * its reader set): the header, the stream, its size, the decoder. */
+static gm_status open_stream(gm_video *v, const char *url, const AVInputFormat *fmt, char *err,
+                             size_t errlen)
+{
+    gm_status st = GM_ERR_FORMAT;
     if (v->o.max_pixels <= 0)
         v->o.max_pixels = GM_DEFAULT_MAX_PIXELS;
     int e = avformat_open_input(&v->fc, url, fmt, NULL);
+    if (e >= 0 && (st = refuse_large(v, err, errlen)) != GM_OK)
+        return st;
+    st = GM_ERR_FORMAT;
     /* a file that ends after its header (no frame at all) reads as one
      * with no frame decoded, not as a damaged header */
-    if (e >= 0 && (e = avformat_find_stream_info(v->fc, NULL)) == AVERROR_EOF &&
-        v->fc->nb_streams > 0)
+    if (e >= 0 && (e = find_stream_info(v)) == AVERROR_EOF && v->fc->nb_streams > 0)
         e = 0;
     if (e < 0) {
         /* a header cut short, a damaged header: say what was being read */
@@ -369,6 +527,7 @@ gm_status gm_video_open(const char *path, const gm_video_opts *opts, gm_video **
     if ((e = avcodec_parameters_to_context(v->dc, s->codecpar)) < 0)
         goto fail_av;
     v->dc->pkt_timebase = s->time_base;
+    v->dc->max_pixels = v->o.max_pixels;
     if ((st = setup_decoder(v)) != GM_OK)
         goto fail;
     st = GM_ERR_NOMEM;
@@ -413,8 +572,6 @@ gm_status gm_video_open(const char *path, const gm_video_opts *opts, gm_video **
         else
             av_seek_frame(v->fc, v->si, v->start, AVSEEK_FLAG_BACKWARD);
     }
-    free(url);
-    *out = v;
     return GM_OK;
 fail_av: {
     char m[AV_ERROR_MAX_STRING_SIZE];
@@ -423,8 +580,6 @@ fail_av: {
     st = e == AVERROR(ENOMEM) ? GM_ERR_NOMEM : GM_ERR_CORRUPT;
 }
 fail:
-    free(url);
-    gm_video_close(v);
     return st;
 }
 

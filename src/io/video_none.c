@@ -37,6 +37,13 @@ gm_status gm_video_open(const char *path, const gm_video_opts *o, gm_video **out
     return GM_ERR_FORMAT;
 }
 
+gm_status gm_video_open_mem(const uint8_t *data, size_t size, const gm_video_opts *o,
+                            gm_video **out, char *err, size_t errlen)
+{
+    (void)data, (void)size;
+    return gm_video_open("", o, out, err, errlen);
+}
+
 void gm_video_close(gm_video *v) { (void)v; }
 int64_t gm_video_frames_total(const gm_video *v) { return (void)v, -1; }
 const char *gm_video_decoder(const gm_video *v) { return (void)v, "none"; }

@@ -1,7 +1,8 @@
 #!/bin/bash
 # damage.sh: every input gets at least one line.  One run of gmatch with
 # many damaged queries (stills and videos cut at every 1/16 of the file,
-# a header without frames, a video with zero frames, garbled packets, wrong
+# a header without frames, a video with zero frames, garbled packets, a
+# header of 16384x16384 frames (refused before decoding), wrong
 # file name endings, a directory, a FIFO, an unreadable, a missing, an empty
 # and a text file) must print at least one JSON line for every query
 # (exactly one for a still), each frame of a video at most once, a match
@@ -45,9 +46,10 @@ wr("garbled.ts", bytes(ts))
 wr("video_named.jpg", mp4)                    # wrong endings: content decides
 wr("still_named.mp4", files["jpg"])
 wr("empty.jpg", b"")
+wr("huge_16k.y4m", b"YUV4MPEG2 W16384 H16384 F25:1 Ip A1:1 C420jpeg\nFRAME\n" + b"\x80" * 4096)
 wr("text.png", b"this is not an image\n" * 40)
 PY
-cp "$d/video/zero_frames.mkv" "$d/query.tiff" "$q/"
+cp "$d/video/zero_frames.mkv" "$d/video/huge_16k.mkv" "$d/query.tiff" "$q/"
 mkdir "$q/a_directory"
 mkfifo "$q/fifo"
 : > "$q/unreadable.jpg"
@@ -84,7 +86,7 @@ for r in rows:
         bad.append("%s: status %r" % (r["query"], r["status"]))
     if r["status"] == "error" and not r.get("error"):
         bad.append("%s frame %d: error without a cause" % (r["query"], r["frame"]))
-video_like = (".mp4", ".ts", ".mkv")
+video_like = (".mp4", ".ts", ".mkv", ".y4m")
 for qp in queries:
     got = by.pop(qp, [])
     name = qp.rsplit("/", 1)[1]
@@ -118,7 +120,8 @@ for name in ("cut%02d.jpg" % k for k in range(1, 16)):
         bad.append(name + ": a cut still is not an error")
 for name, want in (("zero_frames.mkv", "no frame"), ("header_only.mp4", ""),
                    ("header_only.mkv", "no frame"), ("fifo", "FIFO"), ("a_directory", "directory"),
-                   ("empty.jpg", ""), ("text.png", ""), ("missing.mp4", "")):
+                   ("empty.jpg", ""), ("text.png", ""), ("missing.mp4", ""),
+                   ("huge_16k.mkv", "16384x16384 exceed"), ("huge_16k.y4m", "")):
     r = one(name)
     if len(r) < 1 or r[0]["status"] != "error" or want not in r[0].get("error", ""):
         bad.append("%s: want an error line saying %r, got %s" % (name, want, r[:1]))

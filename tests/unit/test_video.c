@@ -391,6 +391,109 @@ START_TEST(test_prefetch)
 }
 END_TEST
 
+static uint8_t *slurp(const char *path, size_t *size)
+{
+    FILE *f = fopen(path, "rb");
+    ck_assert_msg(f != NULL, "%s", path);
+    ck_assert_int_eq(fseek(f, 0, SEEK_END), 0);
+    long n = ftell(f);
+    ck_assert_int_ge(n, 0);
+    rewind(f);
+    uint8_t *d = xcalloc((size_t)n + 1, 1);
+    ck_assert_int_eq(fread(d, 1, (size_t)n, f), (size_t)n);
+    fclose(f);
+    *size = (size_t)n;
+    return d;
+}
+
+/* A file in memory (gm_video_open_mem, FFmpeg's reader over the bytes)
+ * gives the items the file gives, a seek included. */
+START_TEST(test_open_mem)
+{
+    const char *files[] = {CLIP, "data/video/clip_h264.ts", "data/video/clip_vp9.webm"};
+    for (int k = 0; k < 3; k++) {
+        gm_video_opts o = gm_video_opts_default();
+        if (k == 0)
+            o.first = 40, o.last = 47, o.step = 2; /* a seek, a step */
+        gm_video_frame *a;
+        int n = read_all(files[k], o, &a);
+        ck_assert_int_gt(n, 0);
+        size_t size;
+        uint8_t *d = slurp(files[k], &size);
+        gm_video *v = NULL;
+        char err[256];
+        ck_assert_msg(gm_video_open_mem(d, size, &o, &v, err, sizeof err) == GM_OK, "%s", err);
+        gm_video_frame *b = xcalloc((size_t)n + 2, sizeof *b);
+        int m = 0;
+        for (int got = 1; m <= n;) {
+            ck_assert_int_eq(gm_video_read(v, &b[m], &got), GM_OK);
+            if (!got)
+                break;
+            m++;
+        }
+        ck_assert_msg(!gm_video_lost(v), "%s", gm_video_error(v));
+        gm_video_close(v);
+        check_same_items(a, n, b, m);
+        free_items(a, n);
+        free_items(b, m);
+        /* cut after 16 bytes, and nothing at all */
+        ck_assert_int_ne(gm_video_open_mem(d, 16, &o, &v, err, sizeof err), GM_OK);
+        ck_assert_ptr_null(v);
+        ck_assert_ptr_null(strchr(err, '\n'));
+        ck_assert_int_ne(gm_video_open_mem(d, 0, &o, &v, err, sizeof err), GM_OK);
+        ck_assert_ptr_null(v);
+        ck_assert_ptr_null(strchr(err, '\n'));
+        free(d);
+    }
+}
+END_TEST
+
+/* Frames over the pixel limit are refused before they are decoded: a
+ * header of 16384x16384 (huge_16k.mkv: a 320x256 H.264 stream whose
+ * Matroska header says 16384x16384) at open, from a file and from memory;
+ * a stream whose frames grow past the limit mid-stream (sizes.ts: 6 frames
+ * of 320x180, then 6 of 256x144; limit 50000 pixels) gives error items for
+ * the large frames and pictures for the rest. */
+START_TEST(test_max_pixels)
+{
+    gm_video_opts o = gm_video_opts_default();
+    gm_video *v = NULL;
+    char err[256];
+    ck_assert_int_eq(gm_video_open("data/video/huge_16k.mkv", &o, &v, err, sizeof err),
+                     GM_ERR_TOO_LARGE);
+    ck_assert_ptr_null(v);
+    ck_assert_str_eq(err, "video frames of 16384x16384 exceed --max-pixels 100000000");
+    size_t size;
+    uint8_t *d = slurp("data/video/huge_16k.mkv", &size);
+    ck_assert_int_eq(gm_video_open_mem(d, size, &o, &v, err, sizeof err), GM_ERR_TOO_LARGE);
+    ck_assert_ptr_null(v);
+    free(d);
+
+    o.max_pixels = 50000;
+    ck_assert_msg(gm_video_open("data/video/sizes.ts", &o, &v, err, sizeof err) == GM_OK, "%s", err);
+    gm_video_frame f;
+    memset(&f, 0, sizeof f);
+    int n = 0, pictures = 0;
+    for (int got = 1; n < 40; n++) {
+        ck_assert_int_eq(gm_video_read(v, &f, &got), GM_OK);
+        if (!got)
+            break;
+        if (f.status == GM_OK) {
+            pictures++;
+            ck_assert_int_ge(f.frame, 6);
+            ck_assert_int_le((int64_t)f.img.width * f.img.height, 50000);
+        } else {
+            ck_assert_int_lt(f.frame, 6);
+            ck_assert_ptr_null(strchr(f.error, '\n'));
+        }
+    }
+    ck_assert_int_eq(n, 12);
+    ck_assert_int_eq(pictures, 6);
+    gm_video_frame_free(&f);
+    gm_video_close(v);
+}
+END_TEST
+
 static Suite *video_suite(void)
 {
     Suite *s = suite_create("video");
@@ -403,6 +506,8 @@ static Suite *video_suite(void)
     tcase_add_test(tc, test_decoders);
     tcase_add_test(tc, test_match_model);
     tcase_add_test(tc, test_prefetch);
+    tcase_add_test(tc, test_open_mem);
+    tcase_add_test(tc, test_max_pixels);
     suite_add_tcase(s, tc);
     return s;
 }

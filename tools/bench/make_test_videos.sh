@@ -40,4 +40,15 @@ cat "$tmp/a.ts" "$tmp/b.ts" > "$out/sizes.ts"
 # a video track and no frame; the query as a TIFF (tests/cli/damage.sh)
 ff -f lavfi -i color=c=gray:s=64x48:r=25 -frames:v 0 -c:v mpeg4 "$out/zero_frames.mkv"
 ff -i data/query.jpg -pix_fmt gray -compression_algo deflate data/query.tiff
+# frames whose header says 16384x16384: a 320x256 H.264 stream whose
+# Matroska PixelWidth and PixelHeight are rewritten (refused at open)
+ff -f lavfi -i color=c=gray:s=320x256:r=5 -frames:v 2 -c:v libx264 -preset ultrafast "$tmp/k.mkv"
+python3 - "$tmp/k.mkv" "$out/huge_16k.mkv" <<'PY'
+import sys
+b = bytearray(open(sys.argv[1], "rb").read())
+for elem in (bytes([0xB0, 0x82, 0x01, 0x40]), bytes([0xBA, 0x82, 0x01, 0x00])):
+    i = b.index(elem)
+    b[i + 2:i + 4] = bytes([0x40, 0x00])
+open(sys.argv[2], "wb").write(b)
+PY
 ls -l "$out"

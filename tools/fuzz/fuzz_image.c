@@ -1,12 +1,11 @@
 /* fuzz_image.c: libFuzzer harness for the JPEG/PNG decoder (src/io/image.c),
  * after stb's stbi_read_fuzzer.c.
  *
- * Build (clang only):
- *   clang -g -O1 -fsanitize=fuzzer,address,undefined -Isrc tools/fuzz/fuzz_image.c \
- *         src/io/image.c src/pipeline/status.c -lpng -ljpeg -o fuzz_image
- *   ./fuzz_image -max_len=65536 corpus/
- * Seed the corpus with small JPEGs and PNGs (progressive, interlaced, CMYK,
- * palette) so that the fuzzer starts inside the decoders.
+ * Built with the library instrumented by tools/fuzz/run.sh (CMake
+ * -DGMATCH_FUZZ=ON, clang), run as
+ *   build-fuzz/fuzz_image -max_len=65536 tools/fuzz/corpus/image
+ * The seeds (tools/fuzz/corpus/image: progressive, palette, 16-bit, gray
+ * with alpha, 1-bit) start the fuzzer inside the decoders.
  */
 #include <stddef.h>
 #include <stdint.h>
