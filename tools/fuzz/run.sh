@@ -4,8 +4,9 @@
 # usage: tools/fuzz/run.sh smoke [SECONDS]        each harness SECONDS (60) on the
 #                                                 checked-in corpus (CI, tools/test.sh)
 #        tools/fuzz/run.sh campaign DIR SECONDS [HARNESS...]
-#                                                 long runs, one process a harness,
-#                                                 corpus and findings kept in DIR/
+#                                                 long runs, one process a harness
+#                                                 (fork mode: findings do not stop
+#                                                 it), corpus and findings in DIR/
 #        tools/fuzz/run.sh repro HARNESS FILE...  run inputs once (a finding)
 #
 # Harnesses (tools/fuzz/fuzz_*.c, built in build-fuzz/ by clang with ASan,
@@ -30,20 +31,24 @@ build() {
     cmake --build build-fuzz -j "$(nproc)" --target $(printf 'fuzz_%s ' "$@") > /dev/null
 }
 
-# one harness for SECONDS over the corpora given; writes a line of figures
+# one harness for SECONDS over the corpora given; writes a line of figures.
+# FORK=1: libFuzzer's fork mode, which goes on after a finding (each is
+# written to the work folder) so that a long campaign is not ended by one.
 fuzz() {
     local h=$1 secs=$2 work=$3 log=$4
     shift 4
-    local rc=0
+    local rc=0 fork=()
+    [ "${FORK:-0}" = 1 ] && fork=(-fork=1 -ignore_crashes=1 -ignore_timeouts=1 -ignore_ooms=1)
     ASAN_OPTIONS=detect_leaks=1:allocator_may_return_null=1 \
-    build-fuzz/fuzz_"$h" -max_total_time="$secs" -max_len="${maxlen[$h]}" -timeout=10 \
-        -rss_limit_mb=2048 -malloc_limit_mb=2048 -print_final_stats=1 \
+    build-fuzz/fuzz_"$h" "${fork[@]}" -max_total_time="$secs" -max_len="${maxlen[$h]}" \
+        -timeout=10 -rss_limit_mb=2048 -malloc_limit_mb=2048 -print_final_stats=1 \
         -artifact_prefix="$work/" "$work/corpus" "$@" > "$log" 2>&1 || rc=$?
     local execs cov
     execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -1)
+    [ -z "$execs" ] && execs=$(sed -n 's/^#\([0-9]*\): cov.*/\1/p' "$log" | tail -1)
     cov=$(grep -o 'cov: [0-9]*' "$log" | tail -1 | cut -d' ' -f2)
-    printf '%s: %s s, %s executions, coverage %s edges, exit %d\n' "$h" "$secs" "${execs:-?}" \
-        "${cov:-?}" "$rc"
+    printf '%s: %s s, %s executions, coverage %s edges, findings %s, exit %d\n' "$h" "$secs" \
+        "${execs:-?}" "${cov:-?}" "$(ls "$work" | grep -c -E '^(crash|leak|timeout|oom)-')" "$rc"
     if [ "$rc" -ne 0 ]; then
         grep -E 'ERROR|SUMMARY|Test unit written' "$log" | head -5 >&2
         return 1
@@ -76,7 +81,7 @@ campaign)
     pids=()
     for h in "${hs[@]}"; do
         mkdir -p "$dir/$h/corpus"
-        fuzz "$h" "$secs" "$dir/$h" "$dir/$h/log.$(date +%s)" tools/fuzz/corpus/"$h" \
+        FORK=1 fuzz "$h" "$secs" "$dir/$h" "$dir/$h/log.$(date +%s)" tools/fuzz/corpus/"$h" \
             >> "$dir/summary.txt" &
         pids+=($!)
     done
