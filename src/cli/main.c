@@ -845,13 +845,17 @@ static int video_sink(void *user, const gm_video_result *r)
         if (c->diags++ < MAX_FRAME_DIAGS)
             diag_file(c->q, "frame %" PRId64 ": %s", f->frame, rec.error);
     }
+    /* both on the terminal: the bar is erased, the line written, and the
+     * bar drawn again below it (never the line after the bar's text) */
     if (c->out_tty)
         gm_progress_clear(&g_progress);
-    gm_progress_step(&g_progress);
     if (emit(c->out, c->out_name, c->o->format, &rec) != 0) {
         c->write_failed = 1;
         return 1;
     }
+    if (c->out_tty)
+        fflush(c->out);
+    gm_progress_step(&g_progress);
     if (r->res && f->status == GM_OK && r->match == GM_OK) {
         const gm_timing *t = &r->res->time;
         c->stages.edges += t->edges, c->stages.bases += t->bases, c->stages.vote += t->vote;

@@ -3,6 +3,7 @@
 
 #include "cli/progress.h"
 
+#include <signal.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
@@ -18,10 +19,47 @@ static double now_ms(void)
     return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
 }
 
+/* The bar on the terminal now, for the signal handler: an interrupted run
+ * leaves the terminal on a new line, not after the bar's text. */
+static gm_progress *volatile g_active;
+
+static void on_signal(int sig)
+{
+    gm_progress *p = g_active;
+    if (p && p->shown) {
+        ssize_t w = write(STDERR_FILENO, "\n", 1);
+        (void)w;
+    }
+    signal(sig, SIG_DFL);
+    raise(sig);
+}
+
+static void catch_signals(void)
+{
+    static int done;
+    if (done)
+        return;
+    done = 1;
+    const int sigs[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT};
+    for (size_t i = 0; i < sizeof sigs / sizeof sigs[0]; i++) {
+        struct sigaction sa, old;
+        memset(&sa, 0, sizeof sa);
+        sa.sa_handler = on_signal;
+        sigemptyset(&sa.sa_mask);
+        /* leave a signal the caller ignores (nohup) ignored */
+        if (sigaction(sigs[i], NULL, &old) == 0 && old.sa_handler == SIG_DFL)
+            sigaction(sigs[i], &sa, NULL);
+    }
+}
+
 void gm_progress_start(gm_progress *p, int want, const char *name, int64_t total)
 {
     memset(p, 0, sizeof *p);
     p->enabled = want && isatty(fileno(stderr));
+    if (p->enabled) {
+        g_active = p;
+        catch_signals();
+    }
     p->name = name;
     p->total = total;
     p->t_start = now_ms();

@@ -2,8 +2,9 @@
  *
  * Shown only when stderr is a terminal and the caller enables it (not -q);
  * redrawn at most 10 times a second, so it costs nothing per frame.  The
- * line is cleared before any diagnostic is printed (gm_progress_clear) and
- * at the end.
+ * line is cleared before any diagnostic or result line is printed
+ * (gm_progress_clear) and at the end; interrupted (SIGINT, SIGTERM, SIGHUP,
+ * SIGQUIT), the bar ends with a newline before the signal takes its course.
  *
  *     video.mp4  [#########.........]  120/300 frames  241.3 fps  0:00:01 left
  *
