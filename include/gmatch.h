@@ -236,6 +236,15 @@ GM_API const char *gm_ref_device(const gm_ref *r);
 /* The device the reference runs on: GM_DEVICE_CPU or GM_DEVICE_CUDA
  * (GM_DEVICE_AUTO for a failed preparation). */
 GM_API gm_device gm_ref_backend(const gm_ref *r);
+/* "" while the reference runs where it was prepared; after the GPU failed
+ * (a device error or its memory exhausted, in a query or, under
+ * GM_DEVICE_CUDA, while preparing) one line saying so and why.  A query the
+ * GPU fails is matched again on the CPU, which answers it and every later
+ * query of this reference (the same results as a reference prepared on the
+ * CPU: the CPU path is the GPU's reference); the reference keeps a copy of
+ * its image while on a GPU for this.  An application prints it once, as
+ * the command line does. */
+GM_API const char *gm_ref_fallback(const gm_ref *r);
 /* Whether this library has the backend of device d: 1 for GM_DEVICE_CPU
  * and GM_DEVICE_AUTO; for GM_DEVICE_CUDA when built with CUDA (whether a
  * GPU is usable is known when a reference is prepared on it). */

@@ -12,14 +12,15 @@
 # GM_GPU_BUILD (default build-gpu) and GM_GPU_DEV (default .device) name the
 # build and carry folders, so that several checkouts' work can travel apart;
 # GM_GPU_TESTS (a grep pattern, default all) picks the tests that run,
-# GM_GPU_BENCH (words: hash match scores video videolong sift; default all) the
+# GM_GPU_BENCH (words: hash match scores video videolong fault soak sift; default
+# hash match scores video sift fault) the
 # benchmarks; GM_GPU_NOBENCH=1 runs none, GM_GPU_NOSAN=1 no sanitizer.
 set -u
 cd "$(dirname "$0")/.."
 build=${GM_GPU_BUILD:-build-gpu}
 dev=${GM_GPU_DEV:-.device}
 pick=${GM_GPU_TESTS:-.}
-benches=" ${GM_GPU_BENCH:-hash match scores video sift} "
+benches=" ${GM_GPU_BENCH:-hash match scores video sift fault} "
 want() { case "$benches" in *" $1 "*) return 0 ;; esac; return 1; }
 mode=${1:-run}
 if [ "$mode" = pack-photo ]; then
@@ -164,6 +165,17 @@ PY
     if want videolong && [ -d "$dev/videos" ]; then
       echo "== long videos, whole runs (tools/bench/bench_video_long.sh)"
       tools/bench/bench_video_long.sh "$dev/videos" "$dev/bin/gmatch" 2>&1 | tee "$out/bench_video_long.txt"
+    fi
+    if want fault; then
+      echo "== the GPU failing mid-run, through the command line (tests/cli/fault.sh)"
+      tests/cli/fault.sh "$dev/bin/gmatch" 2>&1 | tee "$out/fault_cli.txt"
+      [ "${PIPESTATUS[0]}" -eq 0 ] && summary+=("fault.sh: pass") || { summary+=("fault.sh: FAIL"); fail=1; }
+    fi
+    if want soak && [ -d "$dev/videos" ]; then
+      echo "== soak: 100,000 frames of 640x360 in one process (tools/bench/soak.sh)"
+      tools/bench/soak.sh "$dev/videos" "$dev/bin/gmatch" cuda "${GM_GPU_SOAK_FRAMES:-100000}" 2>&1 |
+        tee "$out/soak_cuda.txt"
+      [ "${PIPESTATUS[0]}" -eq 0 ] && summary+=("soak: pass") || { summary+=("soak: FAIL"); fail=1; }
     fi
     want sift && echo "== OpenCV SIFT+RANSAC on this machine" && "$dev/bench/run.sh" "$dev/bench" "$out/scores-sift.jsonl" python3 "$dev/bench/opencv_match.py" sift \
       2>"$out/scores-sift.err" | tee "$out/scores-sift.txt"

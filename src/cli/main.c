@@ -612,6 +612,18 @@ static int gpu_finish(void)
 
 /* Load and prepare the reference.  Returns NULL on failure with the cause
  * in err. */
+/* One warning a run when the GPU failed and the reference went on on the
+ * CPU (gm_ref_fallback): the results stay right, the speed does not. */
+static void warn_fallback(const gm_ref *ref, const char *name)
+{
+    static int warned;
+    const char *why = ref ? gm_ref_fallback(ref) : "";
+    if (!warned && *why) {
+        warned = 1;
+        diag_file(name, "warning: %s", why);
+    }
+}
+
 static gm_ref *prepare_reference(const cli_opts *o, const char *name, int *w, int *h, char *err,
                                  size_t errlen)
 {
@@ -635,6 +647,7 @@ static gm_ref *prepare_reference(const cli_opts *o, const char *name, int *w, in
         gm_image_free(&img);
         return NULL;
     }
+    warn_fallback(r, name);
     if (o->verbosity >= VERBOSITY_VERBOSE)
         fprintf(stderr, PROG ": device: %s%s\n", gm_ref_device(r),
                 g_gpu.auto_mode ? " (auto: the GPU starts for work that repays it)" : "");
@@ -685,6 +698,7 @@ typedef struct {
     double extra_ms;    /* added to the first frame's time_ms: reference and open */
     int out_tty;        /* results and the bar share the terminal */
     int ref_w, ref_h;   /* the reference's size, for the records */
+    const gm_ref *ref;  /* for the warning of a fallback to the CPU */
     int64_t drawn;      /* frames seen by --draw-every */
     int failed, write_failed, diags;
     int64_t results;     /* lines written */
@@ -816,6 +830,7 @@ static int video_sink(void *user, const gm_video_result *r)
                          .ref_h = c->ref_h};
     if (f->status == GM_OK)
         rec.q_w = f->img.width, rec.q_h = f->img.height;
+    warn_fallback(c->ref, c->q);
     if (c->o->draw) {
         const gm_result *ok = f->status == GM_OK && r->match == GM_OK ? r->res : NULL;
         char pic[4096] = "", perr[256] = "out of memory";
@@ -872,6 +887,7 @@ static int video_sink(void *user, const gm_video_result *r)
 /* Match every selected frame of v; returns nonzero when anything was lost. */
 static int run_video(video_ctx *c, const gm_ref *ref, gm_video *v)
 {
+    c->ref = ref;
     c->out_tty = isatty(fileno(c->out));
     const char *decoder = gm_video_decoder(v);
     if (c->o->verbosity >= VERBOSITY_VERBOSE) {
@@ -1057,6 +1073,7 @@ int main(int argc, char **argv)
                  * status is all it can tell us. */
                 gpu_switch(&o, &ref, 0, q);
                 st = gm_match(ref, gm_image_view(&img), &res);
+                warn_fallback(ref, q);
                 if (st == GM_OK)
                     gpu_consider(nq - i - 1, res.time.total);
                 if (st != GM_OK)

@@ -46,7 +46,11 @@ cudaError_t gm_cuda_event_wait(cudaEvent_t event);
 
 /* After every kernel launch: the launch error (bad configuration) now, and
  * under GMATCH_CUDA_SYNC_CHECK=1 also the execution error. */
-#define GM_CUDA_CHECK_LAUNCH() GM_CUDA_CHECK(cudaGetLastError())
+#ifdef __cplusplus
+extern "C"
+#endif
+cudaError_t gm_cuda_launched(void); /* gm_cuda.h: cudaGetLastError or an injected fault */
+#define GM_CUDA_CHECK_LAUNCH() GM_CUDA_CHECK(gm_cuda_launched())
 
 /* Chains of calls that must all succeed (allocations, then their use):
  * `err` (a cudaError_t, cudaSuccess at first) keeps the first failure, which

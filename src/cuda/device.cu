@@ -1,6 +1,7 @@
 /* device.cu: device discovery and the error record of GM_CUDA_CHECK. */
 #include <pthread.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -18,6 +19,72 @@ extern "C" void gm_cuda_record_error(cudaError_t e, const char *call, const char
 }
 
 extern "C" const char *gm_cuda_last_error(void) { return g_last_error; }
+
+/* ---- fault injection (GMATCH_CUDA_FAULT, gm_cuda_fault_set) ------------------
+ * The N-th device allocation or kernel launch after the spec is set fails
+ * as a real one would (cudaErrorMemoryAllocation, cudaErrorLaunchFailure);
+ * with a trailing '-' every one from the N-th on (a device that has died).
+ * Counted over the process, all threads. */
+static int g_fault_kind;   /* 0 none, else GM_CUDA_FAULT_ALLOC or _LAUNCH */
+static long g_fault_n;
+static int g_fault_on;     /* every one from the n-th */
+static long g_fault_count[3];
+static long g_fault_hits;  /* failures injected since the spec was set */
+static pthread_once_t g_fault_once = PTHREAD_ONCE_INIT;
+
+extern "C" int gm_cuda_fault_set(const char *spec)
+{
+    int kind = 0, on = 0;
+    long n = 0;
+    if (spec && *spec) {
+        const char *num = NULL;
+        if (strncmp(spec, "alloc:", 6) == 0)
+            kind = GM_CUDA_FAULT_ALLOC, num = spec + 6;
+        else if (strncmp(spec, "launch:", 7) == 0)
+            kind = GM_CUDA_FAULT_LAUNCH, num = spec + 7;
+        char *end = NULL;
+        if (num)
+            n = strtol(num, &end, 10);
+        if (!num || end == num || n < 1 || (*end && strcmp(end, "-") != 0))
+            return -1;
+        on = *end == '-';
+    }
+    __atomic_store_n(&g_fault_count[GM_CUDA_FAULT_ALLOC], 0, __ATOMIC_RELAXED);
+    __atomic_store_n(&g_fault_count[GM_CUDA_FAULT_LAUNCH], 0, __ATOMIC_RELAXED);
+    __atomic_store_n(&g_fault_hits, 0, __ATOMIC_RELAXED);
+    g_fault_n = n, g_fault_on = on;
+    __atomic_store_n(&g_fault_kind, kind, __ATOMIC_RELEASE);
+    return 0;
+}
+
+static void fault_from_env(void)
+{
+    const char *e = getenv("GMATCH_CUDA_FAULT");
+    if (e && *e && gm_cuda_fault_set(e) != 0)
+        fprintf(stderr, "gmatch: GMATCH_CUDA_FAULT=%s ignored (alloc:N, launch:N, N- for every "
+                        "one from the N-th)\n", e);
+}
+
+extern "C" cudaError_t gm_cuda_fault(int kind)
+{
+    pthread_once(&g_fault_once, fault_from_env);
+    if (__atomic_load_n(&g_fault_kind, __ATOMIC_ACQUIRE) != kind)
+        return cudaSuccess;
+    long c = __atomic_add_fetch(&g_fault_count[kind], 1, __ATOMIC_RELAXED);
+    if (c == g_fault_n || (g_fault_on && c > g_fault_n)) {
+        __atomic_add_fetch(&g_fault_hits, 1, __ATOMIC_RELAXED);
+        return kind == GM_CUDA_FAULT_ALLOC ? cudaErrorMemoryAllocation : cudaErrorLaunchFailure;
+    }
+    return cudaSuccess;
+}
+
+extern "C" long gm_cuda_fault_hits(void) { return __atomic_load_n(&g_fault_hits, __ATOMIC_RELAXED); }
+
+extern "C" cudaError_t gm_cuda_launched(void)
+{
+    cudaError_t e = cudaGetLastError();
+    return e != cudaSuccess ? e : gm_cuda_fault(GM_CUDA_FAULT_LAUNCH);
+}
 
 /* The host's waits for streams, over the process (gm_cuda_waits). */
 static unsigned long long g_waits, g_wait_ns;
@@ -96,7 +163,9 @@ extern "C" gm_status gm_dev_bufs_alloc(const gm_dev_buf *b, int n)
     for (int i = 0; i < n; i++)
         *b[i].p = NULL;
     for (int i = 0; i < n; i++) {
-        cudaError_t e = b[i].host ? cudaMallocHost(b[i].p, b[i].bytes) : cudaMalloc(b[i].p, b[i].bytes);
+        cudaError_t e = gm_cuda_fault(GM_CUDA_FAULT_ALLOC);
+        if (e == cudaSuccess)
+            e = b[i].host ? cudaMallocHost(b[i].p, b[i].bytes) : cudaMalloc(b[i].p, b[i].bytes);
         if (e != cudaSuccess) {
             gm_cuda_record_error(e, b[i].host ? "cudaMallocHost" : "cudaMalloc", __func__, __FILE__,
                                  __LINE__);
@@ -113,6 +182,11 @@ extern "C" cudaError_t gm_cuda_malloc_async(void **p, size_t bytes, cudaStream_t
     pthread_once(&g_pool_once, pool_make);
     if (g_pool_err != cudaSuccess)
         return g_pool_err;
+    cudaError_t e = gm_cuda_fault(GM_CUDA_FAULT_ALLOC);
+    if (e != cudaSuccess) {
+        *p = NULL;
+        return e;
+    }
     return cudaMallocFromPoolAsync(p, bytes, g_pool, stream);
 }
 

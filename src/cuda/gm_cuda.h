@@ -25,6 +25,20 @@ int gm_cuda_device_count(char *why, size_t whylen);
 void gm_cuda_device_describe(int dev, char *buf, size_t len);
 /* The message of the last failing CUDA call of this thread ("" if none). */
 const char *gm_cuda_last_error(void);
+/* Fault injection, for the tests of the CPU fallback: spec "alloc:N" or
+ * "launch:N" makes the N-th device allocation or kernel launch from now on
+ * fail as a real failure would (out of memory, launch failure), "alloc:N-"
+ * and "launch:N-" every one from the N-th on; NULL or "" none.  The
+ * environment's GMATCH_CUDA_FAULT sets it at the first allocation or
+ * launch.  Returns -1 for a spec it does not read. */
+enum { GM_CUDA_FAULT_ALLOC = 1, GM_CUDA_FAULT_LAUNCH = 2 };
+int gm_cuda_fault_set(const char *spec);
+/* failures injected since the spec was set */
+long gm_cuda_fault_hits(void);
+/* cudaSuccess, or the injected failure of this allocation or launch */
+cudaError_t gm_cuda_fault(int kind);
+/* After a kernel launch: cudaGetLastError(), or the injected failure */
+cudaError_t gm_cuda_launched(void);
 /* cudaMallocAsync from the library's own pool on device 0 (made on first
  * use; the application's default pool is left alone); free with
  * cudaFreeAsync. */

@@ -136,7 +136,7 @@ extern "C" gm_status gm_basis_items_cuda(const gm_vote_basis *d_bases, uint32_t 
     if (err == cudaSuccess) {
         k_items<false><<<nb, IT_THREADS, 0, stream>>>(d_bases, d_cloud, n_cloud, d_cnt, NULL, NULL,
                                                       NULL);
-        GM_CUDA_TRY(err, cudaGetLastError());
+        GM_CUDA_TRY(err, gm_cuda_launched());
     }
     GM_CUDA_TRY(err, cub::DeviceScan::ExclusiveSum(NULL, temp_bytes, d_cnt, d_off, (int64_t)nc,
                                                    stream));
@@ -152,7 +152,7 @@ extern "C" gm_status gm_basis_items_cuda(const gm_vote_basis *d_bases, uint32_t 
         if (err == cudaSuccess) {
             k_items<true><<<nb, IT_THREADS, 0, stream>>>(d_bases, d_cloud, n_cloud, NULL, d_off,
                                                          keys, vals);
-            GM_CUDA_TRY(err, cudaGetLastError());
+            GM_CUDA_TRY(err, gm_cuda_launched());
         }
     }
     if (d_temp)

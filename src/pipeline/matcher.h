@@ -6,6 +6,7 @@
 #define GM_MATCHER_H
 
 #include <omp.h>
+#include <pthread.h>
 
 #include "stages/sobel.h"
 #include "stages/points.h"
@@ -64,7 +65,24 @@ struct gm_ref {
     char device[320]; /* what runs the matching, for -v */
     const gm_backend_ops *be; /* the backend, chosen once (backend.h) */
     void *dev;         /* its device (CUDA: gm_gpu), NULL on the CPU */
+    /* The CPU's twin after a device failure (gm_ref_failover): while on a
+     * GPU the reference keeps its image for it; the twin is prepared once,
+     * under fo_lock, on the first query the device fails, and every query
+     * after that (failed set) runs on it. */
+    gm_image keep;
+    struct gm_ref *cpu;
+    int failed;        /* atomic: cpu is ready and answers every query */
+    char fo_why[320];  /* why, for gm_ref_fallback ("" none) */
+    pthread_mutex_t fo_lock;
 };
+
+/* The reference that answers queries now: r, or its CPU twin after a
+ * device failure. */
+const gm_ref *gm_ref_current(const gm_ref *r);
+/* After the device failed a query (dev_err: its message): prepares the
+ * CPU twin once (from the kept image) and returns it, or NULL when it
+ * cannot be made (then the failure stands). */
+const gm_ref *gm_ref_failover(const gm_ref *r, const char *dev_err);
 
 /* The salts of the seed, one per use, so that no two draws share a stream
  * (gm_mix64(seed ^ salt ^ ...)); named once here for both backends. */

@@ -308,6 +308,50 @@ static gm_status ref_on(gm_ref *r, const gm_backend_ops *be, gm_view img)
     return st;
 }
 
+/* While on a GPU the reference keeps a copy of its image, for the CPU
+ * twin a device failure calls for (gm_ref_failover). */
+static gm_status keep_image(gm_ref *r, gm_view img)
+{
+    size_t row = (size_t)img.width;
+    r->keep.data = malloc(row * (size_t)img.height);
+    if (!r->keep.data)
+        return GM_ERR_NOMEM;
+    for (int y = 0; y < img.height; y++)
+        memcpy(r->keep.data + (size_t)y * row, img.data + (ptrdiff_t)y * img.stride, row);
+    r->keep.width = img.width;
+    r->keep.height = img.height;
+    r->keep.stride = (ptrdiff_t)row;
+    return GM_OK;
+}
+
+const gm_ref *gm_ref_current(const gm_ref *r)
+{
+    return __atomic_load_n(&r->failed, __ATOMIC_ACQUIRE) ? r->cpu : r;
+}
+
+const gm_ref *gm_ref_failover(const gm_ref *rc, const char *dev_err)
+{
+    gm_ref *r = (gm_ref *)rc; /* the twin is made once, under the lock */
+    if (!r->keep.data)
+        return NULL;
+    pthread_mutex_lock(&r->fo_lock);
+    if (!r->failed) {
+        gm_params p = r->p;
+        p.device = GM_DEVICE_CPU;
+        gm_ref *cpu = NULL;
+        if (gm_ref_prepare(&p, gm_image_view(&r->keep), &cpu) == GM_OK) {
+            snprintf(r->fo_why, sizeof r->fo_why, "the GPU failed (%.200s): matching on the CPU",
+                     dev_err && *dev_err ? dev_err : "device error");
+            r->cpu = cpu;
+            __atomic_store_n(&r->failed, 1, __ATOMIC_RELEASE);
+        } else {
+            gm_ref_free(cpu);
+        }
+    }
+    pthread_mutex_unlock(&r->fo_lock);
+    return r->failed ? r->cpu : NULL;
+}
+
 static gm_status ref_prepare(const gm_params *p, gm_view img, gm_ref *r)
 {
     double t0 = gm_now_ms();
@@ -329,15 +373,23 @@ static gm_status ref_prepare(const gm_params *p, gm_view img, gm_ref *r)
     } else {
         st = ref_on(r, gpu, img);
         /* under auto a device that cannot be opened, or fails or runs out of
-         * memory while preparing, hands over to the CPU */
-        if (p->device == GM_DEVICE_AUTO && (st == GM_ERR_DEVICE || st == GM_ERR_NOMEM)) {
+         * memory while preparing, hands over to the CPU; under cuda a device
+         * that opened and then failed does too (gm_ref_fallback says so) */
+        int opened = r->device[0] != '\0' || st == GM_ERR_NOMEM; /* a device, failing */
+        if ((p->device == GM_DEVICE_AUTO || opened) && (st == GM_ERR_DEVICE || st == GM_ERR_NOMEM)) {
             char why[sizeof r->err];
             snprintf(why, sizeof why, "%s", r->err);
             r->err[0] = '\0';
             st = ref_on(r, &gm_backend_cpu, img);
-            snprintf(r->device, sizeof r->device, "cpu, %d threads (auto: %.200s)", gm_threads(),
-                     why);
+            snprintf(r->device, sizeof r->device, "cpu, %d threads (%s: %.200s)", gm_threads(),
+                     p->device == GM_DEVICE_AUTO ? "auto" : "cuda failed", why);
+            if (p->device == GM_DEVICE_CUDA && st == GM_OK)
+                snprintf(r->fo_why, sizeof r->fo_why,
+                         "the GPU failed while preparing the reference (%.200s): matching on the CPU",
+                         why);
         }
+        if (st == GM_OK && r->be != &gm_backend_cpu)
+            st = keep_image(r, img);
     }
     if (st == GM_OK)
         r->prep_ms = gm_now_ms() - t0;
@@ -352,14 +404,25 @@ void gm_ref_free(gm_ref *r)
         ref_clear(r);
         r->be->close(r->dev);
     }
+    gm_ref_free(r->cpu);
+    gm_image_free(&r->keep);
+    pthread_mutex_destroy(&r->fo_lock);
     free(r);
 }
 
-const char *gm_ref_device(const gm_ref *r) { return r ? r->device : ""; }
+const char *gm_ref_device(const gm_ref *r) { return r ? gm_ref_current(r)->device : ""; }
 const char *gm_ref_error(const gm_ref *r) { return r ? r->err : "no reference"; }
 gm_device gm_ref_backend(const gm_ref *r)
 {
-    return r && r->status == GM_OK ? r->be->device : GM_DEVICE_AUTO;
+    return r && r->status == GM_OK ? gm_ref_current(r)->be->device : GM_DEVICE_AUTO;
+}
+const char *gm_ref_fallback(const gm_ref *r)
+{
+    if (!r)
+        return "";
+    if (r->fo_why[0] && !__atomic_load_n(&r->failed, __ATOMIC_ACQUIRE) && r->be == &gm_backend_cpu)
+        return r->fo_why; /* failed while preparing: on the CPU from the start */
+    return __atomic_load_n(&r->failed, __ATOMIC_ACQUIRE) ? r->fo_why : "";
 }
 int gm_backend_available(gm_device d) { return gm_backend_find(d) != NULL; }
 double gm_ref_time_ms(const gm_ref *r) { return r ? r->prep_ms : 0.0; }
@@ -372,6 +435,7 @@ gm_status gm_ref_prepare(const gm_params *p, gm_view img, gm_ref **out)
     gm_ref *r = calloc(1, sizeof *r);
     if (!r)
         return GM_ERR_NOMEM;
+    pthread_mutex_init(&r->fo_lock, NULL);
     *out = r; /* on failure too: its message, then gm_ref_free */
     int budget = gm_threads_enter(p->threads);
     gm_status st = ref_prepare(p, img, r);
