@@ -212,7 +212,9 @@ class Reference:
                     their ranges
 
     Attributes: width, height (of the reference), device (what runs it, in
-    words), backend ("cpu" or "cuda"), prepare_ms, model, min_confidence.
+    words), backend ("cpu" or "cuda", now), fallback ("" or why the GPU gave
+    way to the CPU: a query the GPU fails is matched again on the CPU, which
+    answers every later one), prepare_ms, model, min_confidence.
     """
 
     _TUNING = ("max_side", "ref_points", "query_points", "basis_points", "ref_basis_prob",
@@ -236,12 +238,23 @@ class Reference:
         self.rgb = bool(rgb)
         self.min_confidence = float(p["min_confidence"])
         self._max_pixels = int(p["max_pixels"])
-        self._cap, self.width, self.height, self.device, self.backend, self.prepare_ms = \
+        self._cap, self.width, self.height, self.device, self._backend, self.prepare_ms = \
             _gmatch.prepare(image, int(frame), self.rgb, int(p["seed"]), int(p["threads"]),
                             DEVICES.index(device), _model_index(model),
                             float(p["min_confidence"]), self._max_pixels, int(p["max_side"]),
                             int(p["ref_points"]), int(p["query_points"]), int(p["basis_points"]),
                             float(p["ref_basis_prob"]), int(p["query_bases"]), int(p["top_k"]))
+
+    @property
+    def backend(self):
+        """"cpu" or "cuda": where the reference runs now (after a GPU failure, "cpu")."""
+        return _gmatch.fallback(self._cap)[1]
+
+    @property
+    def fallback(self):
+        """"" while the reference runs where it was prepared; else one line
+        saying that the GPU failed, and why (gm_ref_fallback)."""
+        return _gmatch.fallback(self._cap)[0]
 
     def __repr__(self):
         return (f"Reference({self.width}x{self.height}, model={self.model!r}, "

@@ -168,6 +168,18 @@ static gm_ref *ref_of(PyObject *cap)
     return PyCapsule_GetPointer(cap, REF_CAPSULE);
 }
 
+/* fallback(capsule) -> (str, backend): gm_ref_fallback, and where the
+ * reference runs now */
+static PyObject *py_fallback(PyObject *self, PyObject *cap)
+{
+    (void)self;
+    gm_ref *r = ref_of(cap);
+    if (!r)
+        return NULL;
+    return Py_BuildValue("(ss)", gm_ref_fallback(r),
+                         gm_ref_backend(r) == GM_DEVICE_CUDA ? "cuda" : "cpu");
+}
+
 static PyObject *py_defaults(PyObject *self, PyObject *noargs)
 {
     (void)self, (void)noargs;
@@ -570,6 +582,7 @@ static PyMethodDef methods[] = {
     {"defaults", py_defaults, METH_NOARGS, "The library's default parameters (gm_params_default)."},
     {"prepare", py_prepare, METH_VARARGS, "Prepare a reference (gm_ref_prepare), GIL released."},
     {"match", py_match, METH_VARARGS, "Match a query (gm_match_model), GIL released."},
+    {"fallback", py_fallback, METH_O, "gm_ref_fallback and the backend now."},
     {"video_open", py_video_open, METH_VARARGS, "Open a video (gm_video_open)."},
     {"video_next", py_video_next, METH_O, "The next selected frame's result (None at the end)."},
     {"video_lost", py_video_lost, METH_O, "What the video lost (gm_video_error), or None."},

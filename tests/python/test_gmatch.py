@@ -52,6 +52,13 @@ def test_version_and_availability():
     assert isinstance(gmatch.cuda_available(), bool)
 
 
+def test_backend_and_fallback(sample):
+    ref = sample[0]
+    assert ref.backend == "cpu" and ref.fallback == ""
+    ref.match(sample[1])
+    assert ref.backend == "cpu" and ref.fallback == ""
+
+
 def test_result_fields(sample):
     ref, query, res = sample
     assert bool(res) and res.model in gmatch.MODELS
