@@ -349,7 +349,7 @@ const gm_ref *gm_ref_failover(const gm_ref *rc, const char *dev_err)
         }
     }
     pthread_mutex_unlock(&r->fo_lock);
-    return r->failed ? r->cpu : NULL;
+    return __atomic_load_n(&r->failed, __ATOMIC_ACQUIRE) ? r->cpu : NULL;
 }
 
 static gm_status ref_prepare(const gm_params *p, gm_view img, gm_ref *r)
