@@ -610,8 +610,6 @@ static int gpu_finish(void)
     return 0;
 }
 
-/* Load and prepare the reference.  Returns NULL on failure with the cause
- * in err. */
 /* One warning a run when the GPU failed and the reference went on on the
  * CPU (gm_ref_fallback): the results stay right, the speed does not. */
 static void warn_fallback(const gm_ref *ref, const char *name)
@@ -624,6 +622,8 @@ static void warn_fallback(const gm_ref *ref, const char *name)
     }
 }
 
+/* Load and prepare the reference.  Returns NULL on failure with the cause
+ * in err. */
 static gm_ref *prepare_reference(const cli_opts *o, const char *name, int *w, int *h, char *err,
                                  size_t errlen)
 {

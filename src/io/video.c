@@ -138,10 +138,20 @@ void gm_video_close(gm_video *v)
 
 /* Probe by content only: an empty name gives the extension matchers of
  * libavformat nothing (a .txt file is otherwise the "tty" demuxer's video). */
+static const AVInputFormat *probe_reader(AVIOContext *pb, char *err, size_t errlen)
+{
+    const AVInputFormat *fmt = NULL;
+    int e = av_probe_input_buffer2(pb, &fmt, "", NULL, 0, 0);
+    if (e < 0 || !fmt) {
+        snprintf(err, errlen, "not a JPEG or PNG image or a video");
+        return NULL;
+    }
+    return fmt;
+}
+
 static const AVInputFormat *probe_content(const char *url, char *err, size_t errlen)
 {
     AVIOContext *pb = NULL;
-    const AVInputFormat *fmt = NULL;
     int e = avio_open(&pb, url, AVIO_FLAG_READ);
     if (e < 0) {
         char m[AV_ERROR_MAX_STRING_SIZE];
@@ -149,12 +159,8 @@ static const AVInputFormat *probe_content(const char *url, char *err, size_t err
         snprintf(err, errlen, "cannot open file: %s", m);
         return NULL;
     }
-    e = av_probe_input_buffer2(pb, &fmt, "", NULL, 0, 0);
+    const AVInputFormat *fmt = probe_reader(pb, err, errlen);
     avio_closep(&pb);
-    if (e < 0 || !fmt) {
-        snprintf(err, errlen, "not a JPEG or PNG image or a video");
-        return NULL;
-    }
     return fmt;
 }
 
@@ -402,10 +408,9 @@ gm_status gm_video_open_mem(const uint8_t *data, size_t size, const gm_video_opt
         return GM_ERR_NOMEM;
     }
     gm_status st = GM_ERR_FORMAT;
-    const AVInputFormat *fmt = NULL;
-    int e = av_probe_input_buffer2(v->io, &fmt, "", NULL, 0, 0);
-    if (e < 0 || !fmt)
-        snprintf(err, errlen, "not a JPEG or PNG image or a video");
+    const AVInputFormat *fmt = probe_reader(v->io, err, errlen);
+    if (!fmt)
+        ;
     else if (avio_seek(v->io, 0, SEEK_SET) < 0)
         snprintf(err, errlen, "cannot rewind the data after probing it");
     else if (!(v->fc = avformat_alloc_context()))
@@ -428,26 +433,31 @@ gm_status gm_video_open_mem(const uint8_t *data, size_t size, const gm_video_opt
  * none leaves it unknown), at once, with the size; otherwise the decoders,
  * those of the stream probe included, get the limit (max_pixels) and
  * refuse a larger frame as a damaged one before allocating it. */
+static int too_large(const gm_video *v, const AVCodecParameters *p)
+{
+    return p->width > 0 && p->height > 0 && (int64_t)p->width * p->height > v->o.max_pixels;
+}
+
+static gm_status size_error(const gm_video *v, const AVCodecParameters *p, char *err, size_t errlen)
+{
+    snprintf(err, errlen, "video frames of %dx%d exceed --max-pixels %" PRId64, p->width,
+             p->height, v->o.max_pixels);
+    return GM_ERR_TOO_LARGE;
+}
+
 static gm_status refuse_large(gm_video *v, char *err, size_t errlen)
 {
-    int over = 0, under = 0, w = 0, h = 0;
+    const AVCodecParameters *first_over = NULL;
     for (unsigned i = 0; i < v->fc->nb_streams; i++) {
         const AVCodecParameters *p = v->fc->streams[i]->codecpar;
         if (p->codec_type != AVMEDIA_TYPE_VIDEO)
             continue;
-        if (p->width > 0 && p->height > 0 && (int64_t)p->width * p->height > v->o.max_pixels) {
-            if (!over++)
-                w = p->width, h = p->height;
-        } else {
-            under++;
-        }
+        if (!too_large(v, p))
+            return GM_OK; /* a stream that may be read */
+        if (!first_over)
+            first_over = p;
     }
-    if (over && !under) {
-        snprintf(err, errlen, "video frames of %dx%d exceed --max-pixels %" PRId64, w, h,
-                 v->o.max_pixels);
-        return GM_ERR_TOO_LARGE;
-    }
-    return GM_OK;
+    return first_over ? size_error(v, first_over, err, errlen) : GM_OK;
 }
 
 static int find_stream_info(gm_video *v)
@@ -474,9 +484,9 @@ static gm_status open_stream(gm_video *v, const char *url, const AVInputFormat *
     if (v->o.max_pixels <= 0)
         v->o.max_pixels = GM_DEFAULT_MAX_PIXELS;
     int e = avformat_open_input(&v->fc, url, fmt, NULL);
-    if (e >= 0 && (st = refuse_large(v, err, errlen)) != GM_OK)
-        return st;
-    st = GM_ERR_FORMAT;
+    gm_status big = e >= 0 ? refuse_large(v, err, errlen) : GM_OK;
+    if (big != GM_OK)
+        return big;
     /* a file that ends after its header (no frame at all) reads as one
      * with no frame decoded, not as a damaged header */
     if (e >= 0 && (e = find_stream_info(v)) == AVERROR_EOF && v->fc->nb_streams > 0)
@@ -508,13 +518,8 @@ static gm_status open_stream(gm_video *v, const char *url, const AVInputFormat *
         goto fail;
     }
     AVStream *s = v->fc->streams[v->si];
-    if (s->codecpar->width > 0 && s->codecpar->height > 0 &&
-        (int64_t)s->codecpar->width * s->codecpar->height > v->o.max_pixels) {
-        snprintf(err, errlen, "video frames of %dx%d exceed --max-pixels %" PRId64,
-                 s->codecpar->width, s->codecpar->height, v->o.max_pixels);
-        st = GM_ERR_TOO_LARGE;
-        goto fail;
-    }
+    if (too_large(v, s->codecpar))
+        return size_error(v, s->codecpar, err, errlen);
     if ((st = choose_decoder(v, codec, err, errlen)) != GM_OK)
         goto fail;
     st = GM_ERR_NOMEM;

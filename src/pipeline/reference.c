@@ -420,9 +420,11 @@ const char *gm_ref_fallback(const gm_ref *r)
 {
     if (!r)
         return "";
-    if (r->fo_why[0] && !__atomic_load_n(&r->failed, __ATOMIC_ACQUIRE) && r->be == &gm_backend_cpu)
-        return r->fo_why; /* failed while preparing: on the CPU from the start */
-    return __atomic_load_n(&r->failed, __ATOMIC_ACQUIRE) ? r->fo_why : "";
+    /* on the CPU from the start ("" unless the GPU failed while preparing),
+     * or the twin's reason once it answers (written before failed is set) */
+    if (r->be == &gm_backend_cpu || __atomic_load_n(&r->failed, __ATOMIC_ACQUIRE))
+        return r->fo_why;
+    return "";
 }
 int gm_backend_available(gm_device d) { return gm_backend_find(d) != NULL; }
 double gm_ref_time_ms(const gm_ref *r) { return r ? r->prep_ms : 0.0; }

@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fuzz_contract.h"
 #include "gmatch.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -29,12 +30,6 @@ static void fill(uint8_t *dst, size_t n, const uint8_t *src, size_t len, uint8_t
 {
     for (size_t i = 0; i < n; i++)
         dst[i] = len ? (uint8_t)(src[i % len] + (uint8_t)(i / len) * salt) : salt;
-}
-
-static int one_line(const char *s)
-{
-    size_t n = strlen(s);
-    return n > 0 && !memchr(s, '\n', n);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

@@ -12,6 +12,7 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "fuzz_contract.h"
 #include "gmatch.h"
 #include "gmatch_video.h"
 
@@ -21,12 +22,6 @@
 #define FUZZ_MAX_ITEMS 64
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
-
-static int one_line(const char *s)
-{
-    size_t n = strlen(s);
-    return n > 0 && !memchr(s, '\n', n);
-}
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
