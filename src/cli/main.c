@@ -32,6 +32,7 @@
 
 #include "gmatch.h"
 #include "gmatch_video.h"
+#include "cli/batch.h"
 #include "cli/output.h"
 #include "cli/pictures.h"
 #include "cli/progress.h"
@@ -58,6 +59,9 @@ enum {
     OPT_REF_FRAME,
     OPT_DRAW,
     OPT_DRAW_EVERY,
+    OPT_BATCH,
+    OPT_SHARD,
+    OPT_RESUME,
 };
 
 typedef struct {
@@ -71,6 +75,10 @@ typedef struct {
     int64_t ref_frame;         /* the reference is this frame of a video (0: a still) */
     const char *draw;          /* --draw DIR, NULL: no pictures */
     int64_t draw_every;        /* a video's picture every this many selected frames */
+    const char *batch;         /* --batch MANIFEST (batch.h), NULL: REF QUERY... */
+    int shard, shards;         /* --shard I/N: this process's share (0/1: all) */
+    const char *resume;        /* --resume FILE: results already written */
+    int format_given;
 } cli_opts;
 
 /* --draw's state: the reference kept for drawing, a video's outlines. */
@@ -205,26 +213,6 @@ static int parse_unit_real(const char *s, double *out)
     return 0;
 }
 
-/* "A:B", "A:" or ":B" -> [first, last), last -1 when open; B > A. */
-static int parse_frames(const char *s, int64_t *first, int64_t *last)
-{
-    const char *colon = strchr(s, ':');
-    if (!colon || colon[1] == ':' || strchr(colon + 1, ':'))
-        return -1;
-    char a[32];
-    size_t n = (size_t)(colon - s);
-    if (n >= sizeof a)
-        return -1;
-    memcpy(a, s, n);
-    a[n] = '\0';
-    *first = 0, *last = -1;
-    if (n > 0 && parse_i64_range(a, 0, INT64_MAX, first) != 0)
-        return -1;
-    if (colon[1] && (parse_i64_range(colon + 1, 1, INT64_MAX, last) != 0 || *last <= *first))
-        return -1;
-    return 0;
-}
-
 /* ---- options ------------------------------------------------------------- */
 
 static void parse_options(int argc, char **argv, cli_opts *o)
@@ -246,6 +234,9 @@ static void parse_options(int argc, char **argv, cli_opts *o)
         {"ref-frame", required_argument, NULL, OPT_REF_FRAME},
         {"draw", required_argument, NULL, OPT_DRAW},
         {"draw-every", required_argument, NULL, OPT_DRAW_EVERY},
+        {"batch", required_argument, NULL, OPT_BATCH},
+        {"shard", required_argument, NULL, OPT_SHARD},
+        {"resume", required_argument, NULL, OPT_RESUME},
         {"quiet", no_argument, NULL, 'q'},
         {"verbose", no_argument, NULL, 'v'},
         {NULL, 0, NULL, 0},
@@ -264,6 +255,28 @@ static void parse_options(int argc, char **argv, cli_opts *o)
         case OPT_FORMAT:
             if (gm_output_parse_format(optarg, &o->format) != 0)
                 usage_error("--format: '%s' is not text or json", optarg);
+            o->format_given = 1;
+            break;
+        case OPT_BATCH:
+            o->batch = optarg;
+            break;
+        case OPT_SHARD: {
+            char *slash = strchr(optarg, '/');
+            int64_t si = -1, sn = 0;
+            if (slash) {
+                *slash = '\0';
+                if (parse_i64_range(optarg, 0, 1 << 20, &si) != 0 ||
+                    parse_i64_range(slash + 1, 1, 1 << 20, &sn) != 0)
+                    si = -1;
+                *slash = '/';
+            }
+            if (si < 0 || si >= sn)
+                usage_error("--shard: '%s' is not I/N with 0 <= I < N", optarg);
+            o->shard = (int)si, o->shards = (int)sn;
+            break;
+        }
+        case OPT_RESUME:
+            o->resume = optarg;
             break;
         case 'o':
             o->output = strcmp(optarg, "-") == 0 ? NULL : optarg;
@@ -316,7 +329,7 @@ static void parse_options(int argc, char **argv, cli_opts *o)
                 usage_error("--max-pixels: '%s' is not a positive integer", optarg);
             break;
         case OPT_FRAMES:
-            if (parse_frames(optarg, &o->first, &o->last) != 0)
+            if (gm_parse_frames(optarg, &o->first, &o->last) != 0)
                 usage_error("--frames: '%s' is not A:B, A: or :B with 0 <= A < B", optarg);
             break;
         case OPT_STEP:
@@ -359,6 +372,15 @@ static void parse_options(int argc, char **argv, cli_opts *o)
             usage_error("unknown option '%s'", argv[optind - 1]);
         }
     }
+    if (o->batch) {
+        if (argc > optind)
+            usage_error("--batch takes its pairs from the manifest, not '%s'", argv[optind]);
+        if (!o->format_given) /* a batch is for scripts: JSON lines */
+            o->format = GM_OUTPUT_JSON;
+        return;
+    }
+    if (o->shards > 0 || o->resume)
+        usage_error("%s needs --batch", o->resume ? "--resume" : "--shard");
     if (argc - optind < 1)
         usage_error("missing REF and QUERY");
     if (argc - optind < 2)
@@ -705,6 +727,9 @@ typedef struct {
     gm_timing stages;    /* summed over the matched frames, for -v */
     int64_t timed;
     double open_ms, first_ms, tenth_ms; /* -v's timeline (since_main) */
+    const gm_output_rec *tmpl; /* the pair's fields of every line (batch) and its model */
+    int resumed;        /* --resume: the pair has lines; a report of an empty selection
+                           (no frame from the next one on) is not written again */
 } video_ctx;
 
 /* Matcher threads for a video on the GPU when --threads does not say: each
@@ -737,13 +762,6 @@ static gm_video_opts video_opts(const cli_opts *o, int gpu)
     if (qu)
         vo.queue = atoi(qu);
     return vo;
-}
-
-static gm_status open_video(const cli_opts *o, const gm_ref *ref, const char *q, gm_video **v,
-                            char *err, size_t len)
-{
-    gm_video_opts vo = video_opts(o, gm_ref_backend(ref) == GM_DEVICE_CUDA);
-    return gm_video_open(q, &vo, v, err, len);
 }
 
 /* Under --device cuda, the first query, when it is a video, is opened and
@@ -824,10 +842,11 @@ static int video_sink(void *user, const gm_video_result *r)
     video_ctx *c = user;
     const gm_video_frame *f = r->item;
     char err[256] = "";
-    gm_output_rec rec = {.query = c->q, .frame = f->frame, .has_pts = f->has_pts,
-                         .pts_s = f->pts_s, .res = r->res, .model = c->o->params.model,
-                         .time_ms = r->time_ms + c->extra_ms, .ref_w = c->ref_w,
-                         .ref_h = c->ref_h};
+    if (c->resumed && !f->has_pts) /* "no frame selected" past the lines already written */
+        return 0;
+    gm_output_rec rec = *c->tmpl;
+    rec.frame = f->frame, rec.has_pts = f->has_pts, rec.pts_s = f->pts_s, rec.res = r->res;
+    rec.time_ms = r->time_ms + c->extra_ms;
     if (f->status == GM_OK)
         rec.q_w = f->img.width, rec.q_h = f->img.height;
     warn_fallback(c->ref, c->q);
@@ -841,7 +860,8 @@ static int video_sink(void *user, const gm_video_result *r)
         char suffix[32];
         snprintf(suffix, sizeof suffix, "_%" PRId64, f->frame);
         if (ok && (c->drawn++ % c->o->draw_every) == 0 &&
-            (gm_picture_path(&g_pictures, c->q, suffix, pic, sizeof pic) != 0 ||
+            (gm_picture_path(&g_pictures, c->tmpl->line ? c->tmpl->id : c->q, suffix, pic,
+                             sizeof pic) != 0 ||
              gm_picture_result(&g_pictures, gm_image_view(&f->img), ok, pic, perr,
                                sizeof perr) != 0)) {
             diag_file(pic[0] ? pic : c->o->draw, "%s", perr);
@@ -914,7 +934,8 @@ static int run_video(video_ctx *c, const gm_ref *ref, gm_video *v)
         diag_file(c->q, "%d more frames failed (not shown)", c->diags - MAX_FRAME_DIAGS);
     if (c->o->draw) {
         char pic[4096] = "", perr[256] = "the picture's path is too long";
-        if (gm_picture_path(&g_pictures, c->q, "_path", pic, sizeof pic) != 0 ||
+        if (gm_picture_path(&g_pictures, c->tmpl->line ? c->tmpl->id : c->q, "_path", pic,
+                            sizeof pic) != 0 ||
             gm_picture_path_write(&g_pictures, pic, perr, sizeof perr) != 0) {
             diag_file(pic[0] ? pic : c->o->draw, "%s", perr);
             c->failed = 1;
@@ -959,6 +980,225 @@ static int run_video(video_ctx *c, const gm_ref *ref, gm_video *v)
     return c->failed;
 }
 
+/* ---- the run ------------------------------------------------------------- */
+
+/* Where a run writes, and what has gone wrong so far. */
+typedef struct {
+    FILE *out;
+    const char *out_name;
+    int failed, write_failed;
+} run_ctx;
+
+/* One query against the reference *ref (NULL: it failed, ref_msg says
+ * why): one line for a still or an error, a line a frame for a video.
+ * tmpl holds the pair's fields (batch) and model; o the frames asked for;
+ * left: queries after this one (auto's choice of the GPU); t0: when this
+ * query's time began; resumed: --resume found lines of this pair. */
+static void run_query(run_ctx *rc, const cli_opts *o, gm_ref **ref, const char *ref_msg,
+                      const gm_output_rec *tmpl, const char *q, const char *path, int first,
+                      int left, double t0, int resumed)
+{
+    double t_decode = now_ms();
+    char err[512] = "";
+    gm_result res;
+    memset(&res, 0, sizeof res);
+    gm_output_rec rec = *tmpl;
+    rec.res = &res;
+    gm_model model = tmpl->model;
+    if (!*ref) {
+        if (resumed) /* its line, this error, is written already */
+            return;
+        rec.error = ref_msg;
+    } else {
+        gm_image img;
+        memset(&img, 0, sizeof img);
+        const char *src = source_of(path, err, sizeof err);
+        gm_status st = src ? gm_image_load(src, o->params.max_pixels, &img, err, sizeof err)
+                           : GM_ERR_IO;
+        double decode_ms = now_ms() - t_decode;
+        gm_video *v = NULL;
+        if (st == GM_ERR_FORMAT) { /* a video waits for the GPU */
+            gpu_consider(-1, 0);
+            gpu_switch(o, ref, 1, q);
+        }
+        if (first) /* the read-ahead's video, when this is one on the GPU */
+            v = prefetch_take(st == GM_ERR_FORMAT && gm_ref_backend(*ref) == GM_DEVICE_CUDA);
+        if (st == GM_ERR_FORMAT) {
+            gm_video_opts vo = video_opts(o, gm_ref_backend(*ref) == GM_DEVICE_CUDA);
+            vo.model = model == o->params.model ? -1 : (int)model;
+            if (v || (st = gm_video_open(src, &vo, &v, err, sizeof err)) == GM_OK) {
+                video_ctx c = {.out = rc->out, .out_name = rc->out_name, .o = o, .q = q,
+                               .extra_ms = now_ms() - t0, .ref_w = tmpl->ref_w,
+                               .ref_h = tmpl->ref_h, .open_ms = since_main(), .tmpl = tmpl,
+                               .resumed = resumed};
+                if (run_video(&c, *ref, v) != 0)
+                    rc->failed = 1;
+                rc->write_failed |= c.write_failed;
+                gm_video_close(v);
+                return;
+            }
+        }
+        if (resumed) /* the pair's line is written already: not an error line again */
+            return;
+        if (st == GM_OK) {
+            rec.q_w = img.width, rec.q_h = img.height;
+            /* gm_match takes a const reference (thread-safe), so the
+             * status is all it can tell us. */
+            gpu_switch(o, ref, 0, q);
+            st = model == o->params.model ? gm_match(*ref, gm_image_view(&img), &res)
+                                          : gm_match_model(*ref, gm_image_view(&img), model, &res);
+            warn_fallback(*ref, q);
+            if (st == GM_OK)
+                gpu_consider(left, res.time.total);
+            if (st != GM_OK)
+                snprintf(err, sizeof err, "matching failed: %.200s",
+                         res.error[0] ? res.error : gm_status_str(st));
+        }
+        if (st != GM_OK) {
+            if (!err[0])
+                snprintf(err, sizeof err, "%s", gm_status_str(st));
+            diag_file(q, "%s", err);
+            rec.error = err;
+            rc->failed = 1;
+        } else if (o->verbosity >= VERBOSITY_VERBOSE) {
+            report_timing(q, decode_ms, &res);
+        }
+        if (st == GM_OK && o->draw) {
+            char pic[4096] = "", perr[256] = "the picture's path is too long";
+            if (gm_picture_path(&g_pictures, tmpl->line ? tmpl->id : q, "", pic, sizeof pic) != 0 ||
+                gm_picture_result(&g_pictures, gm_image_view(&img), &res, pic, perr,
+                                  sizeof perr) != 0) {
+                diag_file(pic[0] ? pic : o->draw, "%s", perr);
+                rc->failed = 1;
+            }
+        }
+        gm_image_free(&img);
+    }
+    if (rec.error)
+        rc->failed = 1;
+    rec.time_ms = now_ms() - t0;
+    if (emit(rc->out, rc->out_name, o->format, &rec) != 0)
+        rc->write_failed = 1;
+}
+
+/* gmatch REF QUERY...: the reference once, then every query. */
+static void run_plain(run_ctx *rc, const cli_opts *o, const char *ref_path, char **queries,
+                      int nq)
+{
+    /* The first query's time includes loading and preparing the reference,
+     * as the peer (bench/opencv_match.py) measures it. */
+    double t_start = now_ms();
+    char ref_err[512] = "";
+    int ref_w = 0, ref_h = 0;
+    gm_ref *ref = prepare_reference(o, ref_path, &ref_w, &ref_h, ref_err, sizeof ref_err);
+    char ref_msg[1024] = "";
+    if (!ref) {
+        diag_file(ref_path, "%s", ref_err);
+        snprintf(ref_msg, sizeof ref_msg, "reference %s: %s", ref_path, ref_err);
+        rc->failed = 1;
+    }
+    for (int i = 0; i < nq && !rc->write_failed; i++) {
+        gm_output_rec tmpl = {.query = queries[i], .model = o->params.model, .ref_w = ref_w,
+                              .ref_h = ref_h};
+        run_query(rc, o, &ref, ref_msg, &tmpl, queries[i], queries[i], i == 0, nq - i - 1,
+                  i == 0 ? t_start : now_ms(), 0);
+    }
+    if (ref)
+        gm_ref_free(ref);
+}
+
+/* A JPEG or PNG by its first bytes (a still: its one line says it is done). */
+static int starts_still(const char *path)
+{
+    return strcmp(path, "-") != 0 && looks_still(path) && access(path, R_OK) == 0;
+}
+
+/* gmatch --batch MANIFEST: this shard's pairs, a reference at a time. */
+static void run_batch(run_ctx *rc, cli_opts *o, gm_batch *b, int appending)
+{
+    gm_model run_model = o->params.model;
+    int wide = run_model == GM_MODEL_HOMOGRAPHY || run_model == GM_MODEL_AUTO;
+    for (int i = 0; i < b->n; i++)
+        wide |= b->pairs[i].model == GM_MODEL_HOMOGRAPHY || b->pairs[i].model == GM_MODEL_AUTO;
+    if (!appending && gm_output_header(rc->out, o->format, wide ? GM_MODEL_HOMOGRAPHY
+                                                                 : GM_MODEL_SIMILARITY, 1) != 0) {
+        diag_file(rc->out_name, "write error: %s", strerror(errno));
+        rc->write_failed = 1;
+        return;
+    }
+    int n = o->shards > 0 ? o->shards : 1;
+    /* the bad lines of this shard first: one error line each */
+    for (int i = 0; i < b->n && !rc->write_failed; i++) {
+        gm_batch_pair *p = &b->pairs[i];
+        if (!p->error || gm_batch_pair_shard(b, i, n) != o->shard || p->written > 0)
+            continue;
+        char line[32], msg[600];
+        snprintf(line, sizeof line, "line %" PRId64, p->line);
+        snprintf(msg, sizeof msg, "%s: %s", line, p->error);
+        diag_file(o->batch, "%s", msg);
+        gm_output_rec rec = {.line = p->line, .id = p->id, .id_num = p->id_num,
+                             .ref = p->ref ? p->ref : "", .query = p->query ? p->query : "",
+                             .model = p->model >= 0 ? (gm_model)p->model : run_model,
+                             .wide = wide, .error = msg};
+        rc->failed = 1;
+        if (emit(rc->out, rc->out_name, o->format, &rec) != 0)
+            rc->write_failed = 1;
+    }
+    for (int g = 0; g < b->ng && !rc->write_failed; g++) {
+        gm_batch_group *gr = &b->groups[g];
+        if (gr->shard != o->shard)
+            continue;
+        /* what is left: pairs without lines, and videos (their next frames) */
+        int todo = 0, mixed = 0;
+        for (int k = 0; k < gr->n; k++) {
+            gm_batch_pair *p = &b->pairs[gr->pairs[k]];
+            int model = p->model >= 0 ? p->model : (int)run_model;
+            mixed |= model != (int)run_model;
+            todo += p->written == 0 || !starts_still(p->query_path);
+        }
+        if (todo == 0)
+            continue;
+        /* a reference asked for several models is prepared for auto,
+         * which answers each (the same results as one prepared for it) */
+        cli_opts go = *o;
+        if (mixed && run_model == GM_MODEL_SIMILARITY)
+            go.params.model = GM_MODEL_AUTO;
+        double t_start = now_ms();
+        char ref_err[512] = "", ref_msg[1024] = "";
+        int ref_w = 0, ref_h = 0;
+        gm_image_free(&g_pictures.ref);
+        gm_ref *ref = prepare_reference(&go, gr->ref_path, &ref_w, &ref_h, ref_err,
+                                        sizeof ref_err);
+        if (!ref) {
+            diag_file(gr->ref_path, "%s", ref_err);
+            snprintf(ref_msg, sizeof ref_msg, "reference %s: %s", gr->ref, ref_err);
+        }
+        int done = 0;
+        for (int k = 0; k < gr->n && !rc->write_failed; k++) {
+            gm_batch_pair *p = &b->pairs[gr->pairs[k]];
+            if (p->written > 0 && starts_still(p->query_path))
+                continue;
+            cli_opts po = go; /* its model the reference's: gm_match_model for others */
+            if (p->has_frames)
+                po.first = p->first, po.last = p->last;
+            if (p->written > 0) { /* on from the frame after the last one written */
+                int64_t next = p->last_frame + po.step;
+                po.first = next > po.first ? next : po.first;
+                if (po.last >= 0 && po.first >= po.last)
+                    continue;
+            }
+            gm_output_rec tmpl = {.line = p->line, .id = p->id, .id_num = p->id_num,
+                                  .ref = p->ref, .query = p->query,
+                                  .model = p->model >= 0 ? (gm_model)p->model : run_model,
+                                  .ref_w = ref_w, .ref_h = ref_h, .wide = wide};
+            run_query(rc, &po, &ref, ref_msg, &tmpl, p->query, p->query_path, 0, 0,
+                      done++ == 0 ? t_start : now_ms(), p->written > 0);
+        }
+        if (ref)
+            gm_ref_free(ref);
+    }
+}
+
 int main(int argc, char **argv)
 {
     g_main_ms = now_ms();
@@ -982,131 +1222,72 @@ int main(int argc, char **argv)
     gm_video_log(o.verbosity >= VERBOSITY_VERBOSE);
     if (o.threads_given && o.params.threads <= 0) /* --threads 0: every core */
         o.params.threads = omp_get_num_procs();
-    const char *ref_path = argv[optind];
-    char **queries = argv + optind + 1;
-    int nq = argc - optind - 1;
-    int dashes = 0;
-    for (int i = optind; i < argc; i++)
-        dashes += strcmp(argv[i], "-") == 0;
-    if (dashes > 1)
-        usage_error("'-' (standard input) is read once: give it for one input only");
-    if (dashes)
-        stdin_to_file();
-    /* the GPU starts on a thread of its own (gpu_start_main): under cuda
-     * prepare_reference waits for it before the reference meets the GPU,
-     * under auto the CPU begins */
-    gpu_start(&o);
-    if (nq > 0)
-        prefetch_start(&o, queries[0]);
 
-    FILE *out = stdout;
-    const char *out_name = "stdout";
-    if (o.output) {
-        out = fopen(o.output, "w");
-        if (!out) {
-            diag_file(o.output, "cannot open for writing: %s", strerror(errno));
-            gpu_wait();
+    gm_batch batch;
+    memset(&batch, 0, sizeof batch);
+    const char *ref_path = NULL;
+    char **queries = NULL;
+    int nq = 0;
+    if (o.batch) {
+        char err[512] = "";
+        if (gm_batch_load(o.batch, &batch, err, sizeof err) != 0) {
+            diag_file(o.batch, "%s", err);
             return EXIT_USAGE;
         }
-        out_name = o.output;
-    }
-    int failed = 0, write_failed = 0;
-    if (gm_output_header(out, o.format, o.params.model) != 0) {
-        diag_file(out_name, "write error: %s", strerror(errno));
-        write_failed = 1;
-    }
-
-    /* The first query's time includes loading and preparing the reference,
-     * as the peer (bench/opencv_match.py) measures it. */
-    double t_start = now_ms();
-    char ref_err[512] = "";
-    int ref_w = 0, ref_h = 0;
-    gm_ref *ref = write_failed ? NULL
-                               : prepare_reference(&o, ref_path, &ref_w, &ref_h, ref_err,
-                                                   sizeof ref_err);
-    char ref_msg[1024] = "";
-    if (!ref && !write_failed) {
-        diag_file(ref_path, "%s", ref_err);
-        snprintf(ref_msg, sizeof ref_msg, "reference %s: %s", ref_path, ref_err);
-        failed = 1;
-    }
-
-    for (int i = 0; i < nq && !write_failed; i++) {
-        const char *q = queries[i];
-        double t0 = i == 0 ? t_start : now_ms();
-        double t_decode = now_ms();
-        char err[512] = "";
-        gm_result res;
-        memset(&res, 0, sizeof res);
-        gm_output_rec rec = {.query = q, .frame = 0, .res = &res, .model = o.params.model,
-                             .ref_w = ref_w, .ref_h = ref_h};
-        if (!ref) {
-            rec.error = ref_msg;
-        } else {
-            gm_image img;
-            memset(&img, 0, sizeof img);
-            const char *src = source_of(q, err, sizeof err);
-            gm_status st = src ? gm_image_load(src, o.params.max_pixels, &img, err, sizeof err)
-                               : GM_ERR_IO;
-            double decode_ms = now_ms() - t_decode;
-            gm_video *v = NULL;
-            if (st == GM_ERR_FORMAT) { /* a video waits for the GPU */
-                gpu_consider(-1, 0);
-                gpu_switch(&o, &ref, 1, q);
-            }
-            if (i == 0) /* the read-ahead's video, when this is one on the GPU */
-                v = prefetch_take(st == GM_ERR_FORMAT && gm_ref_backend(ref) == GM_DEVICE_CUDA);
-            if (st == GM_ERR_FORMAT &&
-                (v || (st = open_video(&o, ref, src, &v, err, sizeof err)) == GM_OK)) {
-                video_ctx c = {.out = out, .out_name = out_name, .o = &o, .q = q,
-                               .extra_ms = now_ms() - t0, .ref_w = ref_w, .ref_h = ref_h,
-                               .open_ms = since_main()};
-                if (run_video(&c, ref, v) != 0)
-                    failed = 1;
-                write_failed |= c.write_failed;
-                gm_video_close(v);
-                continue;
-            }
-            if (st == GM_OK) {
-                rec.q_w = img.width, rec.q_h = img.height;
-                /* gm_match takes a const reference (thread-safe), so the
-                 * status is all it can tell us. */
-                gpu_switch(&o, &ref, 0, q);
-                st = gm_match(ref, gm_image_view(&img), &res);
-                warn_fallback(ref, q);
-                if (st == GM_OK)
-                    gpu_consider(nq - i - 1, res.time.total);
-                if (st != GM_OK)
-                    snprintf(err, sizeof err, "matching failed: %.200s",
-                             res.error[0] ? res.error : gm_status_str(st));
-            }
-            if (st != GM_OK) {
-                if (!err[0])
-                    snprintf(err, sizeof err, "%s", gm_status_str(st));
-                diag_file(q, "%s", err);
-                rec.error = err;
-                failed = 1;
-            } else if (o.verbosity >= VERBOSITY_VERBOSE) {
-                report_timing(q, decode_ms, &res);
-            }
-            if (st == GM_OK && o.draw) {
-                char pic[4096] = "", perr[256] = "the picture's path is too long";
-                if (gm_picture_path(&g_pictures, q, "", pic, sizeof pic) != 0 ||
-                    gm_picture_result(&g_pictures, gm_image_view(&img), &res, pic, perr,
-                                      sizeof perr) != 0) {
-                    diag_file(pic[0] ? pic : o.draw, "%s", perr);
-                    failed = 1;
-                }
-            }
-            gm_image_free(&img);
+        gm_batch_shard(&batch, o.shards > 0 ? o.shards : 1);
+        if (o.resume && gm_batch_resume(&batch, o.resume, o.format,
+                                        o.output && strcmp(o.output, o.resume) == 0, err,
+                                        sizeof err) != 0) {
+            diag_file(o.resume, "%s", err);
+            gm_batch_free(&batch);
+            return EXIT_USAGE;
         }
-        rec.time_ms = now_ms() - t0;
-        if (emit(out, out_name, o.format, &rec) != 0)
-            write_failed = 1;
+        /* a long run: the GPU's start repays itself, so the library's own
+         * choice (auto: the GPU when usable) from the first reference on */
+        if (o.params.device != GM_DEVICE_CPU && gm_backend_available(GM_DEVICE_CUDA))
+            (void)gm_cuda_set_sync(GM_CUDA_SYNC_SPIN);
+    } else {
+        ref_path = argv[optind];
+        queries = argv + optind + 1;
+        nq = argc - optind - 1;
+        int dashes = 0;
+        for (int i = optind; i < argc; i++)
+            dashes += strcmp(argv[i], "-") == 0;
+        if (dashes > 1)
+            usage_error("'-' (standard input) is read once: give it for one input only");
+        if (dashes)
+            stdin_to_file();
+        /* the GPU starts on a thread of its own (gpu_start_main): under cuda
+         * prepare_reference waits for it before the reference meets the GPU,
+         * under auto the CPU begins */
+        gpu_start(&o);
+        if (nq > 0)
+            prefetch_start(&o, queries[0]);
+    }
+
+    run_ctx rc = {.out = stdout, .out_name = "stdout"};
+    int appending = 0;
+    if (o.output) {
+        struct stat sb;
+        appending = o.resume != NULL && stat(o.output, &sb) == 0 && sb.st_size > 0;
+        rc.out = fopen(o.output, o.resume ? "a" : "w");
+        if (!rc.out) {
+            diag_file(o.output, "cannot open for writing: %s", strerror(errno));
+            gpu_wait();
+            gm_batch_free(&batch);
+            return EXIT_USAGE;
+        }
+        rc.out_name = o.output;
+    }
+    if (o.batch) {
+        run_batch(&rc, &o, &batch, appending);
+    } else if (gm_output_header(rc.out, o.format, o.params.model, 0) != 0) {
+        diag_file(rc.out_name, "write error: %s", strerror(errno));
+        rc.write_failed = 1;
+    } else {
+        run_plain(&rc, &o, ref_path, queries, nq);
     }
     gm_video_close(prefetch_take(0)); /* a run that never reached it */
-    if (ref)
-        gm_ref_free(ref);
     /* under auto, a GPU still starting is not waited for (it may still
      * read the reference's image, which the pictures may hold) */
     int abandon = gpu_finish();
@@ -1115,12 +1296,22 @@ int main(int argc, char **argv)
 
     /* Data may still sit in a buffer, and close can fail too (a full disk,
      * NFS): check both before claiming success. */
+    FILE *out = rc.out;
     if (out == stdout ? (fflush(out) != 0 || ferror(out)) : fclose(out) != 0) {
-        if (!write_failed)
-            diag_file(out_name, "write error: %s", strerror(errno));
-        write_failed = 1;
+        if (!rc.write_failed)
+            diag_file(rc.out_name, "write error: %s", strerror(errno));
+        rc.write_failed = 1;
     }
-    int code = failed || write_failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    /* a batch's file in the manifest's order, once complete */
+    if (o.batch && o.output && !rc.write_failed) {
+        char err[512] = "";
+        if (gm_batch_sort_file(o.output, o.format, err, sizeof err) != 0) {
+            diag_file(o.output, "%s", err);
+            rc.write_failed = 1;
+        }
+    }
+    gm_batch_free(&batch);
+    int code = rc.failed || rc.write_failed ? EXIT_FAILURE : EXIT_SUCCESS;
     if (o.verbosity >= VERBOSITY_VERBOSE)
         fprintf(stderr, PROG ": timeline: main ends %.1f ms after it began\n", since_main());
     if (abandon) {

@@ -185,12 +185,16 @@ int gm_output_parse_format(const char *s, gm_output_format *out)
     return -1;
 }
 
-int gm_output_header(FILE *f, gm_output_format fmt, gm_model model)
+int gm_output_header(FILE *f, gm_output_format fmt, gm_model model, int batch)
 {
+    if (fmt == GM_OUTPUT_TEXT && batch)
+        fputs("# line id ref", f);
+    if (fmt == GM_OUTPUT_TEXT)
+        fputs(batch ? " " : "# ", f);
     if (fmt == GM_OUTPUT_TEXT)
         fputs(model == GM_MODEL_HOMOGRAPHY || model == GM_MODEL_AUTO
-                  ? "# query frame status votes confidence a b c d e f g h scale angle_deg\n"
-                  : "# query frame status votes confidence a b c d e f scale angle_deg\n",
+                  ? "query frame status votes confidence a b c d e f g h scale angle_deg\n"
+                  : "query frame status votes confidence a b c d e f scale angle_deg\n",
               f);
     if (fflush(f) != 0 || ferror(f))
         return -1;
@@ -202,6 +206,13 @@ static int record_text(FILE *f, const gm_output_rec *rec)
     const char *status = rec_status(rec);
     int ok = !rec->error && rec->res;
     int found = ok && rec->res->status == GM_MATCH_FOUND;
+    if (rec->line > 0) {
+        fprintf(f, "%lld ", (long long)rec->line);
+        gm_output_write_name(f, rec->id);
+        fputc(' ', f);
+        gm_output_write_name(f, rec->ref);
+        fputc(' ', f);
+    }
     gm_output_write_name(f, rec->query);
     fprintf(f, " %lld %s %d %.4f", (long long)rec->frame, status, ok ? rec->res->votes : 0,
             ok ? round_dec(rec->res->confidence, 4) : 0.0);
@@ -209,14 +220,15 @@ static int record_text(FILE *f, const gm_output_rec *rec)
         const gm_result *r = rec->res;
         /* auto: the homography's columns on every row (g h = 0 0 for the
          * simpler models) */
-        const int homog = rec->model == GM_MODEL_HOMOGRAPHY || rec->model == GM_MODEL_AUTO;
+        const int homog =
+            rec->wide || rec->model == GM_MODEL_HOMOGRAPHY || rec->model == GM_MODEL_AUTO;
         for (int i = 0; i < 6; i++)
             fprintf(f, " %.6f", round_dec(homog ? r->h[i] : r->m[i], 6));
         if (homog)
             fprintf(f, " %.10f %.10f", round_dec(r->h[6], 10), round_dec(r->h[7], 10));
         fprintf(f, " %.6f %.3f", round_dec(r->scale, 6), round_dec(r->angle_deg, 3));
     } else {
-        fputs(rec->model == GM_MODEL_HOMOGRAPHY || rec->model == GM_MODEL_AUTO
+        fputs(rec->wide || rec->model == GM_MODEL_HOMOGRAPHY || rec->model == GM_MODEL_AUTO
                   ? " - - - - - - - - - -" : " - - - - - - - -", f);
     }
     fputc('\n', f);
@@ -261,6 +273,12 @@ static int record_json(FILE *f, const gm_output_rec *rec)
         return -1;
     /* jansson keeps keys in insertion order (since 2.8), which fixes the
      * order of the keys in the line. */
+    if (rec->line > 0) {
+        set(o, "line", json_integer((json_int_t)rec->line), &bad);
+        set(o, "id", rec->id_num ? json_integer((json_int_t)strtoll(rec->id, NULL, 10))
+                                 : json_name(rec->id), &bad);
+        set(o, "ref", json_name(rec->ref), &bad);
+    }
     set(o, "query", json_name(rec->query), &bad);
     set(o, "frame", json_integer((json_int_t)rec->frame), &bad);
     if (rec->has_pts)

@@ -40,6 +40,11 @@
  *      "time_ms":0.05,
  *      "error":"cannot open file: No such file or directory"}
  *
+ *   line, id, ref  --batch only, first on the line: the pair's line in the
+ *               manifest (an integer, from 1), its id (the manifest's: a
+ *               string or an integer; the line number when it gives none),
+ *               the reference as the manifest names it (text rows: the
+ *               columns line id ref before query)
  *   query       the name as given on the command line (a string)
  *   frame       frame number, 0 for a still image (an integer)
  *   pts_s       presentation time of the frame in SECONDS; only present for
@@ -113,15 +118,24 @@ typedef struct {
     gm_model model;        /* the run's model: a homography adds columns g h */
     int ref_w, ref_h;      /* the reference's size; 0 when unknown (it failed) */
     int q_w, q_h;          /* the query's or frame's size; 0 when unknown */
+    /* --batch (batch.h): the pair's manifest line (0: not a batch), its id
+     * (id_num: the id is that integer, printed as a JSON number; else the
+     * string id), the reference as the manifest names it; wide: text rows
+     * with the columns g h whatever this pair's model (a batch mixing models) */
+    int64_t line;
+    const char *id;
+    int id_num;
+    const char *ref;
+    int wide;
 } gm_output_rec;
 
 /* "text" or "json" -> *out; returns 0, or -1 for any other string. */
 int gm_output_parse_format(const char *s, gm_output_format *out);
 
 /* Write the header line (text: the "# query ..." line, with the columns g h
- * for a homography; json: nothing) and flush.  Returns 0, or -1 on a write
- * error (errno set by stdio). */
-int gm_output_header(FILE *f, gm_output_format fmt, gm_model model);
+ * for a homography; batch: the columns line id ref first; json: nothing) and
+ * flush.  Returns 0, or -1 on a write error (errno set by stdio). */
+int gm_output_header(FILE *f, gm_output_format fmt, gm_model model, int batch);
 
 /* Write one record line and flush.  Returns 0, or -1 on a write error or
  * when the line cannot be built (out of memory). */

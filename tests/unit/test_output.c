@@ -18,7 +18,7 @@ static char *render(gm_output_format fmt, const gm_output_rec *rec)
     size_t len = 0;
     FILE *f = open_memstream(&buf, &len);
     ck_assert_ptr_nonnull(f);
-    int rc = rec ? gm_output_record(f, fmt, rec) : gm_output_header(f, fmt, GM_MODEL_SIMILARITY);
+    int rc = rec ? gm_output_record(f, fmt, rec) : gm_output_header(f, fmt, GM_MODEL_SIMILARITY, 0);
     ck_assert_int_eq(rc, 0);
     ck_assert_int_eq(fclose(f), 0);
     return buf;
@@ -406,7 +406,7 @@ START_TEST(test_write_error)
         return; /* no /dev/full here: nothing to test */
     gm_result r = match_result();
     gm_output_rec rec = {.query = "q", .res = &r};
-    ck_assert_int_eq(gm_output_header(f, GM_OUTPUT_TEXT, GM_MODEL_SIMILARITY), -1);
+    ck_assert_int_eq(gm_output_header(f, GM_OUTPUT_TEXT, GM_MODEL_SIMILARITY, 0), -1);
     ck_assert_int_eq(gm_output_record(f, GM_OUTPUT_TEXT, &rec), -1);
     ck_assert_int_eq(gm_output_record(f, GM_OUTPUT_JSON, &rec), -1);
     fclose(f);
