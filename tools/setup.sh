@@ -22,6 +22,8 @@ packages=(
     man-db                             # the install test shows the manual page
     clang libclang-rt-14-dev libomp-dev # the libFuzzer harnesses (tools/fuzz/run.sh):
                                        #   clang, libFuzzer, clang's OpenMP
+    parallel slurm-wlm munge           # the batch recipes' tests: GNU parallel, and a
+                                       #   one-node Slurm cluster tests/cli/slurm.sh starts
 )
 
 if [ "${1:-}" = --list ]; then

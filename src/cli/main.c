@@ -92,6 +92,7 @@ static void usage(FILE *f)
     gm_params d = gm_params_default();
     fprintf(f,
             "usage: " PROG " [options] REF QUERY [QUERY...]\n"
+            "       " PROG " [options] --batch MANIFEST [--shard I/N] [--resume FILE]\n"
             "Find where each QUERY image appears inside the REF image and print the\n"
             "transform that carries it there (a similarity unless --model says\n"
             "otherwise), one line per query; a QUERY that is a video gives one line per\n"
@@ -123,6 +124,13 @@ static void usage(FILE *f)
             "                          query's outline and its overlay on the reference\n"
             "      --draw-every N      for a video, a picture every N-th frame (default 30)\n"
             "                          and one of the outline's path\n"
+            "      --batch MANIFEST    match the (ref, query) pairs of MANIFEST (JSON lines\n"
+            "                          or CSV: ref, query, id, model, frames), each\n"
+            "                          reference prepared once; lines carry line, id, ref\n"
+            "                          (JSON lines unless --format text)\n"
+            "      --shard I/N         with --batch: shard I of N (from 0), a deterministic\n"
+            "                          share of the references\n"
+            "      --resume FILE       with --batch: skip what FILE holds already, append\n"
             "  -q, --quiet             print nothing on stderr but errors (no progress bar)\n"
             "  -v, --verbose           print the device and the stage timings on stderr\n"
             "\n"
