@@ -12,7 +12,7 @@
 # GM_GPU_BUILD (default build-gpu) and GM_GPU_DEV (default .device) name the
 # build and carry folders, so that several checkouts' work can travel apart;
 # GM_GPU_TESTS (a grep pattern, default all) picks the tests that run,
-# GM_GPU_BENCH (words: hash match scores video videolong fault soak sift; default
+# GM_GPU_BENCH (words: hash match scores video videolong fault soak sift gpus; default
 # hash match scores video sift fault) the
 # benchmarks; GM_GPU_NOBENCH=1 runs none, GM_GPU_NOSAN=1 no sanitizer.
 set -u
@@ -165,6 +165,53 @@ PY
     if want videolong && [ -d "$dev/videos" ]; then
       echo "== long videos, whole runs (tools/bench/bench_video_long.sh)"
       tools/bench/bench_video_long.sh "$dev/videos" "$dev/bin/gmatch" 2>&1 | tee "$out/bench_video_long.txt"
+    fi
+    if want gpus; then
+      # --device cuda:all and cuda:0,0 (two copies on the one GPU: the
+      # spreading of issue "Beyond one process" without a second GPU) against
+      # --device cuda: the same lines (time_ms aside), and their speed
+      echo "== several GPUs' code: --device cuda:all and cuda:0,0 against cuda"
+      for d in cuda cuda:all cuda:0,0; do
+        "$dev/bench/run.sh" "$dev/bench" "$out/gpus-$d.jsonl" "$dev/bin/gmatch" --format json \
+          --device "$d" 2>"$out/gpus-$d.err" | tee "$out/gpus-$d.txt" | grep -E "^wall|overall|total" | head -4
+        for v in v360 v1080; do
+          [ -f "$dev/videos/$v.mp4" ] || continue
+          s0=$(date +%s.%N)
+          "$dev/bin/gmatch" --format json -q --device "$d" "$dev/videos/ref_building.jpg" \
+            "$dev/videos/$v.mp4" > "$out/gpus-$d-$v.jsonl" 2>>"$out/gpus-$d.err"
+          s1=$(date +%s.%N)
+          python3 -c 'import sys; n = sum(1 for _ in open(sys.argv[1])); t = float(sys.argv[3]) - float(sys.argv[2]); print("%s %s: %d frames in %.2f s, %.0f fps" % (sys.argv[4], sys.argv[5], n, t, n / t))' \
+            "$out/gpus-$d-$v.jsonl" "$s0" "$s1" "$d" "$v" | tee -a "$out/gpus-video.txt"
+        done
+      done
+      python3 - "$out" <<'PY' | tee "$out/gpus-compare.txt"
+import json, os, sys
+out = sys.argv[1]
+def lines(p):
+    rows = []
+    for l in open(p):
+        try:
+            r = json.loads(l)
+        except ValueError:
+            continue
+        r.pop("time_ms", None)
+        rows.append(json.dumps(r, sort_keys=True))
+    return rows
+bad = 0
+for name in ("", "-v360", "-v1080"):
+    base = os.path.join(out, "gpus-cuda%s.jsonl" % name)
+    if not os.path.exists(base):
+        continue
+    a = lines(base)
+    for d in ("cuda:all", "cuda:0,0"):
+        b = lines(os.path.join(out, "gpus-%s%s.jsonl" % (d, name)))
+        same = sum(x == y for x, y in zip(a, b))
+        print("%-9s%s: %d of %d lines the same as --device cuda" % (d, name or " bench", same, len(a)))
+        bad += same != len(a) or len(a) != len(b)
+print("gpus: " + ("every line the same" if not bad else "DIFFERENCES"))
+sys.exit(bad > 0)
+PY
+      [ "${PIPESTATUS[0]}" -eq 0 ] && summary+=("cuda:all, cuda:0,0 = cuda: pass") || { summary+=("cuda:all, cuda:0,0 = cuda: FAIL"); fail=1; }
     fi
     if want fault; then
       echo "== the GPU failing mid-run, through the command line (tests/cli/fault.sh)"

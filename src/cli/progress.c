@@ -71,7 +71,12 @@ static void draw(gm_progress *p, double t)
     double fps = secs > 0 ? (double)p->done / secs : 0.0;
     const char *base = strrchr(p->name, '/');
     base = base ? base + 1 : p->name;
-    fprintf(stderr, "\r%.40s ", base);
+    /* the whole bar in one write, and marked shown before it: a signal
+     * that comes while it is written still ends the line (stderr is
+     * unbuffered, so fprintf piece by piece was several writes, and a
+     * Ctrl-C between them left the terminal after the bar's text) */
+    char line[256];
+    size_t k = (size_t)snprintf(line, sizeof line, "\r%.40s ", base);
     if (p->total > 0) {
         int64_t done = p->done < p->total ? p->done : p->total;
         int fill = (int)(done * BAR_WIDTH / p->total);
@@ -79,18 +84,22 @@ static void draw(gm_progress *p, double t)
         memset(bar, '#', (size_t)fill);
         memset(bar + fill, '.', (size_t)(BAR_WIDTH - fill));
         bar[BAR_WIDTH] = '\0';
-        fprintf(stderr, " [%s] %lld/%lld frames  %.1f fps", bar, (long long)p->done,
-                (long long)p->total, fps);
-        if (fps > 0) {
+        k += (size_t)snprintf(line + k, sizeof line - k, " [%s] %lld/%lld frames  %.1f fps", bar,
+                              (long long)p->done, (long long)p->total, fps);
+        if (fps > 0 && k < sizeof line) {
             long left = (long)((double)(p->total - done) / fps + 0.5);
-            fprintf(stderr, "  %ld:%02ld:%02ld left", left / 3600, left / 60 % 60, left % 60);
+            k += (size_t)snprintf(line + k, sizeof line - k, "  %ld:%02ld:%02ld left", left / 3600,
+                                  left / 60 % 60, left % 60);
         }
     } else {
-        fprintf(stderr, " %lld frames  %.1f fps", (long long)p->done, fps);
+        k += (size_t)snprintf(line + k, sizeof line - k, " %lld frames  %.1f fps",
+                              (long long)p->done, fps);
     }
-    fputs("\033[K", stderr); /* erase what a longer line left */
-    fflush(stderr);
+    if (k < sizeof line)
+        snprintf(line + k, sizeof line - k, "\033[K"); /* erase what a longer line left */
     p->shown = 1;
+    fputs(line, stderr);
+    fflush(stderr);
     p->t_drawn = t;
 }
 

@@ -18,7 +18,7 @@
 
 typedef struct {
     int enabled;      /* 0: every call does nothing */
-    int shown;        /* a bar is on the terminal now */
+    volatile int shown; /* a bar is on the terminal now (read by the signal handler) */
     const char *name;
     int64_t done, total; /* total < 0: unknown */
     double t_start, t_drawn; /* MILLISECONDS, monotonic */
