@@ -203,6 +203,16 @@ typedef struct {
                                the reference's corner pairs that become bases */
     int query_bases;        /* default 400, 1..GM_MAX_QUERY_BASES: query bases that vote (m) */
     int top_k;              /* default 32, 1..GM_MAX_TOP_K: candidates verified */
+    const char *gpus;       /* default NULL (= "0"): the GPUs of GM_DEVICE_CUDA and AUTO:
+                               "all" (every visible one), a number "1", or a list "0,2"
+                               (at most GM_MAX_GPUS; repeats allowed: "0,0" is two copies
+                               on one GPU).  The reference is prepared on each, and
+                               gm_match sends each query to the copy with the fewest
+                               queries in flight, so threads matching at once (a video's
+                               workers) spread over the GPUs; the results are the same
+                               on any of them.  A GPU that is not there is GM_ERR_DEVICE
+                               under cuda and the CPU under auto.  Read during
+                               gm_ref_prepare only */
 } gm_params;
 
 #define GM_MAX_THREADS 4096
@@ -214,6 +224,7 @@ typedef struct {
 #define GM_MAX_BASIS_POINTS 60000 /* a basis names its two corners in 16 bits each */
 #define GM_MAX_QUERY_BASES 100000
 #define GM_MAX_TOP_K 256
+#define GM_MAX_GPUS 16
 
 GM_API gm_params gm_params_default(void);
 
@@ -245,6 +256,9 @@ GM_API gm_device gm_ref_backend(const gm_ref *r);
  * its image while on a GPU for this.  An application prints it once, as
  * the command line does. */
 GM_API const char *gm_ref_fallback(const gm_ref *r);
+/* How many GPUs the queries of this reference spread over (gm_params.gpus:
+ * the copies prepared); 0 when it runs on the CPU. */
+GM_API int gm_ref_gpus(const gm_ref *r);
 /* Whether this library has the backend of device d: 1 for GM_DEVICE_CPU
  * and GM_DEVICE_AUTO; for GM_DEVICE_CUDA when built with CUDA (whether a
  * GPU is usable is known when a reference is prepared on it). */

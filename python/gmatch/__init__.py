@@ -198,8 +198,10 @@ class Reference:
                     perspective) or "auto" (the simplest the edges support).  A
                     reference prepared for anything but "similarity" answers every
                     model; one prepared for "similarity" (faster to prepare) only that
-    device          "auto" (the GPU when one is usable, else the CPU), "cpu" or
-                    "cuda" (the GPU or RuntimeError)
+    device          "auto" (the GPU when one is usable, else the CPU), "cpu",
+                    "cuda" (the GPU or RuntimeError), or "cuda:all" / "cuda:0,2":
+                    prepared on each of those GPUs, the queries of threads
+                    matching at once spread over them (the same results)
     min_confidence  below it a result is "none" (0..1)
     seed            the same seed gives the same results, whatever the threads and
                     the device
@@ -212,7 +214,8 @@ class Reference:
                     their ranges
 
     Attributes: width, height (of the reference), device (what runs it, in
-    words), backend ("cpu" or "cuda", now), fallback ("" or why the GPU gave
+    words), gpus (how many GPUs the queries spread over, 0 on the CPU), backend
+    ("cpu" or "cuda", now), fallback ("" or why the GPU gave
     way to the CPU: a query the GPU fails is matched again on the CPU, which
     answers every later one), prepare_ms, model, min_confidence.
     """
@@ -226,8 +229,12 @@ class Reference:
         if unknown:
             raise TypeError(f"Reference() got unexpected keyword argument(s): "
                             f"{', '.join(sorted(unknown))}")
+        gpus = None
+        if isinstance(device, str) and device.startswith("cuda:"):
+            device, gpus = "cuda", device[5:]
         if device not in DEVICES:
-            raise ValueError(f"device {device!r}: one of {', '.join(DEVICES)}")
+            raise ValueError(f"device {device!r}: one of {', '.join(DEVICES)}, cuda:all or "
+                             f"cuda:N[,N...]")
         p = dict(_DEFAULTS)
         for k, v in (("min_confidence", min_confidence), ("seed", seed), ("threads", threads),
                      ("max_pixels", max_pixels)):
@@ -238,12 +245,14 @@ class Reference:
         self.rgb = bool(rgb)
         self.min_confidence = float(p["min_confidence"])
         self._max_pixels = int(p["max_pixels"])
-        self._cap, self.width, self.height, self.device, self._backend, self.prepare_ms = \
+        (self._cap, self.width, self.height, self.device, self._backend, self.prepare_ms,
+         self.gpus) = \
             _gmatch.prepare(image, int(frame), self.rgb, int(p["seed"]), int(p["threads"]),
                             DEVICES.index(device), _model_index(model),
                             float(p["min_confidence"]), self._max_pixels, int(p["max_side"]),
                             int(p["ref_points"]), int(p["query_points"]), int(p["basis_points"]),
-                            float(p["ref_basis_prob"]), int(p["query_bases"]), int(p["top_k"]))
+                            float(p["ref_basis_prob"]), int(p["query_bases"]), int(p["top_k"]),
+                            gpus)
 
     @property
     def backend(self):

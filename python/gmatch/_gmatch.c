@@ -195,8 +195,9 @@ static PyObject *py_defaults(PyObject *self, PyObject *noargs)
 
 /* prepare(image, frame, rgb, seed, threads, device, model, min_confidence,
  *         max_pixels, max_side, ref_points, query_points, basis_points,
- *         ref_basis_prob, query_bases, top_k)
- *   -> (capsule, width, height, device, backend, ms) */
+ *         ref_basis_prob, query_bases, top_k, gpus)
+ *   -> (capsule, width, height, device, backend, ms, gpus)
+ *   gpus: None or gm_params.gpus ("all", "0,2") in; the GPUs used out */
 static PyObject *py_prepare(PyObject *self, PyObject *args)
 {
     (void)self;
@@ -205,10 +206,10 @@ static PyObject *py_prepare(PyObject *self, PyObject *args)
     unsigned long long seed;
     long long max_pixels, frame;
     gm_params p = gm_params_default();
-    if (!PyArg_ParseTuple(args, "OLpKiiidLiiiidii:prepare", &image, &frame, &rgb, &seed, &p.threads,
-                          &device, &model, &p.min_confidence, &max_pixels, &p.max_side,
-                          &p.ref_points, &p.query_points, &p.basis_points, &p.ref_basis_prob,
-                          &p.query_bases, &p.top_k))
+    if (!PyArg_ParseTuple(args, "OLpKiiidLiiiidiiz:prepare", &image, &frame, &rgb, &seed,
+                          &p.threads, &device, &model, &p.min_confidence, &max_pixels,
+                          &p.max_side, &p.ref_points, &p.query_points, &p.basis_points,
+                          &p.ref_basis_prob, &p.query_bases, &p.top_k, &p.gpus))
         return NULL;
     p.seed = seed;
     p.device = (gm_device)device;
@@ -236,7 +237,8 @@ static PyObject *py_prepare(PyObject *self, PyObject *args)
         return NULL;
     }
     const char *backend = gm_ref_backend(r) == GM_DEVICE_CUDA ? "cuda" : "cpu";
-    return Py_BuildValue("(Niissd)", cap, w, h, gm_ref_device(r), backend, gm_ref_time_ms(r));
+    return Py_BuildValue("(Niissdi)", cap, w, h, gm_ref_device(r), backend, gm_ref_time_ms(r),
+                         gm_ref_gpus(r));
 }
 
 /* The result as a tuple: (found, model, h[9], confidence, votes, inliers,

@@ -109,7 +109,8 @@ static void usage(FILE *f)
             "      --threads N         CPU threads, 0 = all cores (default: OpenMP's,\n"
             "                          all cores unless OMP_NUM_THREADS says otherwise)\n"
             "      --device DEV        cpu, auto (default) or cuda; auto: the CPU, and the\n"
-            "                          GPU for work that repays its start\n"
+            "                          GPU for work that repays its start; cuda:all or\n"
+            "                          cuda:0,2: queries and frames spread over those GPUs\n"
             "      --model M           similarity (default), affine, homography or auto:\n"
             "                          the transform reported; auto: the simplest of the\n"
             "                          three that the edges support (JSON: \"model\")\n"
@@ -305,15 +306,27 @@ static void parse_options(int argc, char **argv, cli_opts *o)
                 o->params.device = GM_DEVICE_CPU;
             } else if (strcmp(optarg, "auto") == 0) {
                 o->params.device = GM_DEVICE_AUTO;
-            } else if (strcmp(optarg, "cuda") == 0) {
+            } else if (strcmp(optarg, "cuda") == 0 || strncmp(optarg, "cuda:", 5) == 0) {
                 if (!gm_backend_available(GM_DEVICE_CUDA)) {
-                    fputs(PROG ": --device cuda: this gmatch was built without CUDA (no nvcc at build time)\n",
-                          stderr);
+                    fprintf(stderr, PROG ": --device %s: this gmatch was built without CUDA (no nvcc "
+                            "at build time)\n", optarg);
                     exit(EXIT_USAGE);
                 }
                 o->params.device = GM_DEVICE_CUDA;
+                /* cuda:all, cuda:1, cuda:0,2: the GPUs (gm_params.gpus) */
+                o->params.gpus = optarg[4] == ':' ? optarg + 5 : NULL;
+                gm_ref *probe = NULL;
+                gm_params check = gm_params_default();
+                check.device = GM_DEVICE_CPU, check.gpus = o->params.gpus;
+                gm_view none = {0};
+                if (o->params.gpus && gm_ref_prepare(&check, none, &probe) == GM_ERR_INVALID &&
+                    strstr(gm_ref_error(probe), "gpus")) {
+                    gm_ref_free(probe);
+                    usage_error("--device: '%s' is not cuda, cuda:all or cuda:N[,N...]", optarg);
+                }
+                gm_ref_free(probe);
             } else {
-                usage_error("--device: '%s' is not cpu, auto or cuda", optarg);
+                usage_error("--device: '%s' is not cpu, auto, cuda, cuda:all or cuda:N[,N...]", optarg);
             }
             break;
         case OPT_MODEL:
@@ -746,7 +759,7 @@ typedef struct {
  * the cores to the decoder. */
 #define GPU_VIDEO_WORKERS 8
 
-static gm_video_opts video_opts(const cli_opts *o, int gpu)
+static gm_video_opts video_opts(const cli_opts *o, int gpus)
 {
     gm_video_opts vo = gm_video_opts_default();
     vo.first = o->first, vo.last = o->last, vo.step = o->step;
@@ -754,9 +767,10 @@ static gm_video_opts video_opts(const cli_opts *o, int gpu)
     vo.decode = o->decode == 2 ? GM_VIDEO_DECODE_NVDEC
                 : o->decode == 1 ? GM_VIDEO_DECODE_CPU : GM_VIDEO_DECODE_AUTO;
     vo.workers = o->params.threads; /* 0: all cores */
-    if (vo.workers == 0 && gpu)
-        vo.workers = omp_get_num_procs() < GPU_VIDEO_WORKERS ? omp_get_num_procs()
-                                                             : GPU_VIDEO_WORKERS;
+    /* on GPUs: GPU_VIDEO_WORKERS lanes a GPU, the cores permitting */
+    if (vo.workers == 0 && gpus > 0)
+        vo.workers = omp_get_num_procs() < GPU_VIDEO_WORKERS * gpus ? omp_get_num_procs()
+                                                                    : GPU_VIDEO_WORKERS * gpus;
     const char *ft = getenv("GMATCH_FRAME_THREADS");
     if (ft)
         vo.frame_threads = atoi(ft);
@@ -820,7 +834,7 @@ static void prefetch_start(const cli_opts *o, const char *path)
      * with every core, and the decoder's threads slowed it (one run of the
      * bench video: 0.72 s against 0.60) */
     if (!g_gpu.started || g_gpu.auto_mode || !strcmp(path, "-") || (off && !strcmp(off, "0")) ||
-        looks_still(path))
+        o->params.gpus || looks_still(path)) /* cuda:LIST: its workers follow its GPUs */
         return;
     g_pre.o = o, g_pre.path = path;
     g_pre.started = pthread_create(&g_pre.th, NULL, prefetch_main, NULL) == 0;
@@ -1032,7 +1046,7 @@ static void run_query(run_ctx *rc, const cli_opts *o, gm_ref **ref, const char *
         if (first) /* the read-ahead's video, when this is one on the GPU */
             v = prefetch_take(st == GM_ERR_FORMAT && gm_ref_backend(*ref) == GM_DEVICE_CUDA);
         if (st == GM_ERR_FORMAT) {
-            gm_video_opts vo = video_opts(o, gm_ref_backend(*ref) == GM_DEVICE_CUDA);
+            gm_video_opts vo = video_opts(o, gm_ref_gpus(*ref));
             vo.model = model == o->params.model ? -1 : (int)model;
             if (v || (st = gm_video_open(src, &vo, &v, err, sizeof err)) == GM_OK) {
                 video_ctx c = {.out = rc->out, .out_name = rc->out_name, .o = o, .q = q,

@@ -8,12 +8,13 @@
 #include "hash/cuckoo.h"
 #include "pipeline/backend.h"
 
-static gm_status cuda_open(void **dev, char *why, size_t whylen)
+static gm_status cuda_open(void **dev, int index, char *why, size_t whylen)
 {
-    return gm_gpu_open((gm_gpu **)dev, why, whylen);
+    return gm_gpu_open((gm_gpu **)dev, index, why, whylen);
 }
 
 static void cuda_close(void *dev) { gm_gpu_close(dev); }
+static int cuda_count(void) { return gm_cuda_device_count(NULL, 0); }
 
 static void cuda_describe(const void *dev, char *buf, size_t len)
 {
@@ -113,6 +114,7 @@ const gm_backend_ops gm_backend_cuda = {
     .name = "cuda",
     .device = GM_DEVICE_CUDA,
     .open = cuda_open,
+    .count = cuda_count,
     .close = cuda_close,
     .describe = cuda_describe,
     .acquire = cuda_acquire,

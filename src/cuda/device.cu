@@ -125,27 +125,45 @@ extern "C" gm_status gm_cuda_waits(uint64_t *count, double *ms)
     return GM_OK;
 }
 
-/* The library's own stream-ordered pool on device 0, made on first use and
- * kept for the process: freed blocks stay in it (release threshold at the
- * maximum), so repeated table builds reuse them.  The application's
+/* The library's own stream-ordered pool of each device, made on its first
+ * use and kept for the process: freed blocks stay in it (release threshold
+ * at the maximum), so repeated table builds reuse them.  The application's
  * default pool is never touched. */
-static cudaMemPool_t g_pool;
-static cudaError_t g_pool_err = cudaErrorNotReady;
-static pthread_once_t g_pool_once = PTHREAD_ONCE_INIT;
+#define GM_POOL_DEVICES 64
+static cudaMemPool_t g_pool[GM_POOL_DEVICES];
+static cudaError_t g_pool_err[GM_POOL_DEVICES];
+static int g_pool_made[GM_POOL_DEVICES];
+static pthread_mutex_t g_pool_lock = PTHREAD_MUTEX_INITIALIZER;
 
-static void pool_make(void)
+/* The pool of the calling thread's current device (its lane's). */
+static cudaError_t pool_of_current(cudaMemPool_t *pool)
 {
-    cudaMemPoolProps props;
-    memset(&props, 0, sizeof props);
-    props.allocType = cudaMemAllocationTypePinned;
-    props.handleTypes = cudaMemHandleTypeNone;
-    props.location.type = cudaMemLocationTypeDevice;
-    props.location.id = 0;
-    g_pool_err = cudaMemPoolCreate(&g_pool, &props);
-    if (g_pool_err == cudaSuccess) {
-        uint64_t keep = UINT64_MAX;
-        g_pool_err = cudaMemPoolSetAttribute(g_pool, cudaMemPoolAttrReleaseThreshold, &keep);
+    int dev = 0;
+    cudaError_t e = cudaGetDevice(&dev);
+    if (e != cudaSuccess)
+        return e;
+    if (dev < 0 || dev >= GM_POOL_DEVICES)
+        return cudaErrorInvalidDevice;
+    pthread_mutex_lock(&g_pool_lock);
+    if (!g_pool_made[dev]) {
+        cudaMemPoolProps props;
+        memset(&props, 0, sizeof props);
+        props.allocType = cudaMemAllocationTypePinned;
+        props.handleTypes = cudaMemHandleTypeNone;
+        props.location.type = cudaMemLocationTypeDevice;
+        props.location.id = dev;
+        e = cudaMemPoolCreate(&g_pool[dev], &props);
+        if (e == cudaSuccess) {
+            uint64_t keep = UINT64_MAX;
+            e = cudaMemPoolSetAttribute(g_pool[dev], cudaMemPoolAttrReleaseThreshold, &keep);
+        }
+        g_pool_err[dev] = e;
+        g_pool_made[dev] = 1;
     }
+    e = g_pool_err[dev];
+    *pool = g_pool[dev];
+    pthread_mutex_unlock(&g_pool_lock);
+    return e;
 }
 
 extern "C" void gm_dev_bufs_free(const gm_dev_buf *b, int n)
@@ -179,15 +197,16 @@ extern "C" gm_status gm_dev_bufs_alloc(const gm_dev_buf *b, int n)
 
 extern "C" cudaError_t gm_cuda_malloc_async(void **p, size_t bytes, cudaStream_t stream)
 {
-    pthread_once(&g_pool_once, pool_make);
-    if (g_pool_err != cudaSuccess)
-        return g_pool_err;
-    cudaError_t e = gm_cuda_fault(GM_CUDA_FAULT_ALLOC);
+    cudaMemPool_t pool;
+    cudaError_t e = pool_of_current(&pool);
+    if (e != cudaSuccess)
+        return e;
+    e = gm_cuda_fault(GM_CUDA_FAULT_ALLOC);
     if (e != cudaSuccess) {
         *p = NULL;
         return e;
     }
-    return cudaMallocFromPoolAsync(p, bytes, g_pool, stream);
+    return cudaMallocFromPoolAsync(p, bytes, pool, stream);
 }
 
 extern "C" int gm_cuda_device_count(char *why, size_t whylen)

@@ -42,6 +42,7 @@ typedef struct {
 /* One query at a time: a stream and the buffers of every stage, reused
  * query after query (they grow to the largest frame seen, never shrink). */
 struct gm_gpu_lane {
+    int dev;                 /* the CUDA device: current on the thread that holds the lane */
     cudaStream_t stream;
     const gm_edge_map_dev *map; /* the context's */
     int busy;
@@ -63,6 +64,7 @@ struct gm_gpu_lane {
  * and the lanes: a query takes a free lane for its whole match, so up to
  * GM_GPU_MAX_LANES queries run at once, each on its own stream. */
 struct gm_gpu {
+    int dev;                 /* the CUDA device's index */
     char name[256];
     gm_edge_map_dev map;
     pthread_mutex_t lock;
@@ -73,6 +75,7 @@ struct gm_gpu {
 };
 
 struct gm_gpu_level {
+    int dev;                 /* the CUDA device it lives on */
     gm_cuckoo_dev table;     /* (u, v, dir) -> dense basis indices */
     float *d_share;          /* [n_ref] */
     uint32_t n_ref, n_items;
@@ -116,9 +119,14 @@ static void hbuf_free(hbuf *b)
 
 static gm_status open_device(gm_gpu *g, char *why, size_t whylen)
 {
-    if (gm_cuda_device_count(why, whylen) == 0)
+    int n = gm_cuda_device_count(why, whylen);
+    if (n == 0)
         return GM_ERR_DEVICE;
-    GM_CUDA_CHECK(cudaSetDevice(0));
+    if (g->dev >= n) {
+        snprintf(why, whylen, "no CUDA device %d (%d visible)", g->dev, n);
+        return GM_ERR_DEVICE;
+    }
+    GM_CUDA_CHECK(cudaSetDevice(g->dev));
     size_t free_b = 0, total_b = 0;
     GM_CUDA_CHECK(cudaMemGetInfo(&free_b, &total_b));
     if (free_b < ((size_t)GM_GPU_MIN_FREE_MIB << 20)) {
@@ -126,11 +134,11 @@ static gm_status open_device(gm_gpu *g, char *why, size_t whylen)
                  GM_GPU_MIN_FREE_MIB);
         return GM_ERR_DEVICE;
     }
-    gm_cuda_device_describe(0, g->name, sizeof g->name);
+    gm_cuda_device_describe(g->dev, g->name, sizeof g->name);
     return GM_OK;
 }
 
-gm_status gm_gpu_open(gm_gpu **out, char *why, size_t whylen)
+gm_status gm_gpu_open(gm_gpu **out, int dev, char *why, size_t whylen)
 {
     *out = NULL;
     if (why && whylen)
@@ -143,6 +151,7 @@ gm_status gm_gpu_open(gm_gpu **out, char *why, size_t whylen)
     gm_gpu *g = calloc(1, sizeof *g);
     if (!g)
         return GM_ERR_NOMEM;
+    g->dev = dev;
     gm_status st = open_device(g, why, whylen);
     if (st != GM_OK) {
         if (!why[0])
@@ -189,6 +198,7 @@ static gm_gpu_lane *lane_new(gm_gpu *g)
     gm_gpu_lane *l = calloc(1, sizeof *l);
     if (!l)
         return NULL;
+    l->dev = g->dev;
     l->map = &g->map;
     if (cudaStreamCreateWithFlags(&l->stream, cudaStreamNonBlocking) != cudaSuccess) {
         gm_cuda_record_error(cudaGetLastError(), "cudaStreamCreateWithFlags", __func__, __FILE__,
@@ -206,6 +216,12 @@ static gm_gpu_lane *lane_new(gm_gpu *g)
 
 gm_gpu_lane *gm_gpu_acquire(gm_gpu *g)
 {
+    /* the lane's device current on this thread for as long as it holds it
+     * (a thread may hold lanes of several GPUs in turn: cuda:all) */
+    if (cudaSetDevice(g->dev) != cudaSuccess) {
+        gm_cuda_record_error(cudaGetLastError(), "cudaSetDevice", __func__, __FILE__, __LINE__);
+        return NULL;
+    }
     pthread_mutex_lock(&g->lock);
     gm_gpu_lane *got = NULL;
     for (;;) {
@@ -238,6 +254,7 @@ void gm_gpu_close(gm_gpu *g)
 {
     if (!g)
         return;
+    (void)cudaSetDevice(g->dev);
     for (int i = 0; i < g->n_lanes; i++)
         lane_free(g->lanes[i]);
     gm_edge_map_dev_free(&g->map);
@@ -446,6 +463,7 @@ gm_status gm_gpu_level_build(gm_gpu_lane *g, const gm_points *corners, const gm_
     uint32_t *d_keys = NULL, *d_vals = NULL, *d_count = NULL;
     if (!l)
         return GM_ERR_NOMEM;
+    l->dev = g->dev;
     gm_status st = index_keys(g, b->key, b->n, seed_index, unique, nu);
     if (st == GM_OK)
         st = frames_of(corners, *unique, *nu, &frames);
@@ -498,6 +516,7 @@ void gm_gpu_level_free(gm_gpu_level *l)
 {
     if (!l)
         return;
+    (void)cudaSetDevice(l->dev);
     gm_cuckoo_dev_free(&l->table);
     if (l->d_share && cudaFree(l->d_share) != cudaSuccess)
         (void)cudaGetLastError();
@@ -649,14 +668,17 @@ gm_status gm_cuda_set_sync(gm_cuda_sync mode)
     if ((unsigned)mode >= sizeof flags / sizeof flags[0])
         return GM_ERR_INVALID;
     char why[256];
-    if (gm_cuda_device_count(why, sizeof why) == 0)
+    int n = gm_cuda_device_count(why, sizeof why);
+    if (n == 0)
         return GM_ERR_DEVICE;
-    cudaError_t e = cudaSetDevice(0);
-    if (e == cudaSuccess)
-        e = cudaSetDeviceFlags(flags[mode]);
-    if (e != cudaSuccess) { /* cudaErrorSetOnActiveProcess: the context exists already */
-        (void)cudaGetLastError();
-        return GM_ERR_DEVICE;
+    for (int d = n - 1; d >= 0; d--) { /* every GPU (cuda:all); device 0 current after */
+        cudaError_t e = cudaSetDevice(d);
+        if (e == cudaSuccess)
+            e = cudaSetDeviceFlags(flags[mode]);
+        if (e != cudaSuccess) { /* cudaErrorSetOnActiveProcess: the context exists already */
+            (void)cudaGetLastError();
+            return GM_ERR_DEVICE;
+        }
     }
     return GM_OK;
 }

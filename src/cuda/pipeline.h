@@ -33,12 +33,14 @@ typedef struct gm_gpu_level gm_gpu_level;
 /* Queries in flight on one context at most (lanes are made on demand). */
 #define GM_GPU_MAX_LANES 16
 
-/* A context on device 0.  Without a usable device (no driver, an old one, no
- * device, less than GM_GPU_MIN_FREE_MIB of free memory) returns
- * GM_ERR_DEVICE with the reason in why; the caller falls back to the CPU or
- * reports it. */
+/* A context on CUDA device dev (0: the first).  Without a usable device (no
+ * driver, an old one, no device dev, less than GM_GPU_MIN_FREE_MIB of free
+ * memory) returns GM_ERR_DEVICE with the reason in why; the caller falls
+ * back to the CPU or reports it.  Every lane and level of it makes dev the
+ * current device of the thread that uses it (cudaSetDevice: a thread may
+ * use several GPUs' references in turn). */
 #define GM_GPU_MIN_FREE_MIB 256
-gm_status gm_gpu_open(gm_gpu **out, char *why, size_t whylen);
+gm_status gm_gpu_open(gm_gpu **out, int dev, char *why, size_t whylen);
 void gm_gpu_close(gm_gpu *g);
 /* "<name>, compute capability X.Y, N SMs, M MiB" */
 const char *gm_gpu_name(const gm_gpu *g);

@@ -46,8 +46,11 @@ typedef struct gm_backend_ops {
     gm_device device;
 
     /* ---- the device and its lanes */
-    /* GM_ERR_DEVICE with why filled when it cannot be used */
-    gm_status (*open)(void **dev, char *why, size_t whylen);
+    /* device number index (CUDA: the GPU; the CPU has one, 0);
+     * GM_ERR_DEVICE with why filled when it cannot be used */
+    gm_status (*open)(void **dev, int index, char *why, size_t whylen);
+    /* how many devices of this kind are usable (the CPU: 1) */
+    int (*count)(void);
     void (*close)(void *dev);
     /* one line: "cuda: <GPU>, ..." (the CPU's names its threads) */
     void (*describe)(const void *dev, char *buf, size_t len);

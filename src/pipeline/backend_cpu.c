@@ -14,8 +14,9 @@
 #include "stages/sobel.h"
 #include "stages/vote.h"
 
-static gm_status cpu_open(void **dev, char *why, size_t whylen)
+static gm_status cpu_open(void **dev, int index, char *why, size_t whylen)
 {
+    (void)index; /* one CPU */
     *dev = NULL;
     if (why && whylen)
         why[0] = '\0';
@@ -23,6 +24,7 @@ static gm_status cpu_open(void **dev, char *why, size_t whylen)
 }
 
 static void cpu_close(void *dev) { (void)dev; }
+static int cpu_count(void) { return 1; }
 
 static void cpu_describe(const void *dev, char *buf, size_t len)
 {
@@ -183,6 +185,7 @@ const gm_backend_ops gm_backend_cpu = {
     .name = "cpu",
     .device = GM_DEVICE_CPU,
     .open = cpu_open,
+    .count = cpu_count,
     .close = cpu_close,
     .describe = cpu_describe,
     .acquire = cpu_acquire,

@@ -794,6 +794,9 @@ gm_status gm_match_model(const gm_ref *r, gm_view query, gm_model model, gm_resu
         return GM_ERR_INVALID;
     }
     int budget = gm_threads_enter(r->p.threads);
+    int slot;
+    const gm_ref *top = r;
+    r = gm_ref_pick(top, &slot); /* several GPUs: the least busy copy */
     const gm_ref *use = gm_ref_current(r);
     gm_status st = match_query(use, model, query, out);
     const char *dev = st != GM_OK ? use->be->error() : "";
@@ -809,6 +812,7 @@ gm_status gm_match_model(const gm_ref *r, gm_view query, gm_model model, gm_resu
             dev = st != GM_OK ? use->be->error() : "";
         }
     }
+    gm_ref_unpick(top, slot);
     gm_threads_leave(budget);
     if (st != GM_OK)
         snprintf(out->error, sizeof out->error, "%s%s%.200s", gm_status_str(st), *dev ? ": " : "",

@@ -74,7 +74,20 @@ struct gm_ref {
     int failed;        /* atomic: cpu is ready and answers every query */
     char fo_why[320];  /* why, for gm_ref_fallback ("" none) */
     pthread_mutex_t fo_lock;
+    /* Several GPUs (gm_params.gpus): this one is prepared on GPU gpu, its
+     * copies rep[0..nrep) on the others; load[0] counts the queries in
+     * flight here, load[1 + k] on rep[k] (gm_ref_pick). */
+    int gpu;
+    int nrep;
+    struct gm_ref **rep;
+    int *load;
+    long *served;      /* queries each copy took so far (tests/cuda/test_gpus_cuda.c) */
 };
+
+/* The copy of r (itself or one on another GPU) with the fewest queries in
+ * flight, counted in until gm_ref_unpick(r, *slot). */
+const gm_ref *gm_ref_pick(const gm_ref *r, int *slot);
+void gm_ref_unpick(const gm_ref *r, int slot);
 
 /* The reference that answers queries now: r, or its CPU twin after a
  * device failure. */

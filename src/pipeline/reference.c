@@ -258,6 +258,41 @@ static void ref_clear(gm_ref *r)
         level_free(r->be, &r->lv[lv]);
 }
 
+/* The GPUs that gpus names (gmatch.h): NULL or "" -> 0; "all" -> 0 to
+ * count - 1; "1" or "0,2" -> those.  count < 0: the syntax only (no GPU
+ * asked).  Their number, or -1 with the cause in why. */
+static int gpu_list(const char *gpus, int count, int *out, char *why, size_t len)
+{
+    if (!gpus || !*gpus) {
+        out[0] = 0;
+        return 1;
+    }
+    if (strcmp(gpus, "all") == 0) {
+        int n = count < 0 ? 1 : count < GM_MAX_GPUS ? count : GM_MAX_GPUS;
+        for (int i = 0; i < n; i++)
+            out[i] = i;
+        return n > 0 ? n : (snprintf(why, len, "no CUDA device"), -1);
+    }
+    int n = 0;
+    for (const char *s = gpus;;) {
+        char *end;
+        long v = (*s >= '0' && *s <= '9') ? strtol(s, &end, 10) : -1;
+        if (v < 0 || v > 1023 || (*end != ',' && *end != '\0') || n == GM_MAX_GPUS) {
+            snprintf(why, len, "invalid parameter: gpus '%.60s' is not \"all\" or up to %d GPU "
+                     "numbers like \"0,2\"", gpus, GM_MAX_GPUS);
+            return -1;
+        }
+        if (count >= 0 && v >= count) {
+            snprintf(why, len, "no CUDA device %ld (%d visible)", v, count);
+            return -1;
+        }
+        out[n++] = (int)v;
+        if (*end == '\0')
+            return n;
+        s = end + 1;
+    }
+}
+
 /* The parameters' ranges (gmatch.h); NULL when every one is in range, else
  * what is wrong. */
 static const char *params_check(const gm_params *p, char *buf, size_t len)
@@ -280,6 +315,9 @@ static const char *params_check(const gm_params *p, char *buf, size_t len)
     RANGE(query_bases, 1, GM_MAX_QUERY_BASES)
     RANGE(top_k, 1, GM_MAX_TOP_K)
 #undef RANGE
+    int list[GM_MAX_GPUS];
+    if (p->gpus && gpu_list(p->gpus, -1, list, buf, len) < 0)
+        return buf;
     return NULL;
 }
 
@@ -288,7 +326,7 @@ static gm_status ref_on(gm_ref *r, const gm_backend_ops *be, gm_view img)
 {
     char why[256] = "";
     r->be = be;
-    gm_status st = be->open(&r->dev, why, sizeof why);
+    gm_status st = be->open(&r->dev, r->gpu, why, sizeof why);
     if (st != GM_OK) {
         snprintf(r->err, sizeof r->err, "no usable %s device: %.200s",
                  be->device == GM_DEVICE_CUDA ? "CUDA" : be->name, why);
@@ -352,6 +390,64 @@ const gm_ref *gm_ref_failover(const gm_ref *rc, const char *dev_err)
     return __atomic_load_n(&r->failed, __ATOMIC_ACQUIRE) ? r->cpu : NULL;
 }
 
+/* The reference's copies on the GPUs list[0..n) (gm_params.gpus), each a
+ * reference of its own prepared on its GPU; their names join the device's. */
+static gm_status replicate(gm_ref *r, gm_view img, const int *list, int n)
+{
+    r->rep = calloc((size_t)n, sizeof *r->rep);
+    r->load = calloc((size_t)n + 1, sizeof *r->load);
+    r->served = calloc((size_t)n + 1, sizeof *r->served);
+    if (!r->rep || !r->load || !r->served)
+        return GM_ERR_NOMEM;
+    for (int k = 0; k < n; k++) {
+        gm_params q = r->p;
+        char one[16];
+        snprintf(one, sizeof one, "%d", list[k]);
+        q.gpus = one, q.device = GM_DEVICE_CUDA;
+        gm_ref *c = NULL;
+        gm_status st = gm_ref_prepare(&q, img, &c);
+        if (st == GM_OK && c->be == &gm_backend_cpu) { /* the GPU failed while preparing */
+            snprintf(r->err, sizeof r->err, "GPU %d: %.200s", list[k], c->fo_why);
+            st = GM_ERR_DEVICE;
+        } else if (st != GM_OK) {
+            snprintf(r->err, sizeof r->err, "GPU %d: %.200s", list[k], gm_ref_error(c));
+        }
+        if (st != GM_OK) {
+            gm_ref_free(c);
+            return st;
+        }
+        r->rep[r->nrep++] = c;
+    }
+    size_t k = strlen(r->device);
+    for (int i = 0; i < r->nrep && k < sizeof r->device; i++)
+        k += (size_t)snprintf(r->device + k, sizeof r->device - k, "%s GPU %d",
+                              i == 0 ? "; queries spread over it and" : ",", r->rep[i]->gpu);
+    return GM_OK;
+}
+
+const gm_ref *gm_ref_pick(const gm_ref *r, int *slot)
+{
+    *slot = -1;
+    if (r->nrep == 0)
+        return r;
+    int best = 0, low = __atomic_load_n(&r->load[0], __ATOMIC_RELAXED);
+    for (int k = 1; k <= r->nrep; k++) {
+        int l = __atomic_load_n(&r->load[k], __ATOMIC_RELAXED);
+        if (l < low)
+            best = k, low = l;
+    }
+    __atomic_fetch_add(&r->load[best], 1, __ATOMIC_RELAXED);
+    __atomic_fetch_add(&r->served[best], 1, __ATOMIC_RELAXED);
+    *slot = best;
+    return best == 0 ? r : r->rep[best - 1];
+}
+
+void gm_ref_unpick(const gm_ref *r, int slot)
+{
+    if (slot >= 0)
+        __atomic_fetch_sub(&r->load[slot], 1, __ATOMIC_RELAXED);
+}
+
 static gm_status ref_prepare(const gm_params *p, gm_view img, gm_ref *r)
 {
     double t0 = gm_now_ms();
@@ -371,6 +467,20 @@ static gm_status ref_prepare(const gm_params *p, gm_view img, gm_ref *r)
         snprintf(r->device, sizeof r->device, "cpu, %d threads (auto: built without CUDA)",
                  gm_threads());
     } else {
+        int list[GM_MAX_GPUS], n = 1;
+        char bad[200];
+        list[0] = 0;
+        if (p->gpus && *p->gpus) {
+            int count = gpu->count();
+            n = count > 0 ? gpu_list(p->gpus, count, list, bad, sizeof bad) : 1;
+            if (n < 0 && p->device == GM_DEVICE_CUDA) {
+                snprintf(r->err, sizeof r->err, "no usable CUDA device: %s", bad);
+                return GM_ERR_DEVICE;
+            }
+            if (n < 0) /* auto: the CPU, below (device 0's failure names why) */
+                list[0] = count, n = 1;
+        }
+        r->gpu = list[0];
         st = ref_on(r, gpu, img);
         /* under auto a device that cannot be opened, or fails or runs out of
          * memory while preparing, hands over to the CPU; under cuda a device
@@ -390,6 +500,8 @@ static gm_status ref_prepare(const gm_params *p, gm_view img, gm_ref *r)
         }
         if (st == GM_OK && r->be != &gm_backend_cpu)
             st = keep_image(r, img);
+        if (st == GM_OK && r->be != &gm_backend_cpu && n > 1)
+            st = replicate(r, img, list + 1, n - 1);
     }
     if (st == GM_OK)
         r->prep_ms = gm_now_ms() - t0;
@@ -405,6 +517,11 @@ void gm_ref_free(gm_ref *r)
         r->be->close(r->dev);
     }
     gm_ref_free(r->cpu);
+    for (int k = 0; k < r->nrep; k++)
+        gm_ref_free(r->rep[k]);
+    free(r->rep);
+    free(r->load);
+    free(r->served);
     gm_image_free(&r->keep);
     pthread_mutex_destroy(&r->fo_lock);
     free(r);
@@ -424,7 +541,14 @@ const char *gm_ref_fallback(const gm_ref *r)
      * or the twin's reason once it answers (written before failed is set) */
     if (r->be == &gm_backend_cpu || __atomic_load_n(&r->failed, __ATOMIC_ACQUIRE))
         return r->fo_why;
+    for (int k = 0; k < r->nrep; k++) /* a copy on another GPU that failed */
+        if (*gm_ref_fallback(r->rep[k]))
+            return gm_ref_fallback(r->rep[k]);
     return "";
+}
+int gm_ref_gpus(const gm_ref *r)
+{
+    return r && r->status == GM_OK && r->be && r->be->device == GM_DEVICE_CUDA ? 1 + r->nrep : 0;
 }
 int gm_backend_available(gm_device d) { return gm_backend_find(d) != NULL; }
 double gm_ref_time_ms(const gm_ref *r) { return r ? r->prep_ms : 0.0; }

@@ -239,7 +239,7 @@ START_TEST(test_every_backend)
         const gm_backend_ops *be = gm_backend_find(devs[d]);
         void *dev = NULL;
         char why[256];
-        if (!be || be->open(&dev, why, sizeof why) != GM_OK)
+        if (!be || be->open(&dev, 0, why, sizeof why) != GM_OK)
             continue;
         void *l = be->acquire(dev);
         ck_assert_ptr_nonnull(l);

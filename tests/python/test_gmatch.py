@@ -262,6 +262,33 @@ def test_bad_queries(sample, bad, error, words):
         ref.match(bad)
 
 
+def test_gpus():
+    """device="cuda:all" / "cuda:0,2" (gm_params.gpus): a list that is not one
+    is a ValueError naming gpus; a reference on the CPU spreads over no GPU;
+    where a GPU is usable, two copies on it ("cuda:0,0") and "cuda:all" give
+    the results of "cuda"."""
+    path = os.path.join(DATA, "ref.jpg")
+    with pytest.raises(ValueError, match="gpus"):
+        gmatch.Reference(path, device="cuda:x")
+    with pytest.raises(ValueError, match="gpus"):
+        gmatch.Reference(path, device="cuda:0,")
+    assert gmatch.Reference(path, device="cpu").gpus == 0
+    try:
+        one = gmatch.Reference(path, device="cuda")
+    except RuntimeError:
+        with pytest.raises(RuntimeError, match="CUDA"):
+            gmatch.Reference(path, device="cuda:all")
+        return
+    q = os.path.join(DATA, "query.jpg")
+    want = one.match(q)
+    for d, n in (("cuda:0,0", 2), ("cuda:all", None)):
+        ref = gmatch.Reference(path, device=d)
+        assert ref.gpus == n if n else ref.gpus >= 1
+        got = ref.match(q)
+        assert (got.status, got.votes, got.confidence) == (want.status, want.votes,
+                                                           want.confidence)
+
+
 def test_bad_references():
     with pytest.raises(ValueError, match="top_k"):
         gmatch.Reference(os.path.join(DATA, "ref.jpg"), top_k=0, device="cpu")
