@@ -1135,6 +1135,135 @@ static int starts_still(const char *path)
     return strcmp(path, "-") != 0 && looks_still(path) && access(path, R_OK) == 0;
 }
 
+/* ---- a batch's stills, several at once ----------------------------------- */
+
+/* On a GPU a batch matches a reference's stills several at a time, so that
+ * its lanes (and the copies of cuda:all, gm_ref_pick) work at once, as a
+ * video's workers do; the lines are written in manifest order by the main
+ * thread, which also matches the videos in their turn.  On the CPU each
+ * still takes every core already (OpenMP), so one at a time. */
+#define STILL_WINDOW 64
+
+typedef struct {
+    const cli_opts *o;    /* its frames and the reference's model */
+    const gm_output_rec *tmpl;
+    const char *path;
+    int resumed;
+    /* what the worker found */
+    int video;            /* not a still: the main thread's, in its turn */
+    gm_status st;
+    char err[512];
+    gm_result res;
+    int q_w, q_h;
+    double begin_ms, ms, decode_ms;
+} still_job;
+
+typedef struct {
+    const gm_ref *ref;
+    still_job *jobs;
+    int n;
+    int next;             /* atomic: the next job to take */
+} still_pool;
+
+static void still_run(const gm_ref *ref, still_job *j)
+{
+    j->begin_ms = now_ms();
+    gm_image img;
+    memset(&img, 0, sizeof img);
+    j->st = gm_image_load(j->path, j->o->params.max_pixels, &img, j->err, sizeof j->err);
+    j->decode_ms = now_ms() - j->begin_ms;
+    if (j->st == GM_ERR_FORMAT) {
+        j->video = 1;
+        return;
+    }
+    if (j->st == GM_OK) {
+        gm_model model = j->tmpl->model;
+        j->q_w = img.width, j->q_h = img.height;
+        j->st = model == j->o->params.model ? gm_match(ref, gm_image_view(&img), &j->res)
+                                           : gm_match_model(ref, gm_image_view(&img), model,
+                                                            &j->res);
+        if (j->st != GM_OK)
+            snprintf(j->err, sizeof j->err, "matching failed: %.200s",
+                     j->res.error[0] ? j->res.error : gm_status_str(j->st));
+        if (j->st == GM_OK && j->o->draw) {
+            char pic[4096] = "", perr[256] = "the picture's path is too long";
+            if (gm_picture_path(&g_pictures, j->tmpl->id, "", pic, sizeof pic) != 0 ||
+                gm_picture_result(&g_pictures, gm_image_view(&img), &j->res, pic, perr,
+                                  sizeof perr) != 0)
+                snprintf(j->err, sizeof j->err, "--draw: %.200s: %.200s", pic, perr);
+        }
+    }
+    if (j->st != GM_OK && !j->err[0])
+        snprintf(j->err, sizeof j->err, "%s", gm_status_str(j->st));
+    gm_image_free(&img);
+    j->ms = now_ms() - j->begin_ms;
+}
+
+static void *still_main(void *arg)
+{
+    still_pool *p = arg;
+    for (;;) {
+        int i = __atomic_fetch_add(&p->next, 1, __ATOMIC_RELAXED);
+        if (i >= p->n)
+            return NULL;
+        still_run(p->ref, &p->jobs[i]);
+    }
+}
+
+/* Matchers for a batch's stills: 1 on the CPU, GPU_VIDEO_WORKERS a GPU
+ * (the cores permitting); GMATCH_WORKERS overrides (tests run the threaded
+ * path on the CPU so). */
+static int still_workers(const gm_ref *ref)
+{
+    const char *wk = getenv("GMATCH_WORKERS");
+    int n = wk ? atoi(wk) : 0;
+    if (n <= 0) {
+        int gpus = ref ? gm_ref_gpus(ref) : 0;
+        n = gpus > 0 ? GPU_VIDEO_WORKERS * gpus : 1;
+        if (n > omp_get_num_procs())
+            n = omp_get_num_procs();
+    }
+    return n < 1 ? 1 : n > 256 ? 256 : n;
+}
+
+/* Jobs [0, n) on `workers` threads (the calling one among them). */
+static void still_pool_run(const gm_ref *ref, still_job *jobs, int n, int workers)
+{
+    still_pool pool = {.ref = ref, .jobs = jobs, .n = n};
+    pthread_t th[256];
+    int started = 0;
+    for (int k = 1; k < workers && k < n; k++)
+        started += pthread_create(&th[started], NULL, still_main, &pool) == 0;
+    still_main(&pool);
+    for (int k = 0; k < started; k++)
+        pthread_join(th[k], NULL);
+}
+
+/* A still job's line, as run_query writes it. */
+static void still_emit(run_ctx *rc, const cli_opts *o, const gm_ref *ref, const still_job *j,
+                       const char *q, double extra_ms)
+{
+    gm_output_rec rec = *j->tmpl;
+    rec.res = &j->res;
+    rec.q_w = j->q_w, rec.q_h = j->q_h;
+    if (j->st != GM_OK) {
+        diag_file(q, "%s", j->err);
+        rec.error = j->err;
+        rc->failed = 1;
+    } else {
+        warn_fallback(ref, q);
+        if (j->err[0]) { /* a picture that could not be written */
+            diag_file(q, "%s", j->err);
+            rc->failed = 1;
+        }
+        if (o->verbosity >= VERBOSITY_VERBOSE)
+            report_timing(q, j->decode_ms, &j->res);
+    }
+    rec.time_ms = j->ms + extra_ms;
+    if (emit(rc->out, rc->out_name, o->format, &rec) != 0)
+        rc->write_failed = 1;
+}
+
 /* gmatch --batch MANIFEST: this shard's pairs, a reference at a time. */
 static void run_batch(run_ctx *rc, cli_opts *o, gm_batch *b, int appending)
 {
@@ -1195,27 +1324,65 @@ static void run_batch(run_ctx *rc, cli_opts *o, gm_batch *b, int appending)
             diag_file(gr->ref_path, "%s", ref_err);
             snprintf(ref_msg, sizeof ref_msg, "reference %s: %s", gr->ref, ref_err);
         }
+        /* the pairs left, in windows: stills matched at once by the
+         * workers (a GPU's), then every line in order, videos in their turn */
+        int workers = ref ? still_workers(ref) : 1;
+        cli_opts *po = calloc(STILL_WINDOW, sizeof *po);
+        gm_output_rec *tmpl = calloc(STILL_WINDOW, sizeof *tmpl);
+        still_job *jobs = calloc(STILL_WINDOW, sizeof *jobs);
+        int *pair_of = calloc(STILL_WINDOW, sizeof *pair_of);
+        if (!po || !tmpl || !jobs || !pair_of)
+            workers = 1; /* no room for a window: one at a time below */
         int done = 0;
-        for (int k = 0; k < gr->n && !rc->write_failed; k++) {
-            gm_batch_pair *p = &b->pairs[gr->pairs[k]];
-            if (p->written > 0 && starts_still(p->query_path))
-                continue;
-            cli_opts po = go; /* its model the reference's: gm_match_model for others */
-            if (p->has_frames)
-                po.first = p->first, po.last = p->last;
-            if (p->written > 0) { /* on from the frame after the last one written */
-                int64_t next = p->last_frame + po.step;
-                po.first = next > po.first ? next : po.first;
-                if (po.last >= 0 && po.first >= po.last)
+        for (int k = 0; k < gr->n && !rc->write_failed;) {
+            int w = 0;
+            cli_opts one_o;
+            gm_output_rec one_t;
+            for (; k < gr->n && w < (workers > 1 ? STILL_WINDOW : 1); k++) {
+                gm_batch_pair *p = &b->pairs[gr->pairs[k]];
+                if (p->written > 0 && starts_still(p->query_path))
                     continue;
+                cli_opts *c = workers > 1 ? &po[w] : &one_o;
+                *c = go; /* its model the reference's: gm_match_model for others */
+                if (p->has_frames)
+                    c->first = p->first, c->last = p->last;
+                if (p->written > 0) { /* on from the frame after the last one written */
+                    int64_t next = p->last_frame + c->step;
+                    c->first = next > c->first ? next : c->first;
+                    if (c->last >= 0 && c->first >= c->last)
+                        continue;
+                }
+                gm_output_rec *t = workers > 1 ? &tmpl[w] : &one_t;
+                *t = (gm_output_rec){.line = p->line, .id = p->id, .id_num = p->id_num,
+                                     .ref = p->ref, .query = p->query,
+                                     .model = p->model >= 0 ? (gm_model)p->model : run_model,
+                                     .ref_w = ref_w, .ref_h = ref_h, .wide = wide};
+                if (workers == 1) { /* the CPU: one at a time, every core on it */
+                    run_query(rc, c, &ref, ref_msg, t, p->query, p->query_path, 0, 0,
+                              done++ == 0 ? t_start : now_ms(), p->written > 0);
+                    w = 1;
+                    continue;
+                }
+                memset(&jobs[w], 0, sizeof jobs[w]);
+                jobs[w] = (still_job){.o = c, .tmpl = t, .path = p->query_path,
+                                      .resumed = p->written > 0};
+                pair_of[w++] = gr->pairs[k];
             }
-            gm_output_rec tmpl = {.line = p->line, .id = p->id, .id_num = p->id_num,
-                                  .ref = p->ref, .query = p->query,
-                                  .model = p->model >= 0 ? (gm_model)p->model : run_model,
-                                  .ref_w = ref_w, .ref_h = ref_h, .wide = wide};
-            run_query(rc, &po, &ref, ref_msg, &tmpl, p->query, p->query_path, 0, 0,
-                      done++ == 0 ? t_start : now_ms(), p->written > 0);
+            if (workers == 1)
+                continue;
+            double t_window = now_ms();
+            still_pool_run(ref, jobs, w, workers);
+            for (int i = 0; i < w && !rc->write_failed; i++) {
+                gm_batch_pair *p = &b->pairs[pair_of[i]];
+                double extra = done++ == 0 ? t_window - t_start : 0.0;
+                if (jobs[i].video || jobs[i].resumed) /* resumed: a video's next frames */
+                    run_query(rc, jobs[i].o, &ref, ref_msg, jobs[i].tmpl, p->query,
+                              p->query_path, 0, 0, now_ms() - extra, jobs[i].resumed);
+                else
+                    still_emit(rc, o, ref, &jobs[i], p->query, extra);
+            }
         }
+        free(po), free(tmpl), free(jobs), free(pair_of);
         if (ref)
             gm_ref_free(ref);
     }

@@ -135,6 +135,16 @@ PY
 
 # 3. shards: together exactly the unsharded lines
 strip "$tmp/all.jsonl" > "$tmp/all.txt"
+# (and the stills several at a time, as on a GPU: GMATCH_WORKERS=3 takes
+# that path on the CPU; the same lines in the same order)
+(cd "$tmp" && GMATCH_WORKERS=3 timeout 300 "$gm" --batch m/pairs.jsonl -o w3.jsonl -q 2> /dev/null)
+cmp -s <(python3 -c '
+import json, sys
+for l in open(sys.argv[1]):
+    r = json.loads(l); r.pop("time_ms", None); print(json.dumps(r))' "$tmp/all.jsonl") <(python3 -c '
+import json, sys
+for l in open(sys.argv[1]):
+    r = json.loads(l); r.pop("time_ms", None); print(json.dumps(r))' "$tmp/w3.jsonl") || fail "3 still workers: not the lines of one at a time"
 for n in 1 2 7; do
     rm -f "$tmp"/s.*.jsonl
     for ((i = 0; i < n; i++)); do
