@@ -391,32 +391,78 @@ const gm_ref *gm_ref_failover(const gm_ref *rc, const char *dev_err)
 }
 
 /* The reference's copies on the GPUs list[0..n) (gm_params.gpus), each a
- * reference of its own prepared on its GPU; their names join the device's. */
-static gm_status replicate(gm_ref *r, gm_view img, const int *list, int n)
+ * reference of its own prepared on its GPU, on a thread each while the
+ * first GPU's is prepared (replicas_start, then replicas_join): on two
+ * H200s the copies cost the preparation's time once, not once a GPU. */
+typedef struct {
+    gm_params q;
+    char one[16];
+    gm_view img;
+    gm_ref *c;
+    gm_status st;
+    pthread_t th;
+    int started;
+} replica_job;
+
+static void *replica_main(void *arg)
 {
-    r->rep = calloc((size_t)n, sizeof *r->rep);
-    r->load = calloc((size_t)n + 1, sizeof *r->load);
-    r->served = calloc((size_t)n + 1, sizeof *r->served);
-    if (!r->rep || !r->load || !r->served)
-        return GM_ERR_NOMEM;
-    for (int k = 0; k < n; k++) {
-        gm_params q = r->p;
-        char one[16];
-        snprintf(one, sizeof one, "%d", list[k]);
-        q.gpus = one, q.device = GM_DEVICE_CUDA;
-        gm_ref *c = NULL;
-        gm_status st = gm_ref_prepare(&q, img, &c);
-        if (st == GM_OK && c->be == &gm_backend_cpu) { /* the GPU failed while preparing */
-            snprintf(r->err, sizeof r->err, "GPU %d: %.200s", list[k], c->fo_why);
-            st = GM_ERR_DEVICE;
-        } else if (st != GM_OK) {
-            snprintf(r->err, sizeof r->err, "GPU %d: %.200s", list[k], gm_ref_error(c));
+    replica_job *j = arg;
+    j->st = gm_ref_prepare(&j->q, j->img, &j->c);
+    return NULL;
+}
+
+static replica_job *replicas_start(const gm_params *p, gm_view img, const int *list, int n)
+{
+    replica_job *jobs = calloc((size_t)n, sizeof *jobs);
+    for (int k = 0; jobs && k < n; k++) {
+        replica_job *j = &jobs[k];
+        j->q = *p;
+        snprintf(j->one, sizeof j->one, "%d", list[k]);
+        j->q.gpus = j->one, j->q.device = GM_DEVICE_CUDA;
+        j->img = img;
+        j->started = pthread_create(&j->th, NULL, replica_main, j) == 0;
+        if (!j->started) /* no thread: prepared here, one after the other */
+            replica_main(j);
+    }
+    return jobs;
+}
+
+/* Waits for the copies; keeps them when use (the first GPU's is ready on
+ * its GPU), else frees them.  GM_OK, or the first copy's failure (with
+ * r->err saying which GPU). */
+static gm_status replicas_join(gm_ref *r, replica_job *jobs, int n, int use)
+{
+    gm_status st = jobs ? GM_OK : GM_ERR_NOMEM;
+    for (int k = 0; jobs && k < n; k++)
+        if (jobs[k].started)
+            pthread_join(jobs[k].th, NULL);
+    if (st == GM_OK && use) {
+        r->rep = calloc((size_t)n, sizeof *r->rep);
+        r->load = calloc((size_t)n + 1, sizeof *r->load);
+        r->served = calloc((size_t)n + 1, sizeof *r->served);
+        if (!r->rep || !r->load || !r->served)
+            st = GM_ERR_NOMEM;
+    }
+    for (int k = 0; jobs && k < n; k++) {
+        replica_job *j = &jobs[k];
+        if (st == GM_OK && use && j->st == GM_OK && j->c->be == &gm_backend_cpu) {
+            snprintf(r->err, sizeof r->err, "GPU %s: %.200s", j->one, j->c->fo_why);
+            st = GM_ERR_DEVICE; /* the GPU failed while preparing */
+        } else if (st == GM_OK && use && j->st != GM_OK) {
+            snprintf(r->err, sizeof r->err, "GPU %s: %.200s", j->one, gm_ref_error(j->c));
+            st = j->st;
         }
-        if (st != GM_OK) {
-            gm_ref_free(c);
-            return st;
-        }
-        r->rep[r->nrep++] = c;
+        if (st == GM_OK && use)
+            r->rep[r->nrep++] = j->c;
+        else
+            gm_ref_free(j->c);
+    }
+    free(jobs);
+    if (st != GM_OK) { /* none kept */
+        for (int k = 0; k < r->nrep; k++)
+            gm_ref_free(r->rep[k]);
+        r->nrep = 0;
+        return st;
     }
     size_t k = strlen(r->device);
     for (int i = 0; i < r->nrep && k < sizeof r->device; i++)
@@ -452,6 +498,8 @@ static gm_status ref_prepare(const gm_params *p, gm_view img, gm_ref *r)
 {
     double t0 = gm_now_ms();
     r->p = *p;
+    r->p.gpus = NULL; /* read here only (gmatch.h): the caller's string need not outlive
+                         this call, and the CPU's twin (gm_ref_failover) needs none */
     if (params_check(p, r->err, sizeof r->err))
         return GM_ERR_INVALID;
     const gm_backend_ops *gpu = gm_backend_find(GM_DEVICE_CUDA);
@@ -481,6 +529,7 @@ static gm_status ref_prepare(const gm_params *p, gm_view img, gm_ref *r)
                 list[0] = count, n = 1;
         }
         r->gpu = list[0];
+        replica_job *reps = n > 1 ? replicas_start(&r->p, img, list + 1, n - 1) : NULL;
         st = ref_on(r, gpu, img);
         /* under auto a device that cannot be opened, or fails or runs out of
          * memory while preparing, hands over to the CPU; under cuda a device
@@ -500,8 +549,11 @@ static gm_status ref_prepare(const gm_params *p, gm_view img, gm_ref *r)
         }
         if (st == GM_OK && r->be != &gm_backend_cpu)
             st = keep_image(r, img);
-        if (st == GM_OK && r->be != &gm_backend_cpu && n > 1)
-            st = replicate(r, img, list + 1, n - 1);
+        if (n > 1) {
+            gm_status rs = replicas_join(r, reps, n - 1, st == GM_OK && r->be != &gm_backend_cpu);
+            if (st == GM_OK && r->be != &gm_backend_cpu)
+                st = rs;
+        }
     }
     if (st == GM_OK)
         r->prep_ms = gm_now_ms() - t0;

@@ -46,20 +46,31 @@ echo "bench_gpus: $ngpu GPUs, $(nproc) cores, $(date -u +%Y-%m-%dT%H:%MZ)"
 # the long videos: concat lists beside the clips (the concat demuxer takes
 # names relative to the list), the manifests and two names of the reference
 vd=$dev/videos
+mkdir -p "$vd"
 for spec in "v360 $l360" "v1080 $l1080"; do
     set -- $spec
+    [ -f "$vd/$1.mp4" ] || continue
     { echo "ffconcat version 1.0"; for _ in $(seq "$2"); do echo "file $1.mp4"; done; } \
         > "$vd/$1-long.ffconcat"
 done
-cp "$vd/ref_building.jpg" "$vd/ref_a.jpg"
-cp "$vd/ref_building.jpg" "$vd/ref_b.jpg"
+if [ -f "$vd/ref_building.jpg" ]; then
+    cp "$vd/ref_building.jpg" "$vd/ref_a.jpg"
+    cp "$vd/ref_building.jpg" "$vd/ref_b.jpg"
+fi
 for v in v360 v1080; do
     fj=""
     [ -n "${FRAMES:-}" ] && fj=", \"frames\": \"$FRAMES\""
     printf '{"ref": "ref_a.jpg", "query": "%s-long.ffconcat", "id": "%s-a"%s}\n{"ref": "ref_b.jpg", "query": "%s-long.ffconcat", "id": "%s-b"%s}\n' \
         "$v" "$v" "$fj" "$v" "$v" "$fj" > "$vd/$v-pairs.jsonl"
 done
-python3 - "$dev/bench/stills/manifest.jsonl" "$work/stills.jsonl" "$copies" <<'PY'
+# the stills sets: the public stills, and the photo tier when carried
+# (tools/gpu.sh pack-photo); each pair COPIES times
+sets=stills
+[ -f "$dev/photo-bench/photo/manifest.jsonl" ] && sets="stills photo"
+for set in $sets; do
+src=$dev/bench/stills/manifest.jsonl
+[ "$set" = photo ] && src=$dev/photo-bench/photo/manifest.jsonl
+python3 - "$src" "$work/$set.jsonl" "$copies" <<'PY'
 import json, os, sys
 src, dst, copies = sys.argv[1], sys.argv[2], int(sys.argv[3])
 d = os.path.dirname(os.path.abspath(src))
@@ -70,7 +81,13 @@ with open(dst, "w") as f:
             f.write(json.dumps({"ref": os.path.join(d, r["ref"]), "query": os.path.join(d, r["query"]),
                                 "id": "%d-%d" % (i, c)}) + "\n")
 PY
+done
 nst=$(wc -l < "$work/stills.jsonl")
+npo=0
+[ -f "$work/photo.jsonl" ] && npo=$(wc -l < "$work/photo.jsonl")
+videos=v360
+[ -f "$vd/v360.mp4" ] || videos=""
+[ -f "$vd/v1080.mp4" ] && videos="$videos v1080"
 # timed NAME OUTFILE CMD...: runs with stdout to OUTFILE, prints the wall
 # time, keeps stderr (-v's lines) in NAME.err
 timed() {
@@ -91,16 +108,18 @@ for r in $(seq "$reps"); do
         d=$d0 n=cuda-0
         [ $k = 1 ] && d=$d1 n=cuda-1
         [ $k = 2 ] && d=$dall n=cuda-all
-        for v in v360 v1080; do
+        for v in $videos; do
             timed "video-$v-$n-r$r" "$out/video-$v-$n.jsonl" "$gm" -v --format json --device "$d" \
                 "${fr[@]}" "$vd/ref_a.jpg" "$vd/$v-long.ffconcat"
         done
-        timed "stills-$n-r$r" /dev/null "$gm" --batch "$work/stills.jsonl" --device "$d" \
-            -o "$out/stills-$n.jsonl" -q
+        for set in $sets; do
+            timed "$set-$n-r$r" /dev/null "$gm" --batch "$work/$set.jsonl" --device "$d" \
+                -o "$out/$set-$n.jsonl" -q
+        done
     done
-    for v in v360 v1080 stills; do
+    for v in $videos $sets; do
         m=$vd/$v-pairs.jsonl
-        [ $v = stills ] && m=$work/stills.jsonl
+        [ $v = stills ] || [ $v = photo ] && m=$work/$v.jsonl
         # two shards, one a GPU, at once; then one process on both
         t0=$(now)
         "$gm" --batch "$m" --shard 0/2 --device "$d0" -o "$out/$v-shard0.jsonl" -q \
@@ -119,9 +138,9 @@ for r in $(seq "$reps"); do
 done
 [ -n "$smi" ] && kill $smi 2> /dev/null
 # the figures: frames or pairs a second, best of the rounds, ratios
-python3 - "$out" "$nst" "$l360" "$l1080" "${FRAMES:-}" <<'PY'
+python3 - "$out" "$nst" "$npo" "$videos" <<'PY'
 import collections, json, os, sys
-out, nst = sys.argv[1], int(sys.argv[2])
+out, nst, npo, videos = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4].split()
 best = {}
 for l in open(os.path.join(out, "times.txt")):
     name, a, b, rc = l.split()
@@ -139,7 +158,7 @@ def lines(p):
     return rows
 def frames(v):
     return sum(1 for _ in open(os.path.join(out, "video-%s-cuda-0.jsonl" % v)))
-work = {"v360": frames("v360"), "v1080": frames("v1080")}
+work = {v: frames(v) for v in videos}
 print("\n| work | cuda:0 | cuda:1 | cuda:all | all / best one | 2 shards (2 processes) | batch cuda:all (1 process) |")
 print("|---|---|---|---|---|---|---|")
 for v, n in work.items():
@@ -148,13 +167,17 @@ for v, n in work.items():
     sh = 2 * n / best["%s-shards" % v]
     ba = 2 * n / best["%s-batch-cuda-all" % v]
     print("| %s x %d frames (fps) | %.0f | %.0f | %.0f | %.2fx | %.0f | %.0f |" % (v, n, one[0], one[1], both, both / max(one), sh, ba))
-one = [nst / best["stills-%s" % d] for d in ("cuda-0", "cuda-1")]
-both = nst / best["stills-cuda-all"]
-print("| public stills x %d pairs (pairs/s) | %.1f | %.1f | %.1f | %.2fx | %.1f | %.1f |" % (
-    nst, one[0], one[1], both, both / max(one), nst / best["stills-shards"], nst / best["stills-batch-cuda-all"]))
+for name, n in (("stills", nst), ("photo", npo)):
+    if n == 0:
+        continue
+    one = [n / best["%s-%s" % (name, d)] for d in ("cuda-0", "cuda-1")]
+    both = n / best["%s-cuda-all" % name]
+    print("| %s x %d pairs (pairs/s) | %.1f | %.1f | %.1f | %.2fx | %.1f | %.1f |" % (
+        "public stills" if name == "stills" else "photo tier", n, one[0], one[1], both, both / max(one),
+        n / best["%s-shards" % name], n / best["%s-batch-cuda-all" % name]))
 # identical results
 bad = 0
-for v in ("v360", "v1080"):
+for v in videos:
     ref = [json.dumps(r, sort_keys=True) for r in lines(os.path.join(out, "video-%s-cuda-0.jsonl" % v))]
     for d in ("cuda-1", "cuda-all"):
         got = [json.dumps(r, sort_keys=True) for r in lines(os.path.join(out, "video-%s-%s.jsonl" % (v, d)))]
@@ -169,14 +192,15 @@ for v in ("v360", "v1080"):
     print("video %s: shards %s, batch cuda:all %s" % (v, "same" if sh == twice else "DIFFER", "same" if ba == twice else "DIFFER"))
     bad += sh != twice or ba != twice
 full = lambda rows: sorted(json.dumps(r, sort_keys=True) for r in rows)
-s0 = full(lines(os.path.join(out, "stills-cuda-0.jsonl")))
-for name in ("stills-cuda-1.jsonl", "stills-cuda-all.jsonl", "stills-batchall.jsonl"):
-    got = full(lines(os.path.join(out, name)))
-    print("%s: %s" % (name, "the same as cuda:0" if got == s0 else "DIFFERS"))
+for st in ("stills", "photo") if npo else ("stills",):
+    s0 = full(lines(os.path.join(out, "%s-cuda-0.jsonl" % st)))
+    for name in ("%s-cuda-1.jsonl" % st, "%s-cuda-all.jsonl" % st, "%s-batchall.jsonl" % st):
+        got = full(lines(os.path.join(out, name)))
+        print("%s: %d lines, %s" % (name, len(got), "the same as cuda:0" if got == s0 else "DIFFERS"))
+        bad += got != s0
+    got = full(lines(os.path.join(out, "%s-shard0.jsonl" % st)) + lines(os.path.join(out, "%s-shard1.jsonl" % st)))
+    print("%s shards: %s" % (st, "the same as cuda:0" if got == s0 else "DIFFER"))
     bad += got != s0
-got = full(lines(os.path.join(out, "stills-shard0.jsonl")) + lines(os.path.join(out, "stills-shard1.jsonl")))
-print("stills shards: %s" % ("the same as cuda:0" if got == s0 else "DIFFER"))
-bad += got != s0
 # the GPUs' utilization while cuda:all ran (samples above 0 only)
 util = collections.defaultdict(list)
 for l in open(os.path.join(out, "smi.csv")):
@@ -188,7 +212,7 @@ for g, u in sorted(util.items()):
     print("GPU %d: %d samples, busy in %d, mean utilization when busy %.0f%%" % (g, len(u), len(busy), sum(busy) / max(1, len(busy))))
 print("same results everywhere" if not bad else "RESULTS DIFFER")
 PY
-for v in v360 v1080; do
+for v in $videos; do
     for d in cuda-0 cuda-all; do
         echo "-- -v of video $v $d (last round):"
         grep -hE "pipeline:|frames in|device:|timeline: opened" "$out/video-$v-$d-r$reps.err" | head -5
