@@ -259,6 +259,14 @@ GM_API const char *gm_ref_fallback(const gm_ref *r);
 /* How many GPUs the queries of this reference spread over (gm_params.gpus:
  * the copies prepared); 0 when it runs on the CPU. */
 GM_API int gm_ref_gpus(const gm_ref *r);
+/* The CPU threads that the library's calls made from the calling thread
+ * use from now on, whatever the reference's parameters say (n >= 1), or
+ * each reference's own again (n = 0); returns the previous setting.  For an
+ * application that matches on several threads at once (a query a thread, as
+ * the command line's --batch does on a GPU): one each keeps the threads from
+ * multiplying (threads x cores).  Per thread, like OpenMP's own setting; the
+ * results do not depend on it. */
+GM_API int gm_set_thread_budget(int n);
 /* Whether this library has the backend of device d: 1 for GM_DEVICE_CPU
  * and GM_DEVICE_AUTO; for GM_DEVICE_CUDA when built with CUDA (whether a
  * GPU is usable is known when a reference is prepared on it). */

@@ -598,6 +598,12 @@ const char *gm_ref_fallback(const gm_ref *r)
             return gm_ref_fallback(r->rep[k]);
     return "";
 }
+int gm_set_thread_budget(int n)
+{
+    int old = gm_thread_budget;
+    gm_thread_budget = n > 0 ? (n > GM_MAX_THREADS ? GM_MAX_THREADS : n) : 0;
+    return old;
+}
 int gm_ref_gpus(const gm_ref *r)
 {
     return r && r->status == GM_OK && r->be && r->be->device == GM_DEVICE_CUDA ? 1 + r->nrep : 0;

@@ -777,6 +777,41 @@ START_TEST(test_threads_leave_caller_alone)
 }
 END_TEST
 
+/* gm_set_thread_budget: the calling thread's calls use that many threads
+ * (the reference's description says so), the previous setting comes back,
+ * 0 gives each reference its own again, and the results do not change. */
+START_TEST(test_thread_budget)
+{
+    double T[6];
+    make_T(35, 1.1, 150, 130, 205, 195, T);
+    uint8_t *q = warp(g_ref, RW, RH, T, 150, 130);
+    gm_view qv = {q, 150, 130, 150};
+    gm_params p = gm_params_default();
+    p.device = GM_DEVICE_CPU;
+    p.threads = 2;
+    gm_ref *a;
+    gm_result free_run, one;
+    EXPECT_EQ(gm_ref_prepare(&p, (gm_view){g_ref, RW, RH, RW}, &a), GM_OK);
+    EXPECT_EQ(gm_match(a, qv, &free_run), GM_OK);
+    EXPECT_EQ(gm_set_thread_budget(1), 0);
+    EXPECT_EQ(gm_match(a, qv, &one), GM_OK);
+    EXPECT_EQ(gm_set_thread_budget(0), 1);
+    EXPECT_EQ(free_run.status, GM_MATCH_FOUND);
+    EXPECT_EQ(one.status, free_run.status);
+    EXPECT_EQ(one.votes, free_run.votes);
+    EXPECT(memcmp(one.h, free_run.h, sizeof one.h) == 0);
+    EXPECT(one.confidence == free_run.confidence);
+    gm_ref_free(a);
+    EXPECT_EQ(gm_set_thread_budget(3), 0);
+    EXPECT_EQ(gm_ref_prepare(&p, (gm_view){g_ref, RW, RH, RW}, &a), GM_OK);
+    if (strcmp(gm_ref_device(a), "cpu, 3 threads") != 0) /* the budget, not p.threads */
+        ck_abort_msg("device '%s' under a budget of 3", gm_ref_device(a));
+    EXPECT_EQ(gm_set_thread_budget(0), 3);
+    gm_ref_free(a);
+    free(q);
+}
+END_TEST
+
 /* Every parameter outside its range (gmatch.h) is refused with its name in
  * the message, before anything is prepared; the edges of a range pass. */
 START_TEST(test_params_ranges)
@@ -876,6 +911,7 @@ static Suite *matcher_suite(void)
     tcase_add_test(none, test_degenerate_references);
     tcase_add_test(none, test_threads_deterministic);
     tcase_add_test(none, test_threads_leave_caller_alone);
+    tcase_add_test(none, test_thread_budget);
     tcase_add_test(none, test_params_default);
     tcase_add_test(none, test_params_ranges);
     suite_add_tcase(s, none);
