@@ -162,7 +162,10 @@ for trial in 1 2 3; do
         runs=$((runs + 1))
         (cd "$tmp" && exec "$gm" --batch m/pairs.jsonl --resume r.jsonl -o r.jsonl -q 2> /dev/null) &
         pid=$!
-        sleep "0.$((RANDOM % 9 + 1))"
+        # 0.1-0.9 s, longer as the kills add up, so that a slow build (ASan)
+        # still gets through its slowest pair
+        d=$(( (RANDOM % 9 + 1) * (1 + runs / 4) )) # tenths of a second
+        sleep "$((d / 10)).$((d % 10))"
         if kill -9 "$pid" 2> /dev/null; then
             wait "$pid" 2> /dev/null
         else
