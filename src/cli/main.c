@@ -1103,32 +1103,6 @@ static void run_query(run_ctx *rc, const cli_opts *o, gm_ref **ref, const char *
         rc->write_failed = 1;
 }
 
-/* gmatch REF QUERY...: the reference once, then every query. */
-static void run_plain(run_ctx *rc, const cli_opts *o, const char *ref_path, char **queries,
-                      int nq)
-{
-    /* The first query's time includes loading and preparing the reference,
-     * as the peer (bench/opencv_match.py) measures it. */
-    double t_start = now_ms();
-    char ref_err[512] = "";
-    int ref_w = 0, ref_h = 0;
-    gm_ref *ref = prepare_reference(o, ref_path, &ref_w, &ref_h, ref_err, sizeof ref_err);
-    char ref_msg[1024] = "";
-    if (!ref) {
-        diag_file(ref_path, "%s", ref_err);
-        snprintf(ref_msg, sizeof ref_msg, "reference %s: %s", ref_path, ref_err);
-        rc->failed = 1;
-    }
-    for (int i = 0; i < nq && !rc->write_failed; i++) {
-        gm_output_rec tmpl = {.query = queries[i], .model = o->params.model, .ref_w = ref_w,
-                              .ref_h = ref_h};
-        run_query(rc, o, &ref, ref_msg, &tmpl, queries[i], queries[i], i == 0, nq - i - 1,
-                  i == 0 ? t_start : now_ms(), 0);
-    }
-    if (ref)
-        gm_ref_free(ref);
-}
-
 /* A JPEG or PNG by its first bytes (a still: its one line says it is done). */
 static int starts_still(const char *path)
 {
@@ -1269,6 +1243,93 @@ static void still_emit(run_ctx *rc, const cli_opts *o, const gm_ref *ref, const 
         rc->write_failed = 1;
 }
 
+/* A query to match against the current reference: its options (frames,
+ * the model through the reference's), its line's fields, names. */
+typedef struct {
+    cli_opts o;
+    gm_output_rec tmpl;
+    const char *q;      /* the name the lines and messages give */
+    const char *path;   /* the file (a batch's resolved path, stdin's copy) */
+    int resumed;        /* --resume: the pair has lines already */
+} run_item;
+
+/* Every item's lines, in order.  On a GPU (still_workers > 1) in windows:
+ * the stills matched at once by the workers, then every line written in
+ * order by this thread, a video matched in its turn; else one at a time,
+ * as the command line always did (plain: the first may be the read-ahead's
+ * video, and auto's choice of the GPU sees how many are left). */
+static void run_items(run_ctx *rc, const cli_opts *o, gm_ref **ref, const char *ref_msg,
+                      run_item *items, int n, double t_start, int plain)
+{
+    int workers = *ref && !g_gpu.auto_mode ? still_workers(*ref) : 1;
+    still_job *jobs = workers > 1 ? calloc(STILL_WINDOW, sizeof *jobs) : NULL;
+    if (!jobs)
+        workers = 1;
+    int done = 0;
+    for (int k = 0; k < n && !rc->write_failed;) {
+        if (workers == 1) {
+            run_item *it = &items[k];
+            run_query(rc, &it->o, ref, ref_msg, &it->tmpl, it->q, it->path, plain && k == 0,
+                      n - k - 1, done++ == 0 ? t_start : now_ms(), it->resumed);
+            k++;
+            continue;
+        }
+        int w = 0, first = k;
+        for (; k < n && w < STILL_WINDOW; k++, w++) {
+            memset(&jobs[w], 0, sizeof jobs[w]);
+            jobs[w] = (still_job){.o = &items[k].o, .tmpl = &items[k].tmpl,
+                                  .path = items[k].path, .resumed = items[k].resumed};
+        }
+        double t_window = now_ms();
+        still_pool_run(*ref, jobs, w, workers);
+        for (int i = 0; i < w && !rc->write_failed; i++) {
+            run_item *it = &items[first + i];
+            double extra = done++ == 0 ? t_window - t_start : 0.0;
+            if (jobs[i].video || jobs[i].resumed) /* resumed: a video's next frames */
+                run_query(rc, &it->o, ref, ref_msg, &it->tmpl, it->q, it->path,
+                          plain && first + i == 0, 0, now_ms() - extra, it->resumed);
+            else
+                still_emit(rc, o, *ref, &jobs[i], it->q, extra);
+        }
+    }
+    free(jobs);
+}
+
+/* gmatch REF QUERY...: the reference once, then every query. */
+static void run_plain(run_ctx *rc, const cli_opts *o, const char *ref_path, char **queries,
+                      int nq)
+{
+    /* The first query's time includes loading and preparing the reference,
+     * as the peer (bench/opencv_match.py) measures it. */
+    double t_start = now_ms();
+    char ref_err[512] = "";
+    int ref_w = 0, ref_h = 0;
+    gm_ref *ref = prepare_reference(o, ref_path, &ref_w, &ref_h, ref_err, sizeof ref_err);
+    char ref_msg[1024] = "";
+    if (!ref) {
+        diag_file(ref_path, "%s", ref_err);
+        snprintf(ref_msg, sizeof ref_msg, "reference %s: %s", ref_path, ref_err);
+        rc->failed = 1;
+    }
+    run_item *items = calloc((size_t)(nq > 0 ? nq : 1), sizeof *items);
+    if (!items) {
+        diag_file(ref_path, "out of memory");
+        rc->failed = 1;
+    }
+    for (int i = 0; items && i < nq; i++) {
+        char err[256];
+        const char *src = source_of(queries[i], err, sizeof err);
+        items[i] = (run_item){.o = *o, .q = queries[i], .path = src ? src : queries[i]};
+        items[i].tmpl = (gm_output_rec){.query = queries[i], .model = o->params.model,
+                                        .ref_w = ref_w, .ref_h = ref_h};
+    }
+    if (items)
+        run_items(rc, o, &ref, ref_msg, items, nq, t_start, 1);
+    free(items);
+    if (ref)
+        gm_ref_free(ref);
+}
+
 /* gmatch --batch MANIFEST: this shard's pairs, a reference at a time. */
 static void run_batch(run_ctx *rc, cli_opts *o, gm_batch *b, int appending)
 {
@@ -1329,65 +1390,37 @@ static void run_batch(run_ctx *rc, cli_opts *o, gm_batch *b, int appending)
             diag_file(gr->ref_path, "%s", ref_err);
             snprintf(ref_msg, sizeof ref_msg, "reference %s: %s", gr->ref, ref_err);
         }
-        /* the pairs left, in windows: stills matched at once by the
-         * workers (a GPU's), then every line in order, videos in their turn */
-        int workers = ref ? still_workers(ref) : 1;
-        cli_opts *po = calloc(STILL_WINDOW, sizeof *po);
-        gm_output_rec *tmpl = calloc(STILL_WINDOW, sizeof *tmpl);
-        still_job *jobs = calloc(STILL_WINDOW, sizeof *jobs);
-        int *pair_of = calloc(STILL_WINDOW, sizeof *pair_of);
-        if (!po || !tmpl || !jobs || !pair_of)
-            workers = 1; /* no room for a window: one at a time below */
-        int done = 0;
-        for (int k = 0; k < gr->n && !rc->write_failed;) {
-            int w = 0;
-            cli_opts one_o;
-            gm_output_rec one_t;
-            for (; k < gr->n && w < (workers > 1 ? STILL_WINDOW : 1); k++) {
-                gm_batch_pair *p = &b->pairs[gr->pairs[k]];
-                if (p->written > 0 && starts_still(p->query_path))
-                    continue;
-                cli_opts *c = workers > 1 ? &po[w] : &one_o;
-                *c = go; /* its model the reference's: gm_match_model for others */
-                if (p->has_frames)
-                    c->first = p->first, c->last = p->last;
-                if (p->written > 0) { /* on from the frame after the last one written */
-                    int64_t next = p->last_frame + c->step;
-                    c->first = next > c->first ? next : c->first;
-                    if (c->last >= 0 && c->first >= c->last)
-                        continue;
-                }
-                gm_output_rec *t = workers > 1 ? &tmpl[w] : &one_t;
-                *t = (gm_output_rec){.line = p->line, .id = p->id, .id_num = p->id_num,
-                                     .ref = p->ref, .query = p->query,
-                                     .model = p->model >= 0 ? (gm_model)p->model : run_model,
-                                     .ref_w = ref_w, .ref_h = ref_h, .wide = wide};
-                if (workers == 1) { /* the CPU: one at a time, every core on it */
-                    run_query(rc, c, &ref, ref_msg, t, p->query, p->query_path, 0, 0,
-                              done++ == 0 ? t_start : now_ms(), p->written > 0);
-                    w = 1;
-                    continue;
-                }
-                memset(&jobs[w], 0, sizeof jobs[w]);
-                jobs[w] = (still_job){.o = c, .tmpl = t, .path = p->query_path,
-                                      .resumed = p->written > 0};
-                pair_of[w++] = gr->pairs[k];
-            }
-            if (workers == 1)
+        /* the pairs left: their options (frames, the frame to go on
+         * from) and lines' fields, then matched (run_items) */
+        run_item *items = calloc((size_t)gr->n, sizeof *items);
+        int ni = 0;
+        for (int k = 0; items && k < gr->n; k++) {
+            gm_batch_pair *p = &b->pairs[gr->pairs[k]];
+            if (p->written > 0 && starts_still(p->query_path))
                 continue;
-            double t_window = now_ms();
-            still_pool_run(ref, jobs, w, workers);
-            for (int i = 0; i < w && !rc->write_failed; i++) {
-                gm_batch_pair *p = &b->pairs[pair_of[i]];
-                double extra = done++ == 0 ? t_window - t_start : 0.0;
-                if (jobs[i].video || jobs[i].resumed) /* resumed: a video's next frames */
-                    run_query(rc, jobs[i].o, &ref, ref_msg, jobs[i].tmpl, p->query,
-                              p->query_path, 0, 0, now_ms() - extra, jobs[i].resumed);
-                else
-                    still_emit(rc, o, ref, &jobs[i], p->query, extra);
+            run_item *it = &items[ni];
+            it->o = go; /* its model the reference's: gm_match_model for others */
+            if (p->has_frames)
+                it->o.first = p->first, it->o.last = p->last;
+            if (p->written > 0) { /* on from the frame after the last one written */
+                int64_t next = p->last_frame + it->o.step;
+                it->o.first = next > it->o.first ? next : it->o.first;
+                if (it->o.last >= 0 && it->o.first >= it->o.last)
+                    continue;
             }
+            it->tmpl = (gm_output_rec){.line = p->line, .id = p->id, .id_num = p->id_num,
+                                       .ref = p->ref, .query = p->query,
+                                       .model = p->model >= 0 ? (gm_model)p->model : run_model,
+                                       .ref_w = ref_w, .ref_h = ref_h, .wide = wide};
+            it->q = p->query, it->path = p->query_path, it->resumed = p->written > 0;
+            ni++;
         }
-        free(po), free(tmpl), free(jobs), free(pair_of);
+        if (!items) {
+            diag_file(gr->ref_path, "out of memory");
+            rc->failed = 1;
+        }
+        run_items(rc, o, &ref, ref_msg, items, ni, t_start, 0);
+        free(items);
         if (ref)
             gm_ref_free(ref);
     }

@@ -154,6 +154,22 @@ for n in 1 2 7; do
     cmp -s "$tmp/all.txt" "$tmp/sh.txt" || fail "shards $n: not the unsharded lines ($(diff "$tmp/all.txt" "$tmp/sh.txt" | head -c 400))"
 done
 
+# (the same for a plain run of many queries, a video and a missing file
+# among them: the pool that --device cuda uses, taken on the CPU)
+qs=$(ls data/bench/q_cell_*.jpg data/bench/q_text_*.jpg)
+v=data/video/clip.mp4
+[ "$have_video" = 1 ] || v=
+"$gm" --format json -q data/bench/ref_cell.jpg $qs $v data/missing.jpg > "$tmp/p1.jsonl" 2> /dev/null
+GMATCH_WORKERS=3 "$gm" --format json -q data/bench/ref_cell.jpg $qs $v data/missing.jpg > "$tmp/p3.jsonl" 2> /dev/null
+cmp -s <(python3 -c '
+import json, sys
+for l in open(sys.argv[1]):
+    r = json.loads(l); r.pop("time_ms", None); print(json.dumps(r))' "$tmp/p1.jsonl") <(python3 -c '
+import json, sys
+for l in open(sys.argv[1]):
+    r = json.loads(l); r.pop("time_ms", None); print(json.dumps(r))' "$tmp/p3.jsonl") || fail "a plain run, 3 still workers: not the lines of one at a time"
+[ "$(wc -l < "$tmp/p3.jsonl")" -ge 9 ] || fail "a plain run, 3 still workers: $(wc -l < "$tmp/p3.jsonl") lines"
+
 # 4. killed at random points and resumed: the uninterrupted result, in order
 for trial in 1 2 3; do
     rm -f "$tmp/r.jsonl"
