@@ -172,16 +172,17 @@ PY
       # --device cuda: the same lines (time_ms aside), and their speed
       echo "== several GPUs' code: --device cuda:all and cuda:0,0 against cuda"
       for d in cuda cuda:all cuda:0,0; do
-        "$dev/bench/run.sh" "$dev/bench" "$out/gpus-$d.jsonl" "$dev/bin/gmatch" --format json \
-          --device "$d" 2>"$out/gpus-$d.err" | tee "$out/gpus-$d.txt" | grep -E "^wall|overall|total" | head -4
+        n=$(echo "$d" | tr ':,' '-_') # file names the device tool returns
+        "$dev/bench/run.sh" "$dev/bench" "$out/gpus-$n.jsonl" "$dev/bin/gmatch" --format json \
+          --device "$d" 2>"$out/gpus-$n.err" | tee "$out/gpus-$n.txt" | grep -E "^wall|overall|total" | head -4
         for v in v360 v1080; do
           [ -f "$dev/videos/$v.mp4" ] || continue
           s0=$(date +%s.%N)
           "$dev/bin/gmatch" --format json -q --device "$d" "$dev/videos/ref_building.jpg" \
-            "$dev/videos/$v.mp4" > "$out/gpus-$d-$v.jsonl" 2>>"$out/gpus-$d.err"
+            "$dev/videos/$v.mp4" > "$out/gpus-$n-$v.jsonl" 2>>"$out/gpus-$n.err"
           s1=$(date +%s.%N)
           python3 -c 'import sys; n = sum(1 for _ in open(sys.argv[1])); t = float(sys.argv[3]) - float(sys.argv[2]); print("%s %s: %d frames in %.2f s, %.0f fps" % (sys.argv[4], sys.argv[5], n, t, n / t))' \
-            "$out/gpus-$d-$v.jsonl" "$s0" "$s1" "$d" "$v" | tee -a "$out/gpus-video.txt"
+            "$out/gpus-$n-$v.jsonl" "$s0" "$s1" "$d" "$v" | tee -a "$out/gpus-video.txt"
         done
       done
       python3 - "$out" <<'PY' | tee "$out/gpus-compare.txt"
@@ -204,7 +205,7 @@ for name in ("", "-v360", "-v1080"):
         continue
     a = lines(base)
     for d in ("cuda:all", "cuda:0,0"):
-        b = lines(os.path.join(out, "gpus-%s%s.jsonl" % (d, name)))
+        b = lines(os.path.join(out, "gpus-%s%s.jsonl" % (d.replace(":", "-").replace(",", "_"), name)))
         same = sum(x == y for x, y in zip(a, b))
         print("%-9s%s: %d of %d lines the same as --device cuda" % (d, name or " bench", same, len(a)))
         bad += same != len(a) or len(a) != len(b)
