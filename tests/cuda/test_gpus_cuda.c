@@ -28,6 +28,8 @@ static const char *const k_queries[] = {
 #define NQ (int)(sizeof k_queries / sizeof k_queries[0])
 #define THREADS 6
 #define ROUNDS 4
+/* GM_TEST_SMALL=1 (compute-sanitizer, tools/gpu.sh): 3 threads, 1 round */
+static int g_threads = THREADS, g_rounds = ROUNDS;
 
 static gm_image g_ref, g_q[NQ];
 static gm_result g_one[NQ], g_cpu[NQ]; /* one GPU's answers, the CPU's */
@@ -104,7 +106,7 @@ typedef struct {
 static void *worker(void *arg)
 {
     worker_t *w = arg;
-    for (int k = 0; k < ROUNDS; k++)
+    for (int k = 0; k < g_rounds; k++)
         for (int j = 0; j < NQ; j++) {
             int i = (w->first + j) % NQ;
             w->st[k][i] = gm_match(w->r, gm_image_view(&g_q[i]), &w->res[k][i]);
@@ -118,15 +120,15 @@ static int run_threads(const gm_ref *r, const char *what)
 {
     static worker_t w[THREADS];
     pthread_t t[THREADS];
-    for (int k = 0; k < THREADS; k++) {
+    for (int k = 0; k < g_threads; k++) {
         memset(&w[k], 0, sizeof w[k]);
         w[k].r = r, w[k].first = k;
         EXPECT(pthread_create(&t[k], NULL, worker, &w[k]) == 0);
     }
-    for (int k = 0; k < THREADS; k++)
+    for (int k = 0; k < g_threads; k++)
         pthread_join(t[k], NULL);
-    for (int k = 0; k < THREADS; k++)
-        for (int n = 0; n < ROUNDS; n++)
+    for (int k = 0; k < g_threads; k++)
+        for (int n = 0; n < g_rounds; n++)
             for (int i = 0; i < NQ; i++) {
                 if (w[k].st[n][i] != GM_OK)
                     ck_abort_msg("%s: thread %d query %d: %s (%s)", what, k, i,
@@ -139,8 +141,8 @@ static int run_threads(const gm_ref *r, const char *what)
         used += r->served && r->served[c] > 0;
         total += r->served ? r->served[c] : 0;
     }
-    if (r->nrep > 0 && total != THREADS * ROUNDS * NQ)
-        ck_abort_msg("%s: the copies took %ld queries of %d", what, total, THREADS * ROUNDS * NQ);
+    if (r->nrep > 0 && total != (long)g_threads * g_rounds * NQ)
+        ck_abort_msg("%s: the copies took %ld queries of %d", what, total, g_threads * g_rounds * NQ);
     return r->nrep > 0 ? used : 1;
 }
 
@@ -155,7 +157,7 @@ START_TEST(test_copies_on_one_gpu)
         ck_abort_msg("device: %s", gm_ref_device(r));
     int used = run_threads(r, "gpus 0,0,0");
     if (used < 2)
-        ck_abort_msg("%d threads at once used %d of 3 copies", THREADS, used);
+        ck_abort_msg("%d threads at once used %d of 3 copies", g_threads, used);
     /* one query at a time: always the first copy (the fewest in flight, 0) */
     long before = r->served[0];
     gm_result res;
@@ -242,4 +244,9 @@ static Suite *gpus_suite(void)
     return s;
 }
 
-int main(void) { return run_cuda_suite(gpus_suite); }
+int main(void)
+{
+    if (getenv("GM_TEST_SMALL"))
+        g_threads = 3, g_rounds = 1;
+    return run_cuda_suite(gpus_suite);
+}
