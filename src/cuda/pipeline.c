@@ -254,7 +254,8 @@ void gm_gpu_close(gm_gpu *g)
 {
     if (!g)
         return;
-    (void)cudaSetDevice(g->dev);
+    if (g->ready) /* opened: its device exists (else an API error under compute-sanitizer) */
+        (void)cudaSetDevice(g->dev);
     for (int i = 0; i < g->n_lanes; i++)
         lane_free(g->lanes[i]);
     gm_edge_map_dev_free(&g->map);
