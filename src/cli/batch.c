@@ -81,6 +81,20 @@ static void map_free(strmap *m)
     memset(m, 0, sizeof *m);
 }
 
+/* Room for one more element in *p (n used of *cap, elem bytes each),
+ * doubling from first; 0, or -1 when out of memory (*p unchanged). */
+static int grow(void *p, int n, int *cap, size_t elem, int first)
+{
+    if (n < *cap)
+        return 0;
+    int c = *cap ? *cap * 2 : first;
+    void *np = realloc(*(void **)p, (size_t)c * elem);
+    if (!np)
+        return -1;
+    *(void **)p = np, *cap = c;
+    return 0;
+}
+
 /* The whole file ('-': stdin) in memory, NUL-terminated. */
 static char *slurp(const char *path, size_t *len, char *err, size_t errlen)
 {
@@ -175,13 +189,8 @@ static char *dupf(const char *fmt, const char *a)
 
 static gm_batch_pair *new_pair(gm_batch *b, int64_t line)
 {
-    if (b->n == b->cap) {
-        int cap = b->cap ? b->cap * 2 : 256;
-        gm_batch_pair *p = realloc(b->pairs, (size_t)cap * sizeof *p);
-        if (!p)
-            return NULL;
-        b->pairs = p, b->cap = cap;
-    }
+    if (grow(&b->pairs, b->n, &b->cap, sizeof *b->pairs, 256) != 0)
+        return NULL;
     gm_batch_pair *p = &b->pairs[b->n++];
     memset(p, 0, sizeof *p);
     p->line = line, p->model = -1, p->group = -1, p->last = -1, p->last_frame = -1;
@@ -389,12 +398,35 @@ static char *resolve(const char *dir, const char *name)
     return s;
 }
 
+/* The pairs by id: the key of pair i is "n<digits>" for an integer id and
+ * "s<string>" for a string one; the map gives the first pair of a key. */
+struct gm_batch_ids {
+    strmap map;
+    char **keys; /* [n], owned */
+    int n;
+};
+
+static void ids_free(struct gm_batch_ids *ids)
+{
+    if (!ids)
+        return;
+    for (int i = 0; i < ids->n; i++)
+        free(ids->keys[i]);
+    free(ids->keys);
+    map_free(&ids->map);
+    free(ids);
+}
+
 /* Ids, paths, groups: what the lines say, checked. */
 static int finish_pairs(gm_batch *b, char *err, size_t errlen)
 {
-    strmap ids = {0}, refs = {0};
-    char **keys = calloc((size_t)b->n + 1, sizeof *keys);
+    strmap refs = {0};
+    struct gm_batch_ids *idx = calloc(1, sizeof *idx);
+    char **keys = idx ? calloc((size_t)b->n + 1, sizeof *keys) : NULL;
     int rc = keys ? 0 : -1;
+    if (idx)
+        idx->keys = keys, idx->n = b->n;
+    strmap *ids = idx ? &idx->map : NULL;
     for (int i = 0; rc == 0 && i < b->n; i++) {
         gm_batch_pair *p = &b->pairs[i];
         char num[32];
@@ -410,11 +442,11 @@ static int finish_pairs(gm_batch *b, char *err, size_t errlen)
             rc = -1;
             break;
         }
-        int seen = map_get(&ids, keys[i]);
+        int seen = map_get(ids, keys[i]);
         if (seen >= 0) {
             snprintf(num, sizeof num, "%lld", (long long)b->pairs[seen].line);
             bad(p, "the id repeats line %s's", num);
-        } else if (map_put(&ids, keys[i], i) != 0) {
+        } else if (map_put(ids, keys[i], i) != 0) {
             rc = -1;
             break;
         }
@@ -433,14 +465,9 @@ static int finish_pairs(gm_batch *b, char *err, size_t errlen)
         }
         int g = map_get(&refs, p->ref_path);
         if (g < 0) {
-            if (b->ng == b->gcap) {
-                int cap = b->gcap ? b->gcap * 2 : 64;
-                gm_batch_group *ng = realloc(b->groups, (size_t)cap * sizeof *ng);
-                if (!ng) {
-                    rc = -1;
-                    break;
-                }
-                b->groups = ng, b->gcap = cap;
+            if (grow(&b->groups, b->ng, &b->gcap, sizeof *b->groups, 64) != 0) {
+                rc = -1;
+                break;
             }
             g = b->ng++;
             memset(&b->groups[g], 0, sizeof b->groups[g]);
@@ -451,24 +478,15 @@ static int finish_pairs(gm_batch *b, char *err, size_t errlen)
             }
         }
         gm_batch_group *gr = &b->groups[g];
-        if (gr->n == gr->cap) {
-            int cap = gr->cap ? gr->cap * 2 : 8;
-            int *np = realloc(gr->pairs, (size_t)cap * sizeof *np);
-            if (!np) {
-                rc = -1;
-                break;
-            }
-            gr->pairs = np, gr->cap = cap;
+        if (grow(&gr->pairs, gr->n, &gr->cap, sizeof *gr->pairs, 8) != 0) {
+            rc = -1;
+            break;
         }
         gr->pairs[gr->n++] = i;
         p->group = g;
     }
-    /* a pair that got an error after it joined nothing: fine; ids kept
-     * only for the check */
-    for (int i = 0; keys && i < b->n; i++)
-        free(keys[i]);
-    free(keys);
-    map_free(&ids), map_free(&refs);
+    map_free(&refs);
+    b->ids = idx; /* kept for --resume (freed with the batch) */
     for (int i = 0; rc == 0 && i < b->n; i++)
         if (b->pairs[i].error && strncmp(b->pairs[i].error, "out of memory", 13) == 0)
             rc = -1;
@@ -515,6 +533,7 @@ void gm_batch_free(gm_batch *b)
     }
     for (int g = 0; g < b->ng; g++)
         free(b->groups[g].pairs);
+    ids_free(b->ids);
     free(b->pairs), free(b->groups), free(b->dir);
     memset(b, 0, sizeof *b);
 }
@@ -646,6 +665,22 @@ static int result_key(const char *ln, gm_output_format fmt, char *id, size_t idc
     return end == col || *end ? -1 : 0;
 }
 
+/* The pair on manifest line `line` (the pairs are in line order), or -1. */
+static int pair_at_line(const gm_batch *b, int64_t line)
+{
+    int lo = 0, hi = b->n - 1;
+    while (lo <= hi) {
+        int mid = lo + (hi - lo) / 2;
+        if (b->pairs[mid].line == line)
+            return mid;
+        if (b->pairs[mid].line < line)
+            lo = mid + 1;
+        else
+            hi = mid - 1;
+    }
+    return -1;
+}
+
 int gm_batch_resume(gm_batch *b, const char *path, gm_output_format fmt, int truncate, char *err,
                     size_t errlen)
 {
@@ -671,15 +706,9 @@ int gm_batch_resume(gm_batch *b, const char *path, gm_output_format fmt, int tru
         fclose(f);
     }
     text[complete] = '\0';
-    strmap ids = {0};
-    char **keys = calloc((size_t)b->n + 1, sizeof *keys);
-    int rc = keys ? 0 : -1;
-    for (int i = 0; rc == 0 && i < b->n; i++)
-        if (!(keys[i] = dupf(b->pairs[i].id_num ? "n%s" : "s%s", b->pairs[i].id)) ||
-            (map_get(&ids, keys[i]) < 0 && map_put(&ids, keys[i], i) != 0))
-            rc = -1;
+    const strmap *ids = &b->ids->map; /* gm_batch_load's */
     char id[4096];
-    for (char *s = text; rc == 0 && *s;) {
+    for (char *s = text; *s;) {
         char *e = strchr(s, '\n');
         *e = '\0';
         int64_t line, frame;
@@ -690,20 +719,20 @@ int gm_batch_resume(gm_batch *b, const char *path, gm_output_format fmt, int tru
             int cand[2] = {-1, -1};
             if (id[0] == '?') {
                 id[0] = 'n';
-                cand[0] = map_get(&ids, id);
+                cand[0] = map_get(ids, id);
                 id[0] = 's';
-                cand[1] = map_get(&ids, id);
+                cand[1] = map_get(ids, id);
             } else {
-                cand[0] = map_get(&ids, id);
+                cand[0] = map_get(ids, id);
             }
             int i = cand[0] >= 0 && b->pairs[cand[0]].line == line ? cand[0]
                     : cand[1] >= 0 && b->pairs[cand[1]].line == line ? cand[1]
                                                                         : -1;
-            if (i < 0 && line >= 1) /* a repeated id: by its line */
-                for (int k = 0; k < b->n && i < 0; k++)
-                    if (b->pairs[k].line == line && (cand[0] >= 0 || cand[1] >= 0) &&
-                        strcmp(b->pairs[k].id, id + 1) == 0)
-                        i = k;
+            if (i < 0 && (cand[0] >= 0 || cand[1] >= 0)) { /* a repeated id: by its line */
+                int k = pair_at_line(b, line);
+                if (k >= 0 && strcmp(b->pairs[k].id, id + 1) == 0)
+                    i = k;
+            }
             if (i < 0) /* the manifest changed its lines: by the id alone */
                 i = cand[0] >= 0 ? cand[0] : cand[1];
             if (i >= 0) {
@@ -714,14 +743,8 @@ int gm_batch_resume(gm_batch *b, const char *path, gm_output_format fmt, int tru
         }
         s = e + 1;
     }
-    for (int i = 0; keys && i < b->n; i++)
-        free(keys[i]);
-    free(keys);
-    map_free(&ids);
     free(text);
-    if (rc != 0)
-        snprintf(err, errlen, "out of memory");
-    return rc;
+    return 0;
 }
 
 /* ---- manifest order ---------------------------------------------------------- */

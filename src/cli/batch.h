@@ -74,6 +74,7 @@ typedef struct {
     int ng, gcap;
     char *dir;            /* the manifest's folder ("" for stdin or a bare name) */
     int csv;
+    struct gm_batch_ids *ids; /* the pairs by id (batch.c), for --resume */
 } gm_batch;
 
 /* Read a manifest ('-': stdin).  0, or -1 with the cause in err (the file

@@ -1011,104 +1011,6 @@ typedef struct {
     int failed, write_failed;
 } run_ctx;
 
-/* One query against the reference *ref (NULL: it failed, ref_msg says
- * why): one line for a still or an error, a line a frame for a video.
- * tmpl holds the pair's fields (batch) and model; o the frames asked for;
- * left: queries after this one (auto's choice of the GPU); t0: when this
- * query's time began; resumed: --resume found lines of this pair. */
-static void run_query(run_ctx *rc, const cli_opts *o, gm_ref **ref, const char *ref_msg,
-                      const gm_output_rec *tmpl, const char *q, const char *path, int first,
-                      int left, double t0, int resumed)
-{
-    double t_decode = now_ms();
-    char err[512] = "";
-    gm_result res;
-    memset(&res, 0, sizeof res);
-    gm_output_rec rec = *tmpl;
-    rec.res = &res;
-    gm_model model = tmpl->model;
-    if (!*ref) {
-        if (resumed) /* its line, this error, is written already */
-            return;
-        rec.error = ref_msg;
-    } else {
-        gm_image img;
-        memset(&img, 0, sizeof img);
-        const char *src = source_of(path, err, sizeof err);
-        gm_status st = src ? gm_image_load(src, o->params.max_pixels, &img, err, sizeof err)
-                           : GM_ERR_IO;
-        double decode_ms = now_ms() - t_decode;
-        gm_video *v = NULL;
-        if (st == GM_ERR_FORMAT) { /* a video waits for the GPU */
-            gpu_consider(-1, 0);
-            gpu_switch(o, ref, 1, q);
-        }
-        if (first) /* the read-ahead's video, when this is one on the GPU */
-            v = prefetch_take(st == GM_ERR_FORMAT && gm_ref_backend(*ref) == GM_DEVICE_CUDA);
-        if (st == GM_ERR_FORMAT) {
-            gm_video_opts vo = video_opts(o, gm_ref_gpus(*ref));
-            vo.model = model == o->params.model ? -1 : (int)model;
-            if (v || (st = gm_video_open(src, &vo, &v, err, sizeof err)) == GM_OK) {
-                video_ctx c = {.out = rc->out, .out_name = rc->out_name, .o = o, .q = q,
-                               .extra_ms = now_ms() - t0, .ref_w = tmpl->ref_w,
-                               .ref_h = tmpl->ref_h, .open_ms = since_main(), .tmpl = tmpl,
-                               .resumed = resumed};
-                if (run_video(&c, *ref, v) != 0)
-                    rc->failed = 1;
-                rc->write_failed |= c.write_failed;
-                gm_video_close(v);
-                return;
-            }
-        }
-        if (resumed) /* the pair's line is written already: not an error line again */
-            return;
-        if (st == GM_OK) {
-            rec.q_w = img.width, rec.q_h = img.height;
-            /* gm_match takes a const reference (thread-safe), so the
-             * status is all it can tell us. */
-            gpu_switch(o, ref, 0, q);
-            st = model == o->params.model ? gm_match(*ref, gm_image_view(&img), &res)
-                                          : gm_match_model(*ref, gm_image_view(&img), model, &res);
-            warn_fallback(*ref, q);
-            if (st == GM_OK)
-                gpu_consider(left, res.time.total);
-            if (st != GM_OK)
-                snprintf(err, sizeof err, "matching failed: %.200s",
-                         res.error[0] ? res.error : gm_status_str(st));
-        }
-        if (st != GM_OK) {
-            if (!err[0])
-                snprintf(err, sizeof err, "%s", gm_status_str(st));
-            diag_file(q, "%s", err);
-            rec.error = err;
-            rc->failed = 1;
-        } else if (o->verbosity >= VERBOSITY_VERBOSE) {
-            report_timing(q, decode_ms, &res);
-        }
-        if (st == GM_OK && o->draw) {
-            char pic[4096] = "", perr[256] = "the picture's path is too long";
-            if (gm_picture_path(&g_pictures, tmpl->line ? tmpl->id : q, "", pic, sizeof pic) != 0 ||
-                gm_picture_result(&g_pictures, gm_image_view(&img), &res, pic, perr,
-                                  sizeof perr) != 0) {
-                diag_file(pic[0] ? pic : o->draw, "%s", perr);
-                rc->failed = 1;
-            }
-        }
-        gm_image_free(&img);
-    }
-    if (rec.error)
-        rc->failed = 1;
-    rec.time_ms = now_ms() - t0;
-    if (emit(rc->out, rc->out_name, o->format, &rec) != 0)
-        rc->write_failed = 1;
-}
-
-/* A JPEG or PNG by its first bytes (a still: its one line says it is done). */
-static int starts_still(const char *path)
-{
-    return strcmp(path, "-") != 0 && looks_still(path) && access(path, R_OK) == 0;
-}
-
 /* ---- a batch's stills, several at once ----------------------------------- */
 
 /* On a GPU a batch matches a reference's stills several at a time, so that
@@ -1139,9 +1041,38 @@ typedef struct {
     int next;             /* atomic: the next job to take */
 } still_pool;
 
+/* Match a still already decoded (img) as its job says: the model (the
+ * reference's own, or another through gm_match_model), the picture of
+ * --draw; the outcome in the job.  Thread-safe (the workers call it). */
+static void still_match(const gm_ref *ref, still_job *j, const gm_image *img)
+{
+    gm_model model = j->tmpl->model;
+    j->q_w = img->width, j->q_h = img->height;
+    j->st = model == j->o->params.model ? gm_match(ref, gm_image_view(img), &j->res)
+                                       : gm_match_model(ref, gm_image_view(img), model, &j->res);
+    if (j->st != GM_OK)
+        snprintf(j->err, sizeof j->err, "matching failed: %.200s",
+                 j->res.error[0] ? j->res.error : gm_status_str(j->st));
+    if (j->st == GM_OK && j->o->draw) {
+        char pic[4096] = "", perr[256] = "the picture's path is too long";
+        const char *name = j->tmpl->line ? j->tmpl->id : j->tmpl->query;
+        if (gm_picture_path(&g_pictures, name, "", pic, sizeof pic) != 0 ||
+            gm_picture_result(&g_pictures, gm_image_view(img), &j->res, pic, perr,
+                              sizeof perr) != 0)
+            snprintf(j->err, sizeof j->err, "--draw: %.200s: %.200s", pic[0] ? pic : j->o->draw,
+                     perr);
+    }
+}
+
+/* A worker's job: decode (a video, or a pair that has lines, goes back to
+ * the main thread), then still_match. */
 static void still_run(const gm_ref *ref, still_job *j)
 {
     j->begin_ms = now_ms();
+    if (j->resumed) { /* a still with lines is never a job: a video's next frames */
+        j->video = 1;
+        return;
+    }
     gm_image img;
     memset(&img, 0, sizeof img);
     j->st = gm_image_load(j->path, j->o->params.max_pixels, &img, j->err, sizeof j->err);
@@ -1150,27 +1081,114 @@ static void still_run(const gm_ref *ref, still_job *j)
         j->video = 1;
         return;
     }
-    if (j->st == GM_OK) {
-        gm_model model = j->tmpl->model;
-        j->q_w = img.width, j->q_h = img.height;
-        j->st = model == j->o->params.model ? gm_match(ref, gm_image_view(&img), &j->res)
-                                           : gm_match_model(ref, gm_image_view(&img), model,
-                                                            &j->res);
-        if (j->st != GM_OK)
-            snprintf(j->err, sizeof j->err, "matching failed: %.200s",
-                     j->res.error[0] ? j->res.error : gm_status_str(j->st));
-        if (j->st == GM_OK && j->o->draw) {
-            char pic[4096] = "", perr[256] = "the picture's path is too long";
-            if (gm_picture_path(&g_pictures, j->tmpl->id, "", pic, sizeof pic) != 0 ||
-                gm_picture_result(&g_pictures, gm_image_view(&img), &j->res, pic, perr,
-                                  sizeof perr) != 0)
-                snprintf(j->err, sizeof j->err, "--draw: %.200s: %.200s", pic, perr);
-        }
-    }
+    if (j->st == GM_OK)
+        still_match(ref, j, &img);
     if (j->st != GM_OK && !j->err[0])
         snprintf(j->err, sizeof j->err, "%s", gm_status_str(j->st));
     gm_image_free(&img);
     j->ms = now_ms() - j->begin_ms;
+}
+
+/* A still job's line (an error line with the message on stderr when it
+ * failed). */
+static void still_emit(run_ctx *rc, const cli_opts *o, const gm_ref *ref, const still_job *j,
+                       const char *q, double extra_ms)
+{
+    gm_output_rec rec = *j->tmpl;
+    rec.res = &j->res;
+    rec.q_w = j->q_w, rec.q_h = j->q_h;
+    warn_fallback(ref, q);
+    if (j->st != GM_OK) {
+        diag_file(q, "%s", j->err);
+        rec.error = j->err;
+        rc->failed = 1;
+    } else {
+        if (j->err[0]) { /* a picture that could not be written */
+            diag_file(q, "%s", j->err);
+            rc->failed = 1;
+        }
+        if (o->verbosity >= VERBOSITY_VERBOSE)
+            report_timing(q, j->decode_ms, &j->res);
+    }
+    rec.time_ms = j->ms + extra_ms;
+    if (emit(rc->out, rc->out_name, o->format, &rec) != 0)
+        rc->write_failed = 1;
+}
+
+/* One query against the reference *ref (NULL: it failed, ref_msg says
+ * why): one line for a still or an error, a line a frame for a video.
+ * tmpl holds the pair's fields (batch) and model; o the frames asked for;
+ * left: queries after this one (auto's choice of the GPU); t0: when this
+ * query's time began; resumed: --resume found lines of this pair. */
+static void run_query(run_ctx *rc, const cli_opts *o, gm_ref **ref, const char *ref_msg,
+                      const gm_output_rec *tmpl, const char *q, const char *path, int first,
+                      int left, double t0, int resumed)
+{
+    if (!*ref) { /* the reference failed: its message on the query's line */
+        if (resumed) /* written already */
+            return;
+        gm_output_rec rec = *tmpl;
+        rec.error = ref_msg;
+        rec.time_ms = now_ms() - t0;
+        rc->failed = 1;
+        if (emit(rc->out, rc->out_name, o->format, &rec) != 0)
+            rc->write_failed = 1;
+        return;
+    }
+    double t_decode = now_ms();
+    char err[512] = "";
+    gm_image img;
+    memset(&img, 0, sizeof img);
+    const char *src = source_of(path, err, sizeof err);
+    gm_status st = src ? gm_image_load(src, o->params.max_pixels, &img, err, sizeof err)
+                       : GM_ERR_IO;
+    double decode_ms = now_ms() - t_decode;
+    gm_video *v = NULL;
+    if (st == GM_ERR_FORMAT) { /* a video waits for the GPU */
+        gpu_consider(-1, 0);
+        gpu_switch(o, ref, 1, q);
+    }
+    if (first) /* the read-ahead's video, when this is one on the GPU */
+        v = prefetch_take(st == GM_ERR_FORMAT && gm_ref_backend(*ref) == GM_DEVICE_CUDA);
+    if (st == GM_ERR_FORMAT) {
+        gm_video_opts vo = video_opts(o, gm_ref_gpus(*ref));
+        vo.model = tmpl->model == o->params.model ? -1 : (int)tmpl->model;
+        if (v || (st = gm_video_open(src, &vo, &v, err, sizeof err)) == GM_OK) {
+            video_ctx c = {.out = rc->out, .out_name = rc->out_name, .o = o, .q = q,
+                           .extra_ms = now_ms() - t0, .ref_w = tmpl->ref_w,
+                           .ref_h = tmpl->ref_h, .open_ms = since_main(), .tmpl = tmpl,
+                           .resumed = resumed};
+            if (run_video(&c, *ref, v) != 0)
+                rc->failed = 1;
+            rc->write_failed |= c.write_failed;
+            gm_video_close(v);
+            return;
+        }
+    }
+    if (resumed) { /* the pair's line is written already: not an error line again */
+        gm_image_free(&img);
+        return;
+    }
+    still_job j = {.o = o, .tmpl = tmpl, .path = path, .st = st, .decode_ms = decode_ms};
+    if (st == GM_OK) {
+        /* gm_match takes a const reference (thread-safe), so the status is
+         * all it can tell us. */
+        gpu_switch(o, ref, 0, q);
+        still_match(*ref, &j, &img);
+        if (j.st == GM_OK)
+            gpu_consider(left, j.res.time.total);
+    } else {
+        snprintf(j.err, sizeof j.err, "%s", err[0] ? err : gm_status_str(st));
+    }
+    gm_image_free(&img);
+    j.ms = now_ms() - t0;
+    still_emit(rc, o, *ref, &j, q, 0.0);
+}
+
+/* A JPEG or PNG by its first bytes (a still: its one line says it is done). */
+static int starts_still(const char *path)
+{
+    return strcmp(path, "-") != 0 && looks_still(path) && access(path, R_OK) == 0;
 }
 
 static void *still_main(void *arg)
@@ -1218,31 +1236,6 @@ static void still_pool_run(const gm_ref *ref, still_job *jobs, int n, int worker
         pthread_join(th[k], NULL);
 }
 
-/* A still job's line, as run_query writes it. */
-static void still_emit(run_ctx *rc, const cli_opts *o, const gm_ref *ref, const still_job *j,
-                       const char *q, double extra_ms)
-{
-    gm_output_rec rec = *j->tmpl;
-    rec.res = &j->res;
-    rec.q_w = j->q_w, rec.q_h = j->q_h;
-    if (j->st != GM_OK) {
-        diag_file(q, "%s", j->err);
-        rec.error = j->err;
-        rc->failed = 1;
-    } else {
-        warn_fallback(ref, q);
-        if (j->err[0]) { /* a picture that could not be written */
-            diag_file(q, "%s", j->err);
-            rc->failed = 1;
-        }
-        if (o->verbosity >= VERBOSITY_VERBOSE)
-            report_timing(q, j->decode_ms, &j->res);
-    }
-    rec.time_ms = j->ms + extra_ms;
-    if (emit(rc->out, rc->out_name, o->format, &rec) != 0)
-        rc->write_failed = 1;
-}
-
 /* A query to match against the current reference: its options (frames,
  * the model through the reference's), its line's fields, names. */
 typedef struct {
@@ -1275,17 +1268,15 @@ static void run_items(run_ctx *rc, const cli_opts *o, gm_ref **ref, const char *
             continue;
         }
         int w = 0, first = k;
-        for (; k < n && w < STILL_WINDOW; k++, w++) {
-            memset(&jobs[w], 0, sizeof jobs[w]);
+        for (; k < n && w < STILL_WINDOW; k++, w++)
             jobs[w] = (still_job){.o = &items[k].o, .tmpl = &items[k].tmpl,
                                   .path = items[k].path, .resumed = items[k].resumed};
-        }
         double t_window = now_ms();
         still_pool_run(*ref, jobs, w, workers);
         for (int i = 0; i < w && !rc->write_failed; i++) {
             run_item *it = &items[first + i];
             double extra = done++ == 0 ? t_window - t_start : 0.0;
-            if (jobs[i].video || jobs[i].resumed) /* resumed: a video's next frames */
+            if (jobs[i].video) /* a video (or a pair with lines: a video's next frames) */
                 run_query(rc, &it->o, ref, ref_msg, &it->tmpl, it->q, it->path,
                           plain && first + i == 0, 0, now_ms() - extra, it->resumed);
             else
@@ -1295,6 +1286,22 @@ static void run_items(run_ctx *rc, const cli_opts *o, gm_ref **ref, const char *
     free(jobs);
 }
 
+/* prepare_reference for a run: NULL when it failed, with the message each
+ * of its queries' lines carries in ref_msg ("reference NAME: why"). */
+static gm_ref *open_reference(run_ctx *rc, const cli_opts *o, const char *path,
+                              const char *name, int *w, int *h, char *ref_msg, size_t len)
+{
+    char err[512] = "";
+    *w = *h = 0;
+    gm_ref *ref = prepare_reference(o, path, w, h, err, sizeof err);
+    if (!ref) {
+        diag_file(path, "%s", err);
+        snprintf(ref_msg, len, "reference %s: %s", name, err);
+        rc->failed = 1;
+    }
+    return ref;
+}
+
 /* gmatch REF QUERY...: the reference once, then every query. */
 static void run_plain(run_ctx *rc, const cli_opts *o, const char *ref_path, char **queries,
                       int nq)
@@ -1302,15 +1309,10 @@ static void run_plain(run_ctx *rc, const cli_opts *o, const char *ref_path, char
     /* The first query's time includes loading and preparing the reference,
      * as the peer (bench/opencv_match.py) measures it. */
     double t_start = now_ms();
-    char ref_err[512] = "";
-    int ref_w = 0, ref_h = 0;
-    gm_ref *ref = prepare_reference(o, ref_path, &ref_w, &ref_h, ref_err, sizeof ref_err);
     char ref_msg[1024] = "";
-    if (!ref) {
-        diag_file(ref_path, "%s", ref_err);
-        snprintf(ref_msg, sizeof ref_msg, "reference %s: %s", ref_path, ref_err);
-        rc->failed = 1;
-    }
+    int ref_w, ref_h;
+    gm_ref *ref = open_reference(rc, o, ref_path, ref_path, &ref_w, &ref_h, ref_msg,
+                                 sizeof ref_msg);
     run_item *items = calloc((size_t)(nq > 0 ? nq : 1), sizeof *items);
     if (!items) {
         diag_file(ref_path, "out of memory");
@@ -1349,9 +1351,8 @@ static void run_batch(run_ctx *rc, cli_opts *o, gm_batch *b, int appending)
         gm_batch_pair *p = &b->pairs[i];
         if (!p->error || gm_batch_pair_shard(b, i, n) != o->shard || p->written > 0)
             continue;
-        char line[32], msg[600];
-        snprintf(line, sizeof line, "line %" PRId64, p->line);
-        snprintf(msg, sizeof msg, "%s: %s", line, p->error);
+        char msg[600];
+        snprintf(msg, sizeof msg, "line %" PRId64 ": %s", p->line, p->error);
         diag_file(o->batch, "%s", msg);
         gm_output_rec rec = {.line = p->line, .id = p->id, .id_num = p->id_num,
                              .ref = p->ref ? p->ref : "", .query = p->query ? p->query : "",
@@ -1365,41 +1366,22 @@ static void run_batch(run_ctx *rc, cli_opts *o, gm_batch *b, int appending)
         gm_batch_group *gr = &b->groups[g];
         if (gr->shard != o->shard)
             continue;
-        /* what is left: pairs without lines, and videos (their next frames) */
-        int todo = 0, mixed = 0;
-        for (int k = 0; k < gr->n; k++) {
-            gm_batch_pair *p = &b->pairs[gr->pairs[k]];
-            int model = p->model >= 0 ? p->model : (int)run_model;
-            mixed |= model != (int)run_model;
-            todo += p->written == 0 || !starts_still(p->query_path);
-        }
-        if (todo == 0)
-            continue;
-        /* a reference asked for several models is prepared for auto,
-         * which answers each (the same results as one prepared for it) */
-        cli_opts go = *o;
-        if (mixed && run_model == GM_MODEL_SIMILARITY)
-            go.params.model = GM_MODEL_AUTO;
-        double t_start = now_ms();
-        char ref_err[512] = "", ref_msg[1024] = "";
-        int ref_w = 0, ref_h = 0;
-        gm_image_free(&g_pictures.ref);
-        gm_ref *ref = prepare_reference(&go, gr->ref_path, &ref_w, &ref_h, ref_err,
-                                        sizeof ref_err);
-        if (!ref) {
-            diag_file(gr->ref_path, "%s", ref_err);
-            snprintf(ref_msg, sizeof ref_msg, "reference %s: %s", gr->ref, ref_err);
-        }
-        /* the pairs left: their options (frames, the frame to go on
-         * from) and lines' fields, then matched (run_items) */
+        /* what is left: pairs without lines, and videos (their next
+         * frames), with their options (frames, the frame to go on from)
+         * and their lines' fields */
         run_item *items = calloc((size_t)gr->n, sizeof *items);
-        int ni = 0;
-        for (int k = 0; items && k < gr->n; k++) {
+        if (!items) {
+            diag_file(gr->ref_path, "out of memory");
+            rc->failed = 1;
+            continue;
+        }
+        int ni = 0, mixed = 0;
+        for (int k = 0; k < gr->n; k++) {
             gm_batch_pair *p = &b->pairs[gr->pairs[k]];
             if (p->written > 0 && starts_still(p->query_path))
                 continue;
             run_item *it = &items[ni];
-            it->o = go; /* its model the reference's: gm_match_model for others */
+            it->o = *o;
             if (p->has_frames)
                 it->o.first = p->first, it->o.last = p->last;
             if (p->written > 0) { /* on from the frame after the last one written */
@@ -1411,13 +1393,31 @@ static void run_batch(run_ctx *rc, cli_opts *o, gm_batch *b, int appending)
             it->tmpl = (gm_output_rec){.line = p->line, .id = p->id, .id_num = p->id_num,
                                        .ref = p->ref, .query = p->query,
                                        .model = p->model >= 0 ? (gm_model)p->model : run_model,
-                                       .ref_w = ref_w, .ref_h = ref_h, .wide = wide};
+                                       .wide = wide};
             it->q = p->query, it->path = p->query_path, it->resumed = p->written > 0;
+            mixed |= it->tmpl.model != run_model;
             ni++;
         }
-        if (!items) {
-            diag_file(gr->ref_path, "out of memory");
-            rc->failed = 1;
+        if (ni == 0) {
+            free(items);
+            continue;
+        }
+        /* a reference asked for several models is prepared for auto,
+         * which answers each (the same results as one prepared for it);
+         * the items' options carry the reference's model, so that
+         * gm_match_model answers the others */
+        cli_opts go = *o;
+        if (mixed && run_model == GM_MODEL_SIMILARITY)
+            go.params.model = GM_MODEL_AUTO;
+        double t_start = now_ms();
+        char ref_msg[1024] = "";
+        int ref_w, ref_h;
+        gm_image_free(&g_pictures.ref);
+        gm_ref *ref = open_reference(rc, &go, gr->ref_path, gr->ref, &ref_w, &ref_h, ref_msg,
+                                     sizeof ref_msg);
+        for (int k = 0; k < ni; k++) {
+            items[k].o.params.model = go.params.model;
+            items[k].tmpl.ref_w = ref_w, items[k].tmpl.ref_h = ref_h;
         }
         run_items(rc, o, &ref, ref_msg, items, ni, t_start, 0);
         free(items);

@@ -144,6 +144,11 @@ static cudaError_t pool_of_current(cudaMemPool_t *pool)
         return e;
     if (dev < 0 || dev >= GM_POOL_DEVICES)
         return cudaErrorInvalidDevice;
+    /* every allocation of a query comes here: the lock only to make it */
+    if (__atomic_load_n(&g_pool_made[dev], __ATOMIC_ACQUIRE)) {
+        *pool = g_pool[dev];
+        return g_pool_err[dev];
+    }
     pthread_mutex_lock(&g_pool_lock);
     if (!g_pool_made[dev]) {
         cudaMemPoolProps props;
@@ -158,7 +163,7 @@ static cudaError_t pool_of_current(cudaMemPool_t *pool)
             e = cudaMemPoolSetAttribute(g_pool[dev], cudaMemPoolAttrReleaseThreshold, &keep);
         }
         g_pool_err[dev] = e;
-        g_pool_made[dev] = 1;
+        __atomic_store_n(&g_pool_made[dev], 1, __ATOMIC_RELEASE);
     }
     e = g_pool_err[dev];
     *pool = g_pool[dev];
