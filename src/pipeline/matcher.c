@@ -546,6 +546,56 @@ static int query_level(const gm_ref *r, void *lane, gm_view query, int ql,
     return ql == 0 || (q[ql].w >= GM_MIN_LEVEL_SIDE && q[ql].h >= GM_MIN_LEVEL_SIDE);
 }
 
+/* Coarse-to-fine polish (matcher.h).  A refinement pairs each query point
+ * with a reference edge within GM_VERIFY_RADIUS pixels of its map.  A fine level's answer comes
+ * from two corners and a refinement on that level; when the far corners
+ * start a few pixels off, the refinement locks onto the partners it can
+ * reach and stops in a wrong optimum (a crop of a 6000-pixel photograph:
+ * 3.4 pixels off at factor 2, strict 0.51, where the truth scores 0.78).
+ * On level 0 the same error is a pixel or two, within reach, and each finer
+ * map after it starts within a pixel of its optimum: the image pyramid of
+ * coarse-to-fine registration.  The polished model replaces hw when it
+ * verifies better on bl and its corners moved at most GM_POLISH_MOVE
+ * level-0 pixels (a refinement that slides along one edge, or collapses the
+ * query onto a point, moves much further). */
+gm_status gm_polish_answer(const gm_ref *r, void *lane, const side *q0, const gm_points *vq0,
+                           const ref_level *bl, gm_model model, double hw[9],
+                           gm_verify_score *score)
+{
+    const ref_level *l0 = &r->lv[0];
+    if (!bl->fine || !l0->ok || l0->f <= bl->f)
+        return GM_OK;
+    double hp[9], hs[9];
+    const ref_level *pl = l0; /* the level hp is in */
+    h_work_to_source(hw, q0->f, bl->f, hs);
+    h_source_to_work(hs, q0->f, l0->f, hp);
+    gm_verify_score v = {0};
+    for (int k = -1; k < GM_FINE_LEVELS; k++) {
+        const ref_level *nl = k < 0 ? l0 : &r->lv[GM_LEVELS + k];
+        if (!nl->ok || nl->f < bl->f)
+            break;
+        if (nl != pl) {
+            h_work_to_source(hp, q0->f, pl->f, hs);
+            h_source_to_work(hs, q0->f, nl->f, hp);
+            pl = nl;
+        }
+        gm_status st = r->be->refine(lane, map_at(r, nl), vq0, model, hp, GM_MODEL_ITERS, 1, &v);
+        if (st != GM_OK)
+            return st;
+    }
+    if (pl != bl || !(v.confidence > score->confidence))
+        return GM_OK;
+    double same[4][9];
+    for (int i = 0; i < 4; i++)
+        memcpy(same[i], hp, sizeof hp);
+    if (gm_corner_moves(hw, (const double(*)[9])same, q0->w, q0->h) >
+        GM_POLISH_MOVE * l0->f / bl->f)
+        return GM_OK;
+    memcpy(hw, hp, sizeof hp);
+    *score = v;
+    return GM_OK;
+}
+
 static gm_status match_query(const gm_ref *r, gm_model model, gm_view query, gm_result *out)
 {
     memset(out, 0, sizeof *out);
@@ -633,9 +683,12 @@ static gm_status match_query(const gm_ref *r, gm_model model, gm_view query, gm_
             memcpy(hw, ss->h, sizeof hw);
             chosen = model == GM_MODEL_AUTO ? GM_MODEL_HOMOGRAPHY : model;
         }
-        /* found on a fine level: refined again on the finest, whose pixels
+        /* found on a fine level: polished coarse to fine (gm_polish_answer),
+         * then refined again on the finest, whose pixels
          * are the reference's own (a level at factor 2 places edges to 2
          * source pixels); kept when its strict test is not much worse */
+        if ((st = gm_polish_answer(r, lane, &q[0], &vq0, bl, chosen, hw, &score)) != GM_OK)
+            goto done;
         const ref_level *fl = finest_level(r);
         if (bl->fine && fl && fl->f < bl->f) {
             double hs[9], hf[9];

@@ -132,4 +132,16 @@ gm_status gm_side_build_f(const gm_backend_ops *be, void *lane, gm_view img, int
                           uint32_t corner_target, side *s, char *err, size_t errlen);
 void gm_side_free(side *s);
 
+/* An answer found on fine level bl of r, polished coarse to fine (matcher.c:
+ * refined on level 0's map, then on each fine level down to bl): hw, its
+ * model in the working coordinates of the query's level q0 and of bl, and
+ * score, its strict test on bl, are replaced when the polished model
+ * verifies better on bl and its corners moved at most GM_POLISH_MOVE
+ * level-0 pixels; otherwise left alone, as for an answer on a working
+ * level.  vq0: the query points the refinements use (on the lane's device). */
+#define GM_POLISH_MOVE 3.0
+gm_status gm_polish_answer(const gm_ref *r, void *lane, const side *q0, const gm_points *vq0,
+                           const ref_level *bl, gm_model model, double hw[9],
+                           gm_verify_score *score);
+
 #endif
