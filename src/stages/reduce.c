@@ -4,6 +4,9 @@
  * basis from filling the list.  Cells are ranked by votes above chance. */
 #include <math.h>
 #include <stdlib.h>
+#ifdef __SSE2__
+#include <emmintrin.h>
+#endif
 
 #include "common/common.h"
 #include "stages/reduce.h"
@@ -18,6 +21,25 @@ static int cand_cmp(const void *a, const void *b)
     if (p->query_basis != q->query_basis)
         return p->query_basis < q->query_basis ? -1 : 1;
     return p->ref_basis < q->ref_basis ? -1 : p->ref_basis > q->ref_basis;
+}
+
+/* Whether a block of GM_REDUCE_BLOCK counts holds one above bs (>= 0):
+ * v > bs for an integer v is v > floor(bs).  SSE2 (every x86-64): the
+ * saturating difference v - t is not zero exactly where v > t. */
+static inline int block_above(const uint16_t *v, float bs)
+{
+    uint16_t t = bs >= 65535.0f ? 65535 : (uint16_t)bs; /* floor: bs >= 0 */
+#ifdef __SSE2__
+    __m128i tv = _mm_set1_epi16((short)t);
+    __m128i a = _mm_subs_epu16(_mm_loadu_si128((const __m128i *)v), tv);
+    __m128i b = _mm_subs_epu16(_mm_loadu_si128((const __m128i *)(v + 8)), tv);
+    return _mm_movemask_epi8(_mm_cmpeq_epi16(_mm_or_si128(a, b), _mm_setzero_si128())) != 0xFFFF;
+#else
+    int any = 0;
+    for (int i = 0; i < GM_REDUCE_BLOCK; i++)
+        any |= v[i] > t;
+    return any;
+#endif
 }
 
 gm_candidate gm_reduce_row_cpu(const uint16_t *row, const float *share, uint32_t n_ref, uint32_t q)
@@ -41,6 +63,12 @@ gm_candidate gm_reduce_row_cpu(const uint16_t *row, const float *share, uint32_t
              * tests vectorize, d is computed as in the cell loop */
             int any = 0;
             if (bs >= 0.0f) {
+                /* first on the votes alone (d <= v: the chance share is
+                 * not negative), which skips most blocks of a long row
+                 * without reading its shares */
+                if (!block_above(row + r0, bs))
+                    continue;
+                any = 0;
                 for (uint32_t i = 0; i < GM_REDUCE_BLOCK; i++)
                     any |= (float)row[r0 + i] - (float)total * share[r0 + i] > bs;
             } else {
