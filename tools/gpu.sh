@@ -185,19 +185,12 @@ PY
             "$out/gpus-$n-$v.jsonl" "$s0" "$s1" "$d" "$v" | tee -a "$out/gpus-video.txt"
         done
       done
-      python3 - "$out" <<'PY' | tee "$out/gpus-compare.txt"
-import json, os, sys
+      PYTHONPATH=tools/bench python3 - "$out" <<'PY' | tee "$out/gpus-compare.txt"
+import os, sys
+from result_lines import rows, canonical
 out = sys.argv[1]
 def lines(p):
-    rows = []
-    for l in open(p):
-        try:
-            r = json.loads(l)
-        except ValueError:
-            continue
-        r.pop("time_ms", None)
-        rows.append(json.dumps(r, sort_keys=True))
-    return rows
+    return [canonical(r) for r in rows(p)]
 bad = 0
 for name in ("", "-v360", "-v1080"):
     base = os.path.join(out, "gpus-cuda%s.jsonl" % name)

@@ -54,18 +54,7 @@ nlines=$(wc -l < "$m")
 
 # strip FILE...: the result lines as sorted JSON without time_ms (the only
 # value that changes from run to run)
-strip() {
-    python3 -c '
-import json, sys
-rows = []
-for name in sys.argv[1:]:
-    for l in open(name):
-        r = json.loads(l)
-        r.pop("time_ms", None)
-        rows.append(json.dumps(r, sort_keys=True))
-rows.sort()
-print("\n".join(rows))' "$@"
-}
+strip() { python3 "$root/tools/bench/result_lines.py" "$@"; }
 
 # 1. the whole manifest in one run
 (cd "$tmp" && timeout 300 "$gm" --batch m/pairs.jsonl -o all.jsonl -q 2> all.err)

@@ -44,19 +44,7 @@ nrefs=$(python3 -c 'import json,sys; print(len({json.loads(l)["ref"] for l in op
 cores=$(nproc)
 echo "bench_batch: $n pairs over $nrefs references, $cores cores, $(date -u +%Y-%m-%d)"
 now() { date +%s.%N; }
-strip() {
-    python3 -c '
-import json, sys
-rows = []
-for name in sys.argv[1:]:
-    for l in open(name):
-        r = json.loads(l)
-        for k in ("time_ms", "line", "id"):
-            r.pop(k, None)
-        rows.append(json.dumps(r, sort_keys=True))
-rows.sort()
-print("\n".join(rows))' "$@"
-}
+strip() { python3 "$root/tools/bench/result_lines.py" --drop line,id "$@"; }
 report() { python3 -c 'import sys; n, t = int(sys.argv[2]), float(sys.argv[3]); print("%-9s run %s: %6.1f s, %6.1f pairs/s" % (sys.argv[1], sys.argv[4], t, n / t))' "$@"; }
 cd "$dir"
 for r in $(seq "$reps"); do

@@ -138,24 +138,15 @@ for r in $(seq "$reps"); do
 done
 [ -n "$smi" ] && kill $smi 2> /dev/null
 # the figures: frames or pairs a second, best of the rounds, ratios
-python3 - "$out" "$nst" "$npo" "$videos" <<'PY'
-import collections, json, os, sys
+PYTHONPATH=$(dirname "$0") python3 - "$out" "$nst" "$npo" "$videos" <<'PY'
+import collections, os, sys
+from result_lines import rows as lines, canonical
 out, nst, npo, videos = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4].split()
 best = {}
 for l in open(os.path.join(out, "times.txt")):
     name, a, b, rc = l.split()
     key = name.rsplit("-r", 1)[0]
     best[key] = min(best.get(key, 1e9), float(b) - float(a))
-def lines(p):
-    rows = []
-    for l in open(p):
-        try:
-            r = json.loads(l)
-        except ValueError:
-            continue
-        r.pop("time_ms", None)
-        rows.append(r)
-    return rows
 def frames(v):
     return sum(1 for _ in open(os.path.join(out, "video-%s-cuda-0.jsonl" % v)))
 work = {v: frames(v) for v in videos}
@@ -178,20 +169,20 @@ for name, n in (("stills", nst), ("photo", npo)):
 # identical results
 bad = 0
 for v in videos:
-    ref = [json.dumps(r, sort_keys=True) for r in lines(os.path.join(out, "video-%s-cuda-0.jsonl" % v))]
+    ref = [canonical(r) for r in lines(os.path.join(out, "video-%s-cuda-0.jsonl" % v))]
     for d in ("cuda-1", "cuda-all"):
-        got = [json.dumps(r, sort_keys=True) for r in lines(os.path.join(out, "video-%s-%s.jsonl" % (v, d)))]
+        got = [canonical(r) for r in lines(os.path.join(out, "video-%s-%s.jsonl" % (v, d)))]
         bad += got != ref
         print("video %s %s: %d lines, %s cuda:0's" % (v, d, len(got), "the same as" if got == ref else "NOT"))
     # the batch's two pairs are the clip's lines twice (line, id, ref apart)
     # (the query's name as the manifest gives it, not as the command line did)
-    strip = lambda rows: sorted(json.dumps({k: x for k, x in r.items() if k not in ("line", "id", "ref", "query")}, sort_keys=True) for r in rows)
+    strip = lambda rs: sorted(canonical(r, ("line", "id", "ref", "query")) for r in rs)
     sh = strip(lines(os.path.join(out, "%s-shard0.jsonl" % v)) + lines(os.path.join(out, "%s-shard1.jsonl" % v)))
     ba = strip(lines(os.path.join(out, "%s-batchall.jsonl" % v)))
     twice = strip(lines(os.path.join(out, "video-%s-cuda-0.jsonl" % v)) * 2)
     print("video %s: shards %s, batch cuda:all %s" % (v, "same" if sh == twice else "DIFFER", "same" if ba == twice else "DIFFER"))
     bad += sh != twice or ba != twice
-full = lambda rows: sorted(json.dumps(r, sort_keys=True) for r in rows)
+full = lambda rs: sorted(canonical(r) for r in rs)
 for st in ("stills", "photo") if npo else ("stills",):
     s0 = full(lines(os.path.join(out, "%s-cuda-0.jsonl" % st)))
     for name in ("%s-cuda-1.jsonl" % st, "%s-cuda-all.jsonl" % st, "%s-batchall.jsonl" % st):
