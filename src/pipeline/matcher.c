@@ -585,11 +585,7 @@ gm_status gm_polish_answer(const gm_ref *r, void *lane, const side *q0, const gm
     }
     if (pl != bl || !(v.confidence > score->confidence))
         return GM_OK;
-    double same[4][9];
-    for (int i = 0; i < 4; i++)
-        memcpy(same[i], hp, sizeof hp);
-    if (gm_corner_moves(hw, (const double(*)[9])same, q0->w, q0->h) >
-        GM_POLISH_MOVE * l0->f / bl->f)
+    if (gm_corner_move(hw, hp, q0->w, q0->h) > GM_POLISH_MOVE * l0->f / bl->f)
         return GM_OK;
     memcpy(hw, hp, sizeof hp);
     *score = v;

@@ -255,17 +255,24 @@ void gm_grow_model_cpu(const gm_edge_map *map, const gm_points *q, gm_model mode
     gm_refine_model_cpu(map, q, model, h, GM_GROW_FINAL_ITERS);
 }
 
-double gm_corner_moves(const double h[9], const double hq[4][9], int w, int hgt)
+double gm_corner_move(const double a[9], const double b[9], int w, int hgt)
 {
     const double cx[4] = {0, w - 1.0, w - 1.0, 0}, cy[4] = {0, 0, hgt - 1.0, hgt - 1.0};
     double worst = 0;
+    for (int c = 0; c < 4; c++) {
+        double ax, ay, bx, by;
+        gm_h_apply(a, cx[c], cy[c], &ax, &ay);
+        gm_h_apply(b, cx[c], cy[c], &bx, &by);
+        worst = fmax(worst, hypot(ax - bx, ay - by));
+    }
+    return worst;
+}
+
+double gm_corner_moves(const double h[9], const double hq[4][9], int w, int hgt)
+{
+    double worst = 0;
     for (int quad = 0; quad < 4; quad++)
-        for (int c = 0; c < 4; c++) {
-            double ax, ay, bx, by;
-            gm_h_apply(h, cx[c], cy[c], &ax, &ay);
-            gm_h_apply(hq[quad], cx[c], cy[c], &bx, &by);
-            worst = fmax(worst, hypot(ax - bx, ay - by));
-        }
+        worst = fmax(worst, gm_corner_move(h, hq[quad], w, hgt));
     return worst;
 }
 

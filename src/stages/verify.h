@@ -64,6 +64,8 @@ void gm_grow_model_cpu(const gm_edge_map *map, const gm_points *q, gm_model mode
 double gm_corner_spread_cpu(const gm_edge_map *map, const gm_points *q, gm_model model,
                             const double h[9], int w, int hgt);
 double gm_corner_moves(const double h[9], const double hq[4][9], int w, int hgt);
+/* The largest move of a w x hgt query's corners from a to b (3x3 each). */
+double gm_corner_move(const double a[9], const double b[9], int w, int hgt);
 /* How well the edges pin a transform down: the standard deviation, in the
  * map's pixels, of the worst-placed corner of a w x hgt query under h, from
  * the normal matrix of the point-to-line residuals of its partners (within

@@ -33,12 +33,9 @@ static gm_result g_cpu[NQ]; /* what the CPU answers */
 
 static void setup(void)
 {
-    char err[256];
-    if (gm_image_load("data/bench/ref_retina.jpg", 0, &g_ref, err, sizeof err) != GM_OK)
-        ck_abort_msg("ref_retina.jpg: %s (run from the source directory)", err);
+    g_ref = load_data("data/bench/ref_retina.jpg");
     for (int i = 0; i < NQ; i++)
-        if (gm_image_load(k_queries[i], 0, &g_q[i], err, sizeof err) != GM_OK)
-            ck_abort_msg("%s: %s", k_queries[i], err);
+        g_q[i] = load_data(k_queries[i]);
     gm_params p = gm_params_default();
     p.device = GM_DEVICE_CPU;
     gm_ref *r = NULL;

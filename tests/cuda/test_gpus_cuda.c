@@ -49,12 +49,9 @@ static gm_ref *prepare(gm_device d, const char *gpus, gm_status want)
 
 static void setup(void)
 {
-    char err[256];
-    if (gm_image_load("data/bench/ref_text.jpg", 0, &g_ref, err, sizeof err) != GM_OK)
-        ck_abort_msg("ref_text.jpg: %s (run from the source directory)", err);
+    g_ref = load_data("data/bench/ref_text.jpg");
     for (int i = 0; i < NQ; i++)
-        if (gm_image_load(k_queries[i], 0, &g_q[i], err, sizeof err) != GM_OK)
-            ck_abort_msg("%s: %s", k_queries[i], err);
+        g_q[i] = load_data(k_queries[i]);
     g_ngpu = gm_cuda_device_count(NULL, 0);
     gm_ref *r = prepare(GM_DEVICE_CUDA, NULL, GM_OK);
     for (int i = 0; i < NQ; i++)
