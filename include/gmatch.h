@@ -151,6 +151,19 @@ GM_API gm_status gm_image_from_pixels(const gm_pixels *px, int64_t max_pixels, g
 
 /* ---- matching ---------------------------------------------------------- */
 
+/* Which image is looked for inside which.  Forward: the query inside the
+ * reference (a crop, a frame of the reference's scene; the query is the
+ * smaller view or the two are alike), the search of README "How it works".
+ * Reverse: the reference inside the query (a poster in a photo, a logo in
+ * each frame): the query is indexed as a reference and the reference's
+ * image votes in it.  Two images that share part of their area are found
+ * either way.  Auto: forward, and reverse when forward finds nothing. */
+typedef enum {
+    GM_DIRECTION_AUTO = 0,
+    GM_DIRECTION_FORWARD = 1,
+    GM_DIRECTION_REVERSE = 2,
+} gm_direction;
+
 typedef enum { GM_DEVICE_AUTO = 0, GM_DEVICE_CPU = 1, GM_DEVICE_CUDA = 2 } gm_device;
 
 /* The transform reported.  The search is for a similarity first; the
@@ -213,6 +226,8 @@ typedef struct {
                                on any of them.  A GPU that is not there is GM_ERR_DEVICE
                                under cuda and the CPU under auto.  Read during
                                gm_ref_prepare only */
+    gm_direction direction; /* default GM_DIRECTION_AUTO: which image may hold the other
+                               (gm_direction); the others search one way only, faster */
 } gm_params;
 
 #define GM_MAX_THREADS 4096
@@ -313,6 +328,11 @@ typedef struct {
     double residual_px;  /* root mean square distance, in reference pixels, of the query's
                             edge points mapped by the result from the reference edges they
                             landed on (within a working pixel): the fit's accuracy */
+    double overlap[2];   /* the shared region (when found): [0] the share of the query's
+                            area that lies on the reference, [1] the share of the
+                            reference's area that the query covers */
+    gm_direction direction; /* the search that answered: GM_DIRECTION_FORWARD or
+                               GM_DIRECTION_REVERSE (when found) */
     gm_timing time;
     char error[256];     /* why gm_match failed, one line ("" on GM_OK) */
 } gm_result;

@@ -46,6 +46,8 @@ __version__ = _gmatch.version()
 MODELS = ("similarity", "affine", "homography", "auto")
 #: The devices a reference can run on (gmatch.h, gm_device).
 DEVICES = ("auto", "cpu", "cuda")
+#: Which image is looked for in which (gmatch.h, gm_direction), in the library's order.
+DIRECTIONS = ("auto", "forward", "reverse")
 
 _DEFAULTS = _gmatch.defaults()
 
@@ -98,28 +100,36 @@ class Result:
     pts_s       the frame's time in seconds from the stream start (videos; None
                 where unknown)
     error       why a video frame gave no result (status "error"), else None
+    overlap     (query share, reference share): the share of the query's area
+                that lies on the reference and of the reference's area that the
+                query covers; None unless a match
+    direction   "forward" (the query found in the reference) or "reverse" (the
+                reference found in the query); None unless a match
     """
 
     __slots__ = ("status", "matrix", "matrix3", "model", "confidence", "votes", "inliers",
                  "residual_px", "corners", "scale", "angle_deg", "time_ms", "query_size", "frame",
-                 "pts_s", "error")
+                 "pts_s", "error", "overlap", "direction")
 
     def __init__(self, raw=None, query_size=(0, 0), asked="similarity", frame=None, pts_s=None,
                  error=None):
         self.query_size = tuple(query_size)
         self.frame, self.pts_s, self.error = frame, pts_s, error
         self.matrix = self.matrix3 = self.corners = self.scale = self.angle_deg = None
-        self.residual_px = None
+        self.residual_px = self.overlap = self.direction = None
         if raw is None:  # an error item of a video
             self.status, self.model = "error", asked
             self.confidence, self.votes, self.inliers, self.time_ms = 0.0, 0, 0, 0.0
             return
-        found, model, h, self.confidence, self.votes, self.inliers, residual, self.time_ms = raw
+        (found, model, h, self.confidence, self.votes, self.inliers, residual, self.time_ms,
+         overlap, direction) = raw
         self.status = "match" if found else "none"
         self.model = MODELS[model] if found else asked
         if not found:
             return
         self.residual_px = residual
+        self.overlap = tuple(overlap)
+        self.direction = DIRECTIONS[direction]
         H = np.array(h, dtype=np.float64).reshape(3, 3)
         self.matrix3 = H
         self.matrix = H.copy() if self.model == "homography" else H[:2].copy()
@@ -209,6 +219,9 @@ class Reference:
     max_pixels      refuse larger images (reference and queries)
     rgb             3- and 4-channel arrays are R, G, B(, A) instead of OpenCV's B, G, R
     frame           for a video's path: the frame (from 0) that is the reference
+    direction       "auto" (the query inside the reference, and where that finds
+                    nothing the reference inside the query), "forward" or
+                    "reverse" (one way only; gmatch.h, gm_direction)
     tuning          max_side, ref_points, query_points, basis_points,
                     ref_basis_prob, query_bases, top_k: gmatch.h documents them and
                     their ranges
@@ -224,7 +237,7 @@ class Reference:
                "query_bases", "top_k")
 
     def __init__(self, image, *, model="auto", device="auto", min_confidence=None, seed=None,
-                 threads=None, max_pixels=None, rgb=False, frame=0, **tuning):
+                 threads=None, max_pixels=None, rgb=False, frame=0, direction="auto", **tuning):
         unknown = set(tuning) - set(self._TUNING)
         if unknown:
             raise TypeError(f"Reference() got unexpected keyword argument(s): "
@@ -235,6 +248,8 @@ class Reference:
         if device not in DEVICES:
             raise ValueError(f"device {device!r}: one of {', '.join(DEVICES)}, cuda:all or "
                              f"cuda:N[,N...]")
+        if direction not in DIRECTIONS:
+            raise ValueError(f"direction {direction!r}: one of {', '.join(DIRECTIONS)}")
         p = dict(_DEFAULTS)
         for k, v in (("min_confidence", min_confidence), ("seed", seed), ("threads", threads),
                      ("max_pixels", max_pixels)):
@@ -252,7 +267,7 @@ class Reference:
                             float(p["min_confidence"]), self._max_pixels, int(p["max_side"]),
                             int(p["ref_points"]), int(p["query_points"]), int(p["basis_points"]),
                             float(p["ref_basis_prob"]), int(p["query_bases"]), int(p["top_k"]),
-                            gpus)
+                            gpus, DIRECTIONS.index(direction))
 
     @property
     def backend(self):

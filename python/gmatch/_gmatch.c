@@ -195,22 +195,23 @@ static PyObject *py_defaults(PyObject *self, PyObject *noargs)
 
 /* prepare(image, frame, rgb, seed, threads, device, model, min_confidence,
  *         max_pixels, max_side, ref_points, query_points, basis_points,
- *         ref_basis_prob, query_bases, top_k, gpus)
+ *         ref_basis_prob, query_bases, top_k, gpus, direction)
  *   -> (capsule, width, height, device, backend, ms, gpus)
  *   gpus: None or gm_params.gpus ("all", "0,2") in; the GPUs used out */
 static PyObject *py_prepare(PyObject *self, PyObject *args)
 {
     (void)self;
     PyObject *image;
-    int rgb, device, model;
+    int rgb, device, model, direction;
     unsigned long long seed;
     long long max_pixels, frame;
     gm_params p = gm_params_default();
-    if (!PyArg_ParseTuple(args, "OLpKiiidLiiiidiiz:prepare", &image, &frame, &rgb, &seed,
+    if (!PyArg_ParseTuple(args, "OLpKiiidLiiiidiizi:prepare", &image, &frame, &rgb, &seed,
                           &p.threads, &device, &model, &p.min_confidence, &max_pixels,
                           &p.max_side, &p.ref_points, &p.query_points, &p.basis_points,
-                          &p.ref_basis_prob, &p.query_bases, &p.top_k, &p.gpus))
+                          &p.ref_basis_prob, &p.query_bases, &p.top_k, &p.gpus, &direction))
         return NULL;
+    p.direction = (gm_direction)direction;
     p.seed = seed;
     p.device = (gm_device)device;
     p.model = (gm_model)model;
@@ -242,14 +243,16 @@ static PyObject *py_prepare(PyObject *self, PyObject *args)
 }
 
 /* The result as a tuple: (found, model, h[9], confidence, votes, inliers,
- * residual_px, time_ms); the Python layer names the fields. */
+ * residual_px, time_ms, (overlap[0], overlap[1]), direction); the Python
+ * layer names the fields. */
 static PyObject *result_tuple(const gm_result *res)
 {
-    return Py_BuildValue("(Ni(ddddddddd)diidd)", PyBool_FromLong(res->status == GM_MATCH_FOUND),
-                         (int)res->model,
+    return Py_BuildValue("(Ni(ddddddddd)diidd(dd)i)",
+                         PyBool_FromLong(res->status == GM_MATCH_FOUND), (int)res->model,
                          res->h[0], res->h[1], res->h[2], res->h[3], res->h[4], res->h[5],
                          res->h[6], res->h[7], res->h[8], res->confidence, res->votes,
-                         res->inliers, res->residual_px, res->time.total);
+                         res->inliers, res->residual_px, res->time.total, res->overlap[0],
+                         res->overlap[1], (int)res->direction);
 }
 
 /* match(capsule, image, model, rgb, max_pixels) -> (result tuple, width, height) */

@@ -52,6 +52,7 @@ enum {
     OPT_DEVICE,
     OPT_MIN_CONFIDENCE,
     OPT_MODEL,
+    OPT_DIRECTION,
     OPT_MAX_PIXELS,
     OPT_FRAMES,
     OPT_STEP,
@@ -114,6 +115,9 @@ static void usage(FILE *f)
             "      --model M           similarity (default), affine, homography or auto:\n"
             "                          the transform reported; auto: the simplest of the\n"
             "                          three that the edges support (JSON: \"model\")\n"
+            "      --direction D       auto (default): the query inside the reference, and\n"
+            "                          where that finds nothing the reference inside the\n"
+            "                          query; forward or reverse: one way only (faster)\n"
             "      --min-confidence X  report no match below this confidence, 0..1 (default %g)\n"
             "      --max-pixels N      refuse images over N pixels (default %" PRId64 ")\n"
             "      --frames A:B        video frames A to B-1 (from 0; A: or :B open-ended)\n"
@@ -236,6 +240,7 @@ static void parse_options(int argc, char **argv, cli_opts *o)
         {"device", required_argument, NULL, OPT_DEVICE},
         {"min-confidence", required_argument, NULL, OPT_MIN_CONFIDENCE},
         {"model", required_argument, NULL, OPT_MODEL},
+        {"direction", required_argument, NULL, OPT_DIRECTION},
         {"max-pixels", required_argument, NULL, OPT_MAX_PIXELS},
         {"frames", required_argument, NULL, OPT_FRAMES},
         {"step", required_argument, NULL, OPT_STEP},
@@ -340,6 +345,16 @@ static void parse_options(int argc, char **argv, cli_opts *o)
                 o->params.model = GM_MODEL_AUTO;
             else
                 usage_error("--model: '%s' is not similarity, affine, homography or auto", optarg);
+            break;
+        case OPT_DIRECTION:
+            if (strcmp(optarg, "auto") == 0)
+                o->params.direction = GM_DIRECTION_AUTO;
+            else if (strcmp(optarg, "forward") == 0)
+                o->params.direction = GM_DIRECTION_FORWARD;
+            else if (strcmp(optarg, "reverse") == 0)
+                o->params.direction = GM_DIRECTION_REVERSE;
+            else
+                usage_error("--direction: '%s' is not auto, forward or reverse", optarg);
             break;
         case OPT_MIN_CONFIDENCE:
             if (parse_unit_real(optarg, &o->params.min_confidence) != 0)

@@ -314,6 +314,10 @@ static int record_json(FILE *f, const gm_output_rec *rec)
             set(o, "corners", c, &bad);
         }
         set(o, "residual_px", json_dec(r->residual_px, 3), &bad);
+        set(o, "overlap", json_pack("[oo]", json_dec(r->overlap[0], 4), json_dec(r->overlap[1], 4)),
+            &bad);
+        set(o, "direction",
+            json_string(r->direction == GM_DIRECTION_REVERSE ? "reverse" : "forward"), &bad);
     }
     if (ok)
         set(o, "inliers", json_integer(rec->res->inliers), &bad);

@@ -108,7 +108,7 @@ static __global__ void __launch_bounds__(GM_VERIFY_THREADS)
              const float *rot, gm_verify_score *scores)
 {
     __shared__ double s_m[6];
-    __shared__ uint32_t s_hits[GM_VERIFY_WARPS], s_bg[GM_VERIFY_WARPS];
+    __shared__ uint32_t s_hits[GM_VERIFY_WARPS], s_bg[GM_VERIFY_WARPS], s_in[GM_VERIFY_WARPS];
     const uint32_t c = blockIdx.x;
     if (threadIdx.x < 6)
         s_m[threadIdx.x] = params[9 * (size_t)c + threadIdx.x];
@@ -117,13 +117,14 @@ static __global__ void __launch_bounds__(GM_VERIFY_THREADS)
     for (int i = 0; i < 6; i++)
         m[i] = s_m[i];
     const float r = rot[c];
-    uint32_t hits = 0, bg = 0;
+    uint32_t hits = 0, bg = 0, in = 0;
     for (uint32_t k = threadIdx.x; k < n; k += blockDim.x)
-        hits += gm_verify_point(&map, m, r, pts[k], &bg);
+        hits += gm_verify_point(&map, m, r, pts[k], &bg, &in);
     hits = block_sum_u32(hits, s_hits);
     bg = block_sum_u32(bg, s_bg);
+    in = block_sum_u32(in, s_in);
     if (threadIdx.x == 0)
-        scores[c] = gm_score_of(n, hits, bg);
+        scores[c] = gm_score_of(n, in, hits, bg);
 }
 
 /* Sums NV doubles per thread over the block into s_out[NV] (valid after the
@@ -237,19 +238,20 @@ static __device__ void refine_block(const float4 *cells, int w, int hgt, const g
 /* The strict score of the block's s_h into scores[c], s_h into params. */
 static __device__ void strict_block(const gm_map_view &map, const gm_point *pts, const float *cs,
                                     uint32_t n, const double *s_h, uint32_t *s_hits,
-                                    uint32_t *s_bg, double *params, gm_verify_score *scores,
+                                    uint32_t *s_bg, uint32_t *s_in, double *params, gm_verify_score *scores,
                                     uint32_t c)
 {
     double h[9];
     for (int i = 0; i < 9; i++)
         h[i] = s_h[i];
-    uint32_t hits = 0, bg = 0;
+    uint32_t hits = 0, bg = 0, in = 0;
     for (uint32_t k = threadIdx.x; k < n; k += blockDim.x)
-        hits += gm_verify_strict_point(&map, h, pts[k], cs[2 * k], cs[2 * k + 1], &bg);
+        hits += gm_verify_strict_point(&map, h, pts[k], cs[2 * k], cs[2 * k + 1], &bg, &in);
     hits = block_sum_u32(hits, s_hits);
     bg = block_sum_u32(bg, s_bg);
+    in = block_sum_u32(in, s_in);
     if (threadIdx.x == 0) {
-        scores[c] = gm_score_of(n, hits, bg);
+        scores[c] = gm_score_of(n, in, hits, bg);
         for (int j = 0; j < 9; j++)
             params[9 * (size_t)c + j] = h[j];
     }
@@ -267,14 +269,14 @@ static __global__ void __launch_bounds__(GM_VERIFY_THREADS)
     __shared__ double s_h[9];
     __shared__ int s_stop;
     __shared__ double s_warp[GM_VERIFY_WARPS * GM_MAX_NV], s_sum[GM_MAX_NV];
-    __shared__ uint32_t s_hits[GM_VERIFY_WARPS], s_bg[GM_VERIFY_WARPS];
+    __shared__ uint32_t s_hits[GM_VERIFY_WARPS], s_bg[GM_VERIFY_WARPS], s_in[GM_VERIFY_WARPS];
     const uint32_t c = blockIdx.x;
     if (threadIdx.x < 9)
         s_h[threadIdx.x] = params[9 * (size_t)c + threadIdx.x];
     const refine_set all = {{0, 0, 0}, INFINITY, -1, 0, 0};
     refine_block<MODEL>(cells, map.w, map.h, pts, cs, n, n, all, iters, s_h, &s_stop, s_warp,
                         s_sum);
-    strict_block(map, pts, cs, n, s_h, s_hits, s_bg, params, scores, c);
+    strict_block(map, pts, cs, n, s_h, s_hits, s_bg, s_in, params, scores, c);
 }
 
 /* Block c: gm_grow_model_cpu(MODEL) of params[9c..9c+9) from the seed
@@ -289,7 +291,7 @@ static __global__ void __launch_bounds__(GM_VERIFY_THREADS)
     __shared__ double s_h[9];
     __shared__ int s_stop;
     __shared__ double s_warp[GM_VERIFY_WARPS * GM_MAX_NV], s_sum[GM_MAX_NV];
-    __shared__ uint32_t s_hits[GM_VERIFY_WARPS], s_bg[GM_VERIFY_WARPS];
+    __shared__ uint32_t s_hits[GM_VERIFY_WARPS], s_bg[GM_VERIFY_WARPS], s_in[GM_VERIFY_WARPS];
     __shared__ double s_max[GM_VERIFY_WARPS];
     const uint32_t c = blockIdx.x;
     if (threadIdx.x < 9)
@@ -322,7 +324,7 @@ static __global__ void __launch_bounds__(GM_VERIFY_THREADS)
     const refine_set all = {{0, 0, 0}, INFINITY, -1, 0, 0};
     refine_block<MODEL>(cells, map.w, map.h, pts, cs, n, n, all, GM_GROW_FINAL_ITERS, s_h,
                         &s_stop, s_warp, s_sum);
-    strict_block(map, pts, cs, n, s_h, s_hits, s_bg, params, scores, c);
+    strict_block(map, pts, cs, n, s_h, s_hits, s_bg, s_in, params, scores, c);
 }
 
 /* Block j (0..3): gm_corner_spread_cpu's refit j, h (params[0..9)) refined

@@ -165,7 +165,7 @@ static const gm_edge_map *level_map(const gm_ref *r, const ref_level *rl, int *f
 static gm_map_at map_at(const gm_ref *r, const ref_level *rl)
 {
     int f;
-    return (gm_map_at){level_map(r, rl, &f), rl->fine ? rl->dev : NULL};
+    return (gm_map_at){level_map(r, rl, &f), rl->fine ? rl->dev : r->borrowed ? r->lv[0].dev : NULL};
 }
 
 /* The best transform found so far, in the working coordinates of the
@@ -592,7 +592,7 @@ gm_status gm_polish_answer(const gm_ref *r, void *lane, const side *q0, const gm
     return GM_OK;
 }
 
-static gm_status match_query(const gm_ref *r, gm_model model, gm_view query, gm_result *out)
+gm_status gm_match_forward(const gm_ref *r, gm_model model, gm_view query, gm_result *out)
 {
     memset(out, 0, sizeof *out);
     double t0 = gm_now_ms();
@@ -847,7 +847,7 @@ gm_status gm_match_model(const gm_ref *r, gm_view query, gm_model model, gm_resu
     const gm_ref *top = r;
     r = gm_ref_pick(top, &slot); /* several GPUs: the least busy copy */
     const gm_ref *use = gm_ref_current(r);
-    gm_status st = match_query(use, model, query, out);
+    gm_status st = gm_match_dirs(use, model, query, out);
     const char *dev = st != GM_OK ? use->be->error() : "";
     /* the device failed this query (an error, out of its memory): this
      * query and every one after it on the CPU's twin of the reference */
@@ -857,7 +857,7 @@ gm_status gm_match_model(const gm_ref *r, gm_view query, gm_model model, gm_resu
         const gm_ref *cpu = gm_ref_failover(r, why);
         if (cpu) {
             use = cpu;
-            st = match_query(use, model, query, out);
+            st = gm_match_dirs(use, model, query, out);
             dev = st != GM_OK ? use->be->error() : "";
         }
     }

@@ -82,7 +82,23 @@ struct gm_ref {
     struct gm_ref **rep;
     int *load;
     long *served;      /* queries each copy took so far (tests/cuda/test_gpus_cuda.c) */
+    /* Prepared on another reference's device (gm_ref_prepare_on): the
+     * device is not closed with it, and its level-0 map lives on lv[0]'s
+     * device copy (the device's own map is its reference's). */
+    int borrowed;
 };
+
+/* img prepared as a reference on host's device and lanes, with host's
+ * parameters: the reverse search's query (direction.c).  On failure *out
+ * still holds the message; gm_ref_free it either way. */
+gm_status gm_ref_prepare_on(const gm_ref *host, gm_view img, gm_ref **out);
+
+/* The search of a query inside reference r (matcher.c): the pipeline of
+ * README "How it works".  gm_match_model runs it through gm_match_dirs. */
+gm_status gm_match_forward(const gm_ref *r, gm_model model, gm_view query, gm_result *out);
+/* Forward, and where it finds nothing and r's direction allows, the
+ * reverse: the reference looked for inside the query (direction.c). */
+gm_status gm_match_dirs(const gm_ref *r, gm_model model, gm_view query, gm_result *out);
 
 /* The copy of r (itself or one on another GPU) with the fewest queries in
  * flight, counted in until gm_ref_unpick(r, *slot). */

@@ -207,12 +207,16 @@ static gm_status ref_build(gm_ref *r, gm_view img)
         }
         if (lv == 0)
             st = gm_edge_map_build_cpu(&s.all, s.w, s.h, GM_VERIFY_RADIUS, &r->map);
-        if (lv == 0 && st == GM_OK)
+        /* the device's own map is its reference's: a reference on a
+         * borrowed device (gm_ref_prepare_on) keeps its map on level 0 */
+        if (lv == 0 && st == GM_OK && !r->borrowed)
             st = be->map(r->dev, lane, NULL, &r->map);
         if (lv == 0) /* the fine levels' and the triangles' lengths derive from it */
             diag0 = sqrtf((float)s.w * s.w + (float)s.h * s.h);
         if (st == GM_OK)
             st = level_build(be, lane, p, &s, &r->lv[lv], diag0, lv == 0);
+        if (lv == 0 && st == GM_OK && r->borrowed)
+            st = be->map(r->dev, lane, r->lv[0].dev, &r->map);
         gm_side_free(&s);
     }
     /* fine levels, coarse to fine: factors f0/2, f0/4, ..., 1.  Their
@@ -314,6 +318,7 @@ static const char *params_check(const gm_params *p, char *buf, size_t len)
     RANGE(ref_basis_prob, 1e-6, 1.0)
     RANGE(query_bases, 1, GM_MAX_QUERY_BASES)
     RANGE(top_k, 1, GM_MAX_TOP_K)
+    RANGE(direction, GM_DIRECTION_AUTO, GM_DIRECTION_REVERSE)
 #undef RANGE
     int list[GM_MAX_GPUS];
     if (p->gpus && gpu_list(p->gpus, -1, list, buf, len) < 0)
@@ -547,16 +552,47 @@ static gm_status ref_prepare(const gm_params *p, gm_view img, gm_ref *r)
                          "the GPU failed while preparing the reference (%.200s): matching on the CPU",
                          why);
         }
-        if (st == GM_OK && r->be != &gm_backend_cpu)
-            st = keep_image(r, img);
+
         if (n > 1) {
             gm_status rs = replicas_join(r, reps, n - 1, st == GM_OK && r->be != &gm_backend_cpu);
             if (st == GM_OK && r->be != &gm_backend_cpu)
                 st = rs;
         }
     }
+    /* the image stays: the CPU's twin after a device failure
+     * (gm_ref_failover) and the reverse search (direction.c) read it */
+    if (st == GM_OK)
+        st = keep_image(r, img);
     if (st == GM_OK)
         r->prep_ms = gm_now_ms() - t0;
+    return st;
+}
+
+gm_status gm_ref_prepare_on(const gm_ref *host, gm_view img, gm_ref **out)
+{
+    *out = NULL;
+    gm_ref *r = calloc(1, sizeof *r);
+    if (!r)
+        return GM_ERR_NOMEM;
+    pthread_mutex_init(&r->fo_lock, NULL);
+    *out = r;
+    double t0 = gm_now_ms();
+    r->p = host->p;
+    r->be = host->be;
+    r->dev = host->dev;
+    r->gpu = host->gpu;
+    r->borrowed = 1;
+    snprintf(r->device, sizeof r->device, "%s", host->device);
+    gm_status st = ref_build(r, img);
+    if (st != GM_OK) {
+        const char *dev_err = r->be->error();
+        snprintf(r->err, sizeof r->err, "%s%s%.200s", gm_status_str(st), *dev_err ? ": " : "",
+                 dev_err);
+        ref_clear(r);
+        r->be = NULL;
+    }
+    r->prep_ms = gm_now_ms() - t0;
+    r->status = st;
     return st;
 }
 
@@ -566,7 +602,8 @@ void gm_ref_free(gm_ref *r)
         return;
     if (r->be) {
         ref_clear(r);
-        r->be->close(r->dev);
+        if (!r->borrowed)
+            r->be->close(r->dev);
     }
     gm_ref_free(r->cpu);
     for (int k = 0; k < r->nrep; k++)

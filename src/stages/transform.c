@@ -104,3 +104,81 @@ int gm_h_plausible(const double h[9], int w, int hgt)
     }
     return smax <= GM_H_MAX_SCALE_RATIO * smin && wmax <= GM_H_MAX_SCALE_RATIO * wmin;
 }
+
+int gm_h_invert(const double h[9], double hi[9])
+{
+    double a[9] = {h[4] * h[8] - h[5] * h[7], h[2] * h[7] - h[1] * h[8], h[1] * h[5] - h[2] * h[4],
+                   h[5] * h[6] - h[3] * h[8], h[0] * h[8] - h[2] * h[6], h[2] * h[3] - h[0] * h[5],
+                   h[3] * h[7] - h[4] * h[6], h[1] * h[6] - h[0] * h[7], h[0] * h[4] - h[1] * h[3]};
+    double det = h[0] * a[0] + h[1] * a[3] + h[2] * a[6];
+    if (!(fabs(det) > 0) || !isfinite(det) || !(fabs(a[8]) > 1e-300))
+        return -1;
+    for (int i = 0; i < 9; i++)
+        hi[i] = a[i] / a[8];
+    return 0;
+}
+
+/* The part of polygon (x, y)[n] on the side k of the rectangle [0, w] x
+ * [0, h] (k: 0 x >= 0, 1 x <= w, 2 y >= 0, 3 y <= h), into (ox, oy);
+ * returns its vertex count (Sutherland and Hodgman). */
+static int clip_side(const double *x, const double *y, int n, int k, double w, double h,
+                     double *ox, double *oy)
+{
+    int m = 0;
+    for (int i = 0; i < n; i++) {
+        int j = (i + 1) % n;
+        double vi = k == 0 ? x[i] : k == 1 ? w - x[i] : k == 2 ? y[i] : h - y[i];
+        double vj = k == 0 ? x[j] : k == 1 ? w - x[j] : k == 2 ? y[j] : h - y[j];
+        if (vi >= 0)
+            ox[m] = x[i], oy[m++] = y[i];
+        if ((vi >= 0) != (vj >= 0)) {
+            double t = vi / (vi - vj);
+            ox[m] = x[i] + t * (x[j] - x[i]), oy[m++] = y[i] + t * (y[j] - y[i]);
+        }
+    }
+    return m;
+}
+
+static double poly_area(const double *x, const double *y, int n)
+{
+    double a = 0;
+    for (int i = 0; i < n; i++) {
+        int j = (i + 1) % n;
+        a += x[i] * y[j] - x[j] * y[i];
+    }
+    return fabs(a) / 2;
+}
+
+void gm_overlap(const double h[9], int qw, int qh, int rw, int rh, double share[2])
+{
+    share[0] = share[1] = 0;
+    double hi[9];
+    if (qw <= 0 || qh <= 0 || rw <= 0 || rh <= 0 || gm_h_invert(h, hi) != 0)
+        return;
+    /* at most 4 + 4 vertices after four clips of a quadrilateral */
+    double x[2][16], y[2][16];
+    const double cx[4] = {0, qw, qw, 0}, cy[4] = {0, 0, qh, qh};
+    for (int i = 0; i < 4; i++) {
+        double w = h[6] * cx[i] + h[7] * cy[i] + h[8];
+        if (!(w > 0) || !isfinite(w))
+            return;
+        x[0][i] = (h[0] * cx[i] + h[1] * cy[i] + h[2]) / w;
+        y[0][i] = (h[3] * cx[i] + h[4] * cy[i] + h[5]) / w;
+    }
+    int n = 4, cur = 0;
+    for (int k = 0; k < 4 && n > 0; k++, cur ^= 1)
+        n = clip_side(x[cur], y[cur], n, k, rw, rh, x[cur ^ 1], y[cur ^ 1]);
+    if (n < 3)
+        return;
+    double ar = poly_area(x[cur], y[cur], n);
+    double bx[16], by[16];
+    for (int i = 0; i < n; i++) {
+        double w = hi[6] * x[cur][i] + hi[7] * y[cur][i] + hi[8];
+        if (!(fabs(w) > 0) || !isfinite(w))
+            return;
+        bx[i] = (hi[0] * x[cur][i] + hi[1] * y[cur][i] + hi[2]) / w;
+        by[i] = (hi[3] * x[cur][i] + hi[4] * y[cur][i] + hi[5]) / w;
+    }
+    share[0] = fmin(1.0, poly_area(bx, by, n) / ((double)qw * qh));
+    share[1] = fmin(1.0, ar / ((double)rw * rh));
+}

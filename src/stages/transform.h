@@ -31,6 +31,17 @@ void gm_h_from_m(const double m[6], double h[9]);
 #define GM_H_MAX_SCALE_RATIO 3.0
 #define GM_H_MAX_ANISO 3.0
 int gm_h_plausible(const double h[9], int w, int hgt);
+/* The inverse of h, scaled so that hi[8] = 1 (0), or -1 when h is singular
+ * or its inverse has hi[8] = 0. */
+int gm_h_invert(const double h[9], double hi[9]);
+/* The region a qw x qh query and a rw x rh reference share under h (query
+ * pixels -> reference pixels; images span [0, w] x [0, h]): share[0] the
+ * share of the query's area that lies on the reference, share[1] the share
+ * of the reference's area that the query covers.  The query's outline is
+ * carried onto the reference and clipped to it (a homography keeps lines
+ * straight, so the clipped polygon carried back is the shared part of the
+ * query).  Both 0 when the line at infinity of h crosses the query. */
+void gm_overlap(const double h[9], int qw, int qh, int rw, int rh, double share[2]);
 /* Weighted point-to-line fit of the model (with a light point-to-point term),
  * h0 the current estimate (the homography is one Gauss-Newton step from it,
  * the other models are solved exactly).  0 on success, -1 when degenerate. */

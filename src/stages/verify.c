@@ -82,23 +82,23 @@ gm_verify_score gm_verify_cpu(const gm_edge_map *map, const gm_points *q, const 
 {
     const gm_map_view v = view_of(map);
     float rot = (float)atan2(m[3], m[0]);
-    uint32_t hits = 0, bg = 0;
-#pragma omp parallel for num_threads(gm_threads()) schedule(static) reduction(+ : hits, bg) if (q->n >= GM_PAR_POINTS)
+    uint32_t hits = 0, bg = 0, in = 0;
+#pragma omp parallel for num_threads(gm_threads()) schedule(static) reduction(+ : hits, bg, in) if (q->n >= GM_PAR_POINTS)
     for (int64_t k = 0; k < (int64_t)q->n; k++)
-        hits += gm_verify_point(&v, m, rot, q->p[k], &bg);
-    return gm_score_of(q->n, hits, bg);
+        hits += gm_verify_point(&v, m, rot, q->p[k], &bg, &in);
+    return gm_score_of(q->n, in, hits, bg);
 }
 
 gm_verify_score gm_verify_strict_h_cpu(const gm_edge_map *map, const gm_points *q, const double h[9])
 {
     const gm_map_view v = view_of(map);
-    uint32_t hits = 0, bg = 0;
-#pragma omp parallel for num_threads(gm_threads()) schedule(static) reduction(+ : hits, bg) if (q->n >= GM_PAR_POINTS)
+    uint32_t hits = 0, bg = 0, in = 0;
+#pragma omp parallel for num_threads(gm_threads()) schedule(static) reduction(+ : hits, bg, in) if (q->n >= GM_PAR_POINTS)
     for (int64_t k = 0; k < (int64_t)q->n; k++) {
         gm_point p = q->p[k];
-        hits += gm_verify_strict_point(&v, h, p, cosf(p.angle), sinf(p.angle), &bg);
+        hits += gm_verify_strict_point(&v, h, p, cosf(p.angle), sinf(p.angle), &bg, &in);
     }
-    return gm_score_of(q->n, hits, bg);
+    return gm_score_of(q->n, in, hits, bg);
 }
 
 double gm_corner_sigma_cpu(const gm_edge_map *map, const gm_points *q, const double h[9], int w,

@@ -27,9 +27,12 @@ void gm_edge_map_free(gm_edge_map *map);
 
 typedef struct {
     uint32_t total;     /* query points tested */
+    uint32_t inside;    /* of them, those the transform carries into the shared region
+                           (verify_core.h): the others neither hit nor count */
     uint32_t hits;      /* landed on a reference edge of agreeing direction */
     uint32_t bg_hits;   /* hits with the direction turned 90 degrees: the chance level */
-    double confidence;  /* (hits - bg) / (total - bg), clamped to 0..1 */
+    double confidence;  /* (hits - bg) / (max(inside, GM_SHARED_FLOOR total) - bg),
+                           clamped to 0..1 */
 } gm_verify_score;
 
 gm_verify_score gm_verify_cpu(const gm_edge_map *map, const gm_points *q, const double m[6]);

@@ -41,35 +41,62 @@ static inline GM_HD uint16_t gm_bin3(int b)
     return (uint16_t)(1u << (b & (n - 1)) | 1u << ((b + 1) & (n - 1)) | 1u << ((b + n - 1) & (n - 1)));
 }
 
-/* The score of `total` points with `hits` hits and `bg2` chance hits counted
- * twice (once per perpendicular direction): the confidence is the share of
- * the points above chance that hit, clamped to [0, 1]; 0 when no point is
- * above chance. */
-static inline GM_HD gm_verify_score gm_score_of(uint32_t total, uint32_t hits, uint32_t bg2)
+/* The shared region: a query point counts only where the transform carries
+ * it inside the reference, GM_SHARED_MARGIN pixels in from its border (an
+ * image's own border has no edges: a point there could not hit).  Edges of
+ * the query outside the reference neither count for nor against a
+ * candidate, so a query that shares only part of its area with the
+ * reference (partial overlap, a reference inside a larger query) is judged
+ * on that part.  The denominator is at least GM_SHARED_FLOOR of the points:
+ * a candidate that carries nearly the whole query outside the reference,
+ * leaving a handful of points that could agree by chance, gains nothing
+ * from that (docs/scene.md: the floor's measurement). */
+#define GM_SHARED_MARGIN 2
+#define GM_SHARED_FLOOR 0.2
+
+static inline GM_HD int gm_shared_inside(const gm_map_view *map, long ix, long iy)
 {
-    gm_verify_score s = {0, 0, 0, 0.0};
+    return ix >= GM_SHARED_MARGIN && iy >= GM_SHARED_MARGIN && ix < map->w - GM_SHARED_MARGIN &&
+           iy < map->h - GM_SHARED_MARGIN;
+}
+
+/* The score of `total` points of which `inside` fell in the shared region,
+ * with `hits` hits and `bg2` chance hits counted twice (once per
+ * perpendicular direction): the confidence is the share of the shared
+ * points above chance that hit, clamped to [0, 1]; 0 when no point is
+ * above chance. */
+static inline GM_HD gm_verify_score gm_score_of(uint32_t total, uint32_t inside, uint32_t hits,
+                                                uint32_t bg2)
+{
+    gm_verify_score s = {0, 0, 0, 0, 0.0};
     s.total = total;
+    s.inside = inside;
     s.hits = hits;
     s.bg_hits = bg2 / 2;
     double chance = (double)bg2 / 2.0;
-    if (s.total > 0 && s.total > chance) {
-        double c = ((double)hits - chance) / ((double)s.total - chance);
+    double den = (double)inside;
+    if (den < GM_SHARED_FLOOR * (double)total)
+        den = GM_SHARED_FLOOR * (double)total;
+    if (den > 0 && den > chance) {
+        double c = ((double)hits - chance) / (den - chance);
         s.confidence = c < 0 ? 0 : c > 1 ? 1 : c;
     }
     return s;
 }
 
 /* The loose test of one query point p under the similarity m (rot =
- * (float)atan2(m[3], m[0])): returns its hit (0 or 1) and adds its chance
- * hits, the two perpendicular directions, to *bg2. */
+ * (float)atan2(m[3], m[0])): returns its hit (0 or 1), adds its chance
+ * hits, the two perpendicular directions, to *bg2 and 1 to *in when it lies
+ * in the shared region (a point outside it neither hits nor counts). */
 static inline GM_HD uint32_t gm_verify_point(const gm_map_view *map, const double m[6], float rot,
-                                             gm_point p, uint32_t *bg2)
+                                             gm_point p, uint32_t *bg2, uint32_t *in)
 {
     const int quarter = GM_ANGLE_BINS / 4;
     double x = m[0] * p.x + m[1] * p.y + m[2], y = m[3] * p.x + m[4] * p.y + m[5];
     long ix = lrint(x), iy = lrint(y);
-    if (ix < 0 || iy < 0 || ix >= map->w || iy >= map->h)
+    if (!gm_shared_inside(map, ix, iy))
         return 0;
+    *in += 1;
     uint16_t mk = map->mask[(size_t)iy * map->w + ix];
     int b = gm_angle_bin(p.angle + rot);
     *bg2 += (uint32_t)((mk & gm_bin3(b + quarter)) != 0) + (uint32_t)((mk & gm_bin3(b - quarter)) != 0);
@@ -111,12 +138,17 @@ static inline GM_HD int gm_strict_hit(const gm_map_view *map, double x, double y
 }
 
 /* The strict test of query point p (cp, sp: cosf, sinf of its angle) under
- * h: returns its hit and adds its chance hits to *bg2. */
+ * h: returns its hit, adds its chance hits to *bg2 and 1 to *in when it
+ * lies in the shared region (gm_verify_point). */
 static inline GM_HD uint32_t gm_verify_strict_point(const gm_map_view *map, const double h[9],
-                                                    gm_point p, float cp, float sp, uint32_t *bg2)
+                                                    gm_point p, float cp, float sp, uint32_t *bg2,
+                                                    uint32_t *in)
 {
     double x, y;
     gm_h_apply(h, p.x, p.y, &x, &y);
+    if (!(x > -1e9 && x < 1e9 && y > -1e9 && y < 1e9) || !gm_shared_inside(map, lrint(x), lrint(y)))
+        return 0;
+    *in += 1;
     float ca, sa;
     gm_h_normal(h, p.x, p.y, cp, sp, &ca, &sa);
     /* chance level: the perpendicular directions */

@@ -247,7 +247,8 @@ cat > jsoncheck.py <<'EOF'
 import json, sys
 KEYS = {
     "match": ["query", "frame", "status", "model", "votes", "confidence", "matrix", "scale", "angle_deg",
-              "corners", "residual_px", "inliers", "ref_size", "query_size", "time_ms"],
+              "corners", "residual_px", "overlap", "direction", "inliers", "ref_size", "query_size",
+              "time_ms"],
     "none": ["query", "frame", "status", "model", "votes", "confidence", "inliers", "ref_size",
              "query_size", "time_ms"],
     "error": ["query", "frame", "status", "model", "votes", "confidence", "ref_size", "time_ms", "error"],

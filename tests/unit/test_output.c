@@ -51,6 +51,11 @@ static gm_result match_result(void)
     r.votes = 57;
     r.confidence = 0.8125;
     r.inliers = 300;
+    /* the query's 128 x 123 on the 480 x 360 reference: all of it, and
+     * 1.058^2 128 123 / (480 360) = 0.1019 of the reference */
+    r.overlap[0] = 1.0;
+    r.overlap[1] = 0.10194;
+    r.direction = GM_DIRECTION_FORWARD;
     return r;
 }
 
@@ -232,11 +237,11 @@ START_TEST(test_json_match)
                         "\"confidence\":0.8125,\"matrix\":[[1.057727,0.028525,90.173634],"
                         "[-0.028525,1.057727,178.792245]],\"scale\":1.058112,"
                         "\"angle_deg\":-1.5447,\"corners\":[[90.174,178.792],[224.505,175.17],"
-                        "[227.985,304.212],[93.654,307.835]],\"residual_px\":0.214,\"inliers\":300,"
+                        "[227.985,304.212],[93.654,307.835]],\"residual_px\":0.214,\"overlap\":[1.0,0.1019],\"direction\":\"forward\",\"inliers\":300,"
                         "\"ref_size\":[480,360],\"query_size\":[128,123],\"time_ms\":12.346}\n");
     json_t *j = parse_line(s);
     assert_keys(j, "query,frame,status,model,votes,confidence,matrix,scale,angle_deg,corners,"
-                   "residual_px,inliers,ref_size,query_size,time_ms");
+                   "residual_px,overlap,direction,inliers,ref_size,query_size,time_ms");
     ck_assert_str_eq(json_string_value(json_object_get(j, "query")), "q1.jpg");
     ck_assert(json_is_integer(json_object_get(j, "frame")));
     ck_assert_int_eq(json_integer_value(json_object_get(j, "frame")), 0);
@@ -315,7 +320,7 @@ START_TEST(test_json_pts)
     char *s = render(GM_OUTPUT_JSON, &rec);
     json_t *j = parse_line(s);
     assert_keys(j, "query,frame,pts_s,status,model,votes,confidence,matrix,scale,angle_deg,"
-                   "residual_px,inliers,time_ms"); /* no sizes given: no corners or sizes */
+                   "residual_px,overlap,direction,inliers,time_ms"); /* no sizes given: no corners or sizes */
     ck_assert_double_eq(real_at(j, "pts_s"), 1.0);
     json_decref(j);
     free(s);

@@ -487,6 +487,61 @@ START_TEST(test_model_fit_scaled_start)
 }
 END_TEST
 
+/* gm_h_invert: h times its inverse is the identity up to scale; a
+ * singular h is refused. */
+START_TEST(test_h_invert)
+{
+    const double h[9] = {1.3, -0.2, 40, 0.25, 0.9, -12, 2e-4, -1e-4, 1};
+    double hi[9], p[9] = {0};
+    ck_assert_int_eq(gm_h_invert(h, hi), 0);
+    ck_assert(fabs(hi[8] - 1) < 1e-15);
+    for (int i = 0; i < 3; i++)
+        for (int j = 0; j < 3; j++)
+            for (int k = 0; k < 3; k++)
+                p[3 * i + j] += h[3 * i + k] * hi[3 * k + j];
+    for (int i = 0; i < 9; i++)
+        ck_assert_msg(fabs(p[i] / p[8] - (i % 4 == 0)) < 1e-12, "entry %d: %g", i, p[i] / p[8]);
+    const double sing[9] = {1, 2, 3, 2, 4, 6, 0, 0, 1};
+    ck_assert_int_eq(gm_h_invert(sing, hi), -1);
+}
+END_TEST
+
+/* gm_overlap on cases whose areas are known: a query inside the reference,
+ * the reference inside a larger query, half a query off the reference's
+ * side, a rotated square over a corner, no overlap, and a view whose line
+ * at infinity crosses the query. */
+START_TEST(test_overlap)
+{
+    double s[2];
+    const double inside[9] = {1, 0, 10, 0, 1, 20, 0, 0, 1};
+    gm_overlap(inside, 50, 40, 200, 100, s);
+    ck_assert(fabs(s[0] - 1) < 1e-12 && fabs(s[1] - 2000.0 / 20000) < 1e-12);
+    /* the reference (100 x 50) is the query's region [40, 90] x [30, 55]
+     * at half scale: query pixels -> reference pixels doubles */
+    const double around[9] = {2, 0, -80, 0, 2, -60, 0, 0, 1};
+    gm_overlap(around, 400, 300, 100, 50, s);
+    ck_assert(fabs(s[0] - 50.0 * 25 / (400 * 300)) < 1e-12 && fabs(s[1] - 1) < 1e-12);
+    /* half the query past the reference's right side */
+    const double half[9] = {1, 0, 150, 0, 1, 0, 0, 0, 1};
+    gm_overlap(half, 100, 100, 200, 100, s);
+    ck_assert(fabs(s[0] - 0.5) < 1e-12 && fabs(s[1] - 0.25) < 1e-12);
+    /* a 100 x 100 query turned 45 degrees about the reference's corner
+     * (0, 0): the quarter of the turned square in x, y >= 0 */
+    const double c = sqrt(0.5);
+    const double turned[9] = {c, -c, 0, c, c, -50 * sqrt(2.0), 0, 0, 1};
+    gm_overlap(turned, 100, 100, 1000, 1000, s);
+    /* the square's centre at (0, 0): a quarter of its area on the reference */
+    ck_assert_msg(fabs(s[0] - 0.25) < 1e-9, "turned: %g", s[0]);
+    ck_assert(fabs(s[1] - 2500.0 / 1e6) < 1e-9);
+    const double off[9] = {1, 0, 500, 0, 1, 0, 0, 0, 1};
+    gm_overlap(off, 100, 100, 200, 100, s);
+    ck_assert(s[0] == 0 && s[1] == 0);
+    const double horizon[9] = {1, 0, 0, 0, 1, 0, -0.02, 0, 1}; /* w = 0 at x = 50 */
+    gm_overlap(horizon, 100, 100, 200, 200, s);
+    ck_assert(s[0] == 0 && s[1] == 0);
+}
+END_TEST
+
 static Suite *transform_suite(void)
 {
     Suite *s = suite_create("transform");
@@ -504,6 +559,8 @@ static Suite *transform_suite(void)
     tcase_add_test(tc, test_h_normal);
     tcase_add_test(tc, test_model_fit);
     tcase_add_test(tc, test_model_fit_scaled_start);
+    tcase_add_test(tc, test_h_invert);
+    tcase_add_test(tc, test_overlap);
     suite_add_tcase(s, tc);
     return s;
 }

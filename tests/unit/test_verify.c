@@ -179,6 +179,55 @@ END_TEST
 
 static const double IDENT[6] = {1, 0, 0, 0, 1, 0};
 
+/* The shared region (verify_core.h): a query that shows the reference's
+ * right half and as much again beyond its border is judged on the half
+ * that lies on the reference: the points carried outside neither hit nor
+ * count, so the right transform keeps a confidence near 1 (it was about
+ * the shared share before).  Below GM_SHARED_FLOOR of the points inside,
+ * the denominator stays at the floor: a sliver cannot score high. */
+START_TEST(test_verify_shared)
+{
+    int w = 240, h = 200;
+    uint8_t *im = render(w, h, IDENT);
+    gm_points all = edge_points(im, w, h);
+    gm_edge_map map;
+    EXPECT_EQ(gm_edge_map_build_cpu(&all, w, h, 2, &map), GM_OK);
+    gm_point *qp = malloc(2 * all.n * sizeof *qp);
+    uint32_t n = 0, half = 0;
+    for (uint32_t k = 0; k < all.n; k++) /* the right half, in query pixels x - w/2 */
+        if (all.p[k].x >= w / 2) {
+            qp[n] = all.p[k];
+            qp[n++].x -= w / 2;
+            half++;
+        }
+    for (uint32_t k = 0; k < half; k++) { /* as many beyond the border (x >= w) */
+        qp[n] = qp[k];
+        qp[n++].x += w / 2 + 8;
+    }
+    gm_points q = {qp, n};
+    const double m[6] = {1, 0, w / 2, 0, 1, 0};
+    gm_verify_score s = gm_verify_cpu(&map, &q, m), t = gm_verify_strict_cpu(&map, &q, m);
+    EXPECT_EQ(s.total, n);
+    EXPECT(s.inside <= half && s.inside >= half - half / 20);
+    EXPECT(s.confidence > 0.95);
+    EXPECT(t.inside == s.inside && t.confidence > 0.95);
+    /* a sliver: 5% of the points on the reference, all of them right,
+     * the rest carried beyond its border */
+    uint32_t k5 = half / 20;
+    for (uint32_t k = 0; k < 19 * k5; k++)
+        qp[k5 + k] = qp[half + k % half];
+    gm_points sliver = {qp, 20 * k5};
+    s = gm_verify_strict_cpu(&map, &sliver, m);
+    EXPECT(s.inside <= k5);
+    EXPECT(s.confidence <= (double)s.inside / (GM_SHARED_FLOOR * sliver.n) + 1e-9);
+    EXPECT(s.confidence < 0.3);
+    free(qp);
+    free(all.p);
+    free(im);
+    gm_edge_map_free(&map);
+}
+END_TEST
+
 /* The reference's own points: every point hits, confidence exactly 1; the
  * same points given in a rotated and scaled query frame with the matching
  * transform: still 1.  Translated out of the image: 0 hits, 0.  A wrong
@@ -660,6 +709,7 @@ static Suite *verify_suite(void)
     TCase *sc = tcase_create("score");
     tcase_set_timeout(sc, 60);
     tcase_add_test(sc, test_verify_scores);
+    tcase_add_test(sc, test_verify_shared);
     tcase_add_test(sc, test_strict_cos);
     tcase_add_test(sc, test_corner_sigma);
     suite_add_tcase(s, sc);

@@ -1,0 +1,133 @@
+/* direction.c: which image holds which.  The search of matcher.c
+ * (gm_match_forward) indexes the reference and lets the query vote: it finds
+ * a query that lies inside the reference, or shares a good part of it.  A
+ * reference that lies inside a larger query (a poster in a photo, a logo in
+ * a frame) leaves it too few query bases on the reference's part and too
+ * few pyramid pairings at that scale.  Lamdan and Wolfson's geometric
+ * hashing puts the model in the table and lets the cluttered scene vote;
+ * here the roles are swapped the same way: the query is prepared as a
+ * reference on the same device (gm_ref_prepare_on: the paper's tables, its
+ * pyramid and fine levels), the reference's image votes in it, and the
+ * answer is inverted.  Under GM_DIRECTION_AUTO it runs when the forward
+ * search finds nothing (docs/scene.md: why this order, and its cost).
+ *
+ * Every answer then gets its shared region (gm_overlap): an answer whose
+ * two images share less than GM_MIN_OVERLAP of the smaller one is "none". */
+#include <math.h>
+#include <string.h>
+
+#include "pipeline/matcher.h"
+#include "stages/transform.h"
+
+/* The least share of the smaller image that the two must share: below it
+ * a match rests on a sliver (docs/scene.md). */
+#define GM_MIN_OVERLAP 0.1
+/* The reverse search runs for a query of at least this share of the
+ * reference's area, GM_REVERSE_MIN_SIDE pixels a side: a query much
+ * smaller than the reference cannot hold it at a size that keeps its
+ * edges, and the forward search covers a small query's overlaps. */
+#define GM_REVERSE_MIN_AREA 0.25
+#define GM_REVERSE_MIN_SIDE 96
+
+/* The shared region of a found answer, and the minimum it must reach. */
+static void finish(gm_result *out, int qw, int qh, int rw, int rh)
+{
+    if (out->status != GM_MATCH_FOUND)
+        return;
+    gm_overlap(out->h, qw, qh, rw, rh, out->overlap);
+    /* the smaller image's share: the query's when its area on the
+     * reference is the smaller of the two, else the reference's */
+    double qa = out->overlap[0] > 0 ? out->overlap[1] * rw * rh / out->overlap[0] : 0;
+    double small = qa < (double)rw * rh ? out->overlap[0] : out->overlap[1];
+    if (!(small >= GM_MIN_OVERLAP))
+        out->status = GM_MATCH_NONE;
+}
+
+/* rev: the reference's image found in the query prepared as a reference
+ * (its h carries reference pixels to query pixels), into out as an answer
+ * of the forward kind (query to reference). */
+static void from_reverse(const gm_result *rev, gm_result *out)
+{
+    double hi[9];
+    out->status = GM_MATCH_NONE;
+    out->votes = rev->votes;
+    out->confidence = rev->confidence;
+    out->inliers = rev->inliers;
+    if (rev->status != GM_MATCH_FOUND || gm_h_invert(rev->h, hi) != 0)
+        return;
+    for (int i = 0; i < 9; i++)
+        if (!isfinite(hi[i]))
+            return;
+    memcpy(out->h, hi, sizeof hi);
+    memcpy(out->m, hi, sizeof out->m);
+    out->model = rev->model;
+    out->scale = hypot(out->m[0], out->m[3]);
+    out->angle_deg = atan2(out->m[3], out->m[0]) * 180.0 / GM_PI;
+    /* rev's residual is in query pixels: carried to the reference's */
+    out->residual_px = rev->scale > 0 ? rev->residual_px / rev->scale : rev->residual_px;
+    out->status = out->scale > 0 ? GM_MATCH_FOUND : GM_MATCH_NONE;
+}
+
+static void time_add(gm_timing *a, const gm_timing *b)
+{
+    a->edges += b->edges, a->bases += b->bases, a->tables += b->tables, a->vote += b->vote;
+    a->reduce += b->reduce, a->verify += b->verify, a->total += b->total;
+}
+
+/* The reference r found in the query: the query prepared on r's device,
+ * r's image matched against it. */
+static gm_status match_reverse(const gm_ref *r, gm_model model, gm_view query, gm_result *rev)
+{
+    memset(rev, 0, sizeof *rev);
+    gm_ref *qr = NULL;
+    double t0 = gm_now_ms();
+    gm_status st = gm_ref_prepare_on(r, query, &qr);
+    double prep = gm_now_ms() - t0;
+    if (st == GM_OK) {
+        st = gm_match_forward(qr, model, gm_image_view(&r->keep), rev);
+    } else if (st != GM_ERR_DEVICE && st != GM_ERR_NOMEM) {
+        st = GM_OK; /* a query too small to index: nothing found this way */
+    }
+    gm_ref_free(qr);
+    rev->time.tables += prep;
+    rev->time.total += prep;
+    return st;
+}
+
+gm_status gm_match_dirs(const gm_ref *r, gm_model model, gm_view query, gm_result *out)
+{
+    const gm_direction d = r->p.direction;
+    const int rw = r->keep.width, rh = r->keep.height;
+    gm_status st;
+    memset(out, 0, sizeof *out);
+    if (d != GM_DIRECTION_REVERSE) {
+        if ((st = gm_match_forward(r, model, query, out)) != GM_OK)
+            return st;
+        out->direction = GM_DIRECTION_FORWARD;
+        finish(out, query.width, query.height, rw, rh);
+        if (out->status == GM_MATCH_FOUND || d == GM_DIRECTION_FORWARD || !r->keep.data)
+            return GM_OK;
+        if ((double)query.width * query.height < GM_REVERSE_MIN_AREA * rw * rh ||
+            query.width < GM_REVERSE_MIN_SIDE || query.height < GM_REVERSE_MIN_SIDE)
+            return GM_OK;
+    }
+    gm_result rev;
+    st = match_reverse(r, model, query, &rev);
+    gm_timing t = out->time;
+    time_add(&t, &rev.time);
+    if (st != GM_OK) {
+        out->time = t;
+        return st;
+    }
+    if (rev.status == GM_MATCH_FOUND || d == GM_DIRECTION_REVERSE) {
+        gm_result fwd = *out;
+        memset(out, 0, sizeof *out);
+        from_reverse(&rev, out);
+        out->direction = GM_DIRECTION_REVERSE;
+        finish(out, query.width, query.height, rw, rh);
+        if (out->status != GM_MATCH_FOUND && d != GM_DIRECTION_REVERSE)
+            *out = fwd; /* the forward search's "none" stands */
+    }
+    out->time = t;
+    return GM_OK;
+}
