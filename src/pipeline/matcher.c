@@ -215,13 +215,13 @@ static double corner_dist(const double a[6], const double b[6], int w, int h)
     return d / 4;
 }
 
-/* The candidate of highest confidence not yet taken (total UINT32_MAX marks
+/* The candidate that explains most of the query (gm_verify_score.whole) not yet taken (total UINT32_MAX marks
  * the taken and the unusable), marked taken; -1 when none is left. */
 static int take_best(gm_verify_score *sc, uint32_t nc)
 {
     int bi = -1;
     for (uint32_t c = 0; c < nc; c++)
-        if (sc[c].total != UINT32_MAX && (bi < 0 || sc[c].confidence > sc[bi].confidence))
+        if (sc[c].total != UINT32_MAX && (bi < 0 || sc[c].whole > sc[bi].whole))
             bi = (int)c;
     if (bi >= 0)
         sc[bi].total = UINT32_MAX;
@@ -240,9 +240,12 @@ static void ss_record(search_state *ss, const gm_ref *r, const side *q0, const r
     source_to_work(hsrc, q0->f, r->lv[0].f, m0); /* the affine part, for distances */
     if (ss->n_refined < GM_SEARCH_MAX) {
         memcpy(ss->refined[ss->n_refined], m0, sizeof m0);
-        ss->rconf[ss->n_refined++] = v.confidence;
+        ss->rconf[ss->n_refined++] = v.whole;
     }
-    if (!ss->found || v.confidence > ss->score.confidence) {
+    /* ranked by the share of the whole query explained: a candidate that
+     * carries part of the query off the reference is judged on the rest
+     * (its confidence), but must not outrank one that explains more */
+    if (!ss->found || v.whole > ss->score.whole) {
         ss->found = 1;
         ss->score = v;
         ss->votes = votes;
@@ -508,7 +511,7 @@ static gm_status run_affine_pairing(const gm_ref *r, gm_model model, void *lane,
         goto done;
     for (int i = 0; i < npick; i++) {
         if (!gm_h_plausible(hg[i], q0->w, q0->h))
-            vg[i].confidence = 0; /* a degenerate fit: no camera sees the plane so */
+            vg[i].confidence = vg[i].whole = 0; /* a degenerate fit: no camera sees the plane so */
         ss_record(ss, r, q0, rl, fv, hg[i], vg[i], cands[pick[i]].votes, 1);
     }
     out->time.verify += gm_now_ms() - t2;
@@ -755,6 +758,7 @@ gm_status gm_match_forward(const gm_ref *r, gm_model model, gm_view query, gm_re
          * spread.  It only lowers the confidence, so a simpler model already
          * below the threshold is spared it (3.7 ms a public still
          * otherwise). */
+        double scaled = 1.0; /* what the spread and sigma tests took off the confidence */
         while (chosen == GM_MODEL_HOMOGRAPHY || score.confidence >= p->min_confidence) {
             double spread;
             if ((st = r->be->spread(lane, map_at(r, bl), &vq0, chosen, hw, q[0].w, q[0].h,
@@ -770,6 +774,7 @@ gm_status gm_match_forward(const gm_ref *r, gm_model model, gm_view query, gm_re
                 continue;
             }
             score.confidence *= GM_H_SPREAD_PX / spread;
+            scaled *= GM_H_SPREAD_PX / spread;
             break;
         }
         out->time.verify += gm_now_ms() - tr;
@@ -790,9 +795,14 @@ gm_status gm_match_forward(const gm_ref *r, gm_model model, gm_view query, gm_re
          * past GM_SIGMA_MAX pixels */
         double rms;
         double sigma = gm_corner_sigma_cpu(bmap, &vq0, hw, q[0].w, q[0].h, &rms);
-        if (sigma > GM_SIGMA_MAX)
+        if (sigma > GM_SIGMA_MAX) {
             score.confidence *= GM_SIGMA_MAX / sigma;
-        double rho = score.confidence > 0 ? second / score.confidence : 1.0;
+            scaled *= GM_SIGMA_MAX / sigma;
+        }
+        /* the second against the best in the same units: the share of the
+         * whole query each explains */
+        double best = score.whole * scaled;
+        double rho = best > 0 ? second / best : 1.0;
         double distinct = fmin(1.0, fmax(0.0, (1.0 - rho) / (1.0 - GM_DISTINCT_RATIO)));
         out->votes = (int)ss->votes;
         out->confidence = score.confidence * distinct;

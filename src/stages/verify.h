@@ -32,7 +32,9 @@ typedef struct {
     uint32_t hits;      /* landed on a reference edge of agreeing direction */
     uint32_t bg_hits;   /* hits with the direction turned 90 degrees: the chance level */
     double confidence;  /* (hits - bg) / (max(inside, GM_SHARED_FLOOR total) - bg),
-                           clamped to 0..1 */
+                           clamped to 0..1: the share of the shared region explained */
+    double whole;       /* (hits - bg) / (total - bg), clamped: the share of the whole query
+                           explained, which ranks candidates (matcher.c) */
 } gm_verify_score;
 
 gm_verify_score gm_verify_cpu(const gm_edge_map *map, const gm_points *q, const double m[6]);

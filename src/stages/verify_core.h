@@ -64,11 +64,14 @@ static inline GM_HD int gm_shared_inside(const gm_map_view *map, long ix, long i
  * with `hits` hits and `bg2` chance hits counted twice (once per
  * perpendicular direction): the confidence is the share of the shared
  * points above chance that hit, clamped to [0, 1]; 0 when no point is
- * above chance. */
+ * above chance.  `whole` is the same share of all the points: how much of
+ * the query a candidate explains, which ranks candidates against each other
+ * (a wrong candidate that carries part of the query off the reference and
+ * fits the rest must not outrank one that explains more of it; matcher.c). */
 static inline GM_HD gm_verify_score gm_score_of(uint32_t total, uint32_t inside, uint32_t hits,
                                                 uint32_t bg2)
 {
-    gm_verify_score s = {0, 0, 0, 0, 0.0};
+    gm_verify_score s = {0, 0, 0, 0, 0.0, 0.0};
     s.total = total;
     s.inside = inside;
     s.hits = hits;
@@ -80,6 +83,10 @@ static inline GM_HD gm_verify_score gm_score_of(uint32_t total, uint32_t inside,
     if (den > 0 && den > chance) {
         double c = ((double)hits - chance) / (den - chance);
         s.confidence = c < 0 ? 0 : c > 1 ? 1 : c;
+    }
+    if (total > 0 && (double)total > chance) {
+        double c = ((double)hits - chance) / ((double)total - chance);
+        s.whole = c < 0 ? 0 : c > 1 ? 1 : c;
     }
     return s;
 }

@@ -219,7 +219,8 @@ static double corner_dist(const gm_points *q, const double a[9], const double b[
 static void expect_same_score(gm_verify_score g, gm_verify_score c, const char *what, uint32_t i)
 {
     if (g.total != c.total || g.inside != c.inside || g.hits != c.hits ||
-        g.bg_hits != c.bg_hits || memcmp(&g.confidence, &c.confidence, sizeof g.confidence) != 0)
+        g.bg_hits != c.bg_hits || memcmp(&g.confidence, &c.confidence, sizeof g.confidence) != 0 ||
+        memcmp(&g.whole, &c.whole, sizeof g.whole) != 0)
         ck_abort_msg("%s, candidate %u: GPU (%u, %u, %u, %u, %.17g), CPU (%u, %u, %u, %u, %.17g)",
                      what, i, g.total, g.inside, g.hits, g.bg_hits, g.confidence, c.total,
                      c.inside, c.hits, c.bg_hits, c.confidence);

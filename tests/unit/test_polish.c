@@ -158,7 +158,7 @@ START_TEST(test_polish_working_level)
     double h[9], h0[9];
     off_truth(&fx, 0.5, 1.0, 1.0, h);
     memcpy(h0, h, sizeof h);
-    gm_verify_score s = {100, 100, 50, 5, 0.5};
+    gm_verify_score s = {100, 100, 50, 5, 0.5, 0.5};
     ck_assert_int_eq(gm_polish_answer(fx.r, fx.lane, &fx.q0, &fx.vq0, &fx.r->lv[0],
                                       GM_MODEL_SIMILARITY, h, &s),
                      GM_OK);
