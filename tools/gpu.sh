@@ -12,7 +12,7 @@
 # GM_GPU_BUILD (default build-gpu) and GM_GPU_DEV (default .device) name the
 # build and carry folders, so that several checkouts' work can travel apart;
 # GM_GPU_TESTS (a grep pattern, default all) picks the tests that run,
-# GM_GPU_BENCH (words: hash match scores video videolong fault soak sift gpus; default
+# GM_GPU_BENCH (words: hash match scores video videolong fault soak sift gpus photo scene; default
 # hash match scores video sift fault) the
 # benchmarks; GM_GPU_NOBENCH=1 runs none, GM_GPU_NOSAN=1 no sanitizer.
 set -u
@@ -41,6 +41,12 @@ if [ "$mode" = pack-photo ]; then
   cp ../shared/bench/run.sh ../shared/bench/score.py "$dev/bench/"
   cp -r ../shared/bench/stills ../shared/bench/real "$dev/bench/"
   mkdir -p "$dev/photo-bench" && cp -r "$photo/photo" "$dev/photo-bench/"
+  # the scene tier's stills (make_scene.sh; its video needs FFmpeg: the
+  # other call), when a third argument names its folder
+  if [ -n "${3:-}" ]; then
+    mkdir -p "$dev/scene-bench/scene"
+    cp "$3"/scene/*.jpg "$3/scene/manifest.jsonl" "$dev/scene-bench/scene/"
+  fi
   ../shared/device/pack-libs.sh "$dev/libs.tar.xz" "$dev"/bin/*
   strip "$dev"/bin/*
   tar cJf "$dev/bin.tar.xz" -C "$dev" bin && rm -rf "$dev/bin"
@@ -130,14 +136,15 @@ a, b = load(sys.argv[1]), load(sys.argv[2])
 same = sum(1 for k in a if k in b and a[k].get("status") == b[k].get("status") and a[k].get("votes") == b[k].get("votes"))
 print("cpu vs cuda: %d of %d results with the same status and votes" % (same, len(a)))
 PY
-    if want photo && [ -d "$dev/photo-bench/photo" ]; then
+    for tier in photo scene; do
+    want $tier && [ -d "$dev/$tier-bench/$tier" ] || continue
       for m in ${GM_GPU_MODELS:-similarity auto}; do
         for d in cuda cpu; do
-          echo "== photo tier, gmatch --device $d --model $m"
-          "$dev/bench/run.sh" "$dev/photo-bench" "$out/photo-$m-$d.jsonl" "$dev/bin/gmatch" --format json \
-            --device "$d" --model "$m" 2>"$out/photo-$m-$d.err" | tee "$out/photo-$m-$d.txt"
+          echo "== $tier tier, gmatch --device $d --model $m"
+          "$dev/bench/run.sh" "$dev/$tier-bench" "$out/$tier-$m-$d.jsonl" "$dev/bin/gmatch" --format json \
+            --device "$d" --model "$m" 2>"$out/$tier-$m-$d.err" | tee "$out/$tier-$m-$d.txt"
         done
-        python3 - "$out/photo-$m-cpu.jsonl" "$out/photo-$m-cuda.jsonl" "$m" <<'PY'
+        python3 - "$out/$tier-$m-cpu.jsonl" "$out/$tier-$m-cuda.jsonl" "$m" "$tier" <<'PY'
 import json, sys
 def load(p):
     return {(r["query"], r["frame"]): r for r in map(json.loads, open(p))}
@@ -149,14 +156,15 @@ for k, r in a.items():
         same += 1
         if "matrix" in r and "matrix" in s:
             worst = max(worst, max(abs(x - y) for ra, rb in zip(r["matrix"], s["matrix"]) for x, y in zip(ra, rb)))
-print("photo --model %s, cpu vs cuda: %d of %d results with the same status, votes and model; "
-      "largest matrix entry difference %.3g" % (sys.argv[3], same, len(a), worst))
+print("%s --model %s, cpu vs cuda: %d of %d results with the same status, votes and model; "
+      "largest matrix entry difference %.3g" % (sys.argv[4], sys.argv[3], same, len(a), worst))
 PY
+        [ $tier = photo ] || continue
         echo "== bench_match, photo tier, --model $m"
         "$dev/bin/bench_match" -r 3 -m "$m" "$dev/photo-bench/photo/manifest.jsonl" 2>&1 |
           tee "$out/bench_match_photo_$m.log"
       done
-    fi
+    done
     if want video && [ -d "$dev/videos" ]; then
       echo "== video throughput (tools/bench/bench_video.sh)"
       BENCH=$dev/bench DEVICES="cuda cpu" REPS=3 SIFT=$(want sift && echo 1 || echo 0) tools/bench/bench_video.sh run "$dev/videos" "$dev/bin/gmatch" 2>&1 |
