@@ -689,7 +689,7 @@ gm_status gm_match_forward(const gm_ref *r, gm_model model, gm_view query, gm_re
         if ((st = gm_polish_answer(r, lane, &q[0], &vq0, bl, chosen, hw, &score)) != GM_OK)
             goto done;
         const ref_level *fl = finest_level(r);
-        if (bl->fine && fl && fl->f < bl->f) {
+        if ((bl->fine || r->borrowed) && fl && fl->f < bl->f) {
             double hs[9], hf[9];
             h_work_to_source(hw, q[0].f, bl->f, hs);
             h_source_to_work(hs, q[0].f, fl->f, hf);

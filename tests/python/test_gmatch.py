@@ -160,6 +160,29 @@ def test_per_call_model(sample):
         ref.match(query, model="perspective")
 
 
+def test_shared_region_and_direction():
+    """Two views sharing a quarter of their area (data/scene): found forward,
+    judged on the region they share, which Result.overlap reports; a forced
+    reverse search gives the same region or none, never another; a bad
+    direction is a ValueError."""
+    view = os.path.join(DATA, "scene", "ref_view.jpg")
+    q = gray(os.path.join(DATA, "scene", "q_overlap.jpg"))
+    r = gmatch.Reference(view, device="cpu").match(q)
+    assert r.status == "match" and r.direction == "forward"
+    assert 0.2 < r.overlap[0] < 0.35 and 0.15 < r.overlap[1] < 0.3, r.overlap
+    back = gmatch.Reference(view, device="cpu", direction="reverse").match(q)
+    if back:  # the same place for query points on the shared part (its left side)
+        assert back.direction == "reverse"
+        p = np.array([[40, 100, 1], [100, 240, 1], [60, 400, 1]], np.float64)
+        a, b = p @ r.matrix3.T, p @ back.matrix3.T
+        assert np.abs(a[:, :2] / a[:, 2:] - b[:, :2] / b[:, 2:]).max() < 5
+    none = gmatch.Reference(view, device="cpu", direction="forward").match(
+        gray(os.path.join(DATA, "scene", "q_neg_view.jpg")))
+    assert none.status == "none" and none.overlap is None and none.direction is None
+    with pytest.raises(ValueError):
+        gmatch.Reference(view, device="cpu", direction="sideways")
+
+
 def test_match_function():
     res = gmatch.match(os.path.join(DATA, "ref.jpg"), os.path.join(DATA, "query.jpg"),
                        device="cpu")
