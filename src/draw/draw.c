@@ -19,6 +19,7 @@
 
 #include "common/common.h"
 #include "draw/draw.h"
+#include "stages/transform.h"
 
 /* ---- the canvas ---------------------------------------------------------------- */
 
@@ -190,19 +191,6 @@ static void polygon(gm_rgb *c, const double xy[8], int width, uint8_t r, uint8_t
     }
 }
 
-/* The inverse of a 3x3 matrix; 0 when singular. */
-static int inverse3(const double m[9], double o[9])
-{
-    double a = m[4] * m[8] - m[5] * m[7], b = m[5] * m[6] - m[3] * m[8], c = m[3] * m[7] - m[4] * m[6];
-    double det = m[0] * a + m[1] * b + m[2] * c;
-    if (!(fabs(det) > 1e-300) || !isfinite(det))
-        return 0;
-    o[0] = a / det, o[1] = (m[2] * m[7] - m[1] * m[8]) / det, o[2] = (m[1] * m[5] - m[2] * m[4]) / det;
-    o[3] = b / det, o[4] = (m[0] * m[8] - m[2] * m[6]) / det, o[5] = (m[2] * m[3] - m[0] * m[5]) / det;
-    o[6] = c / det, o[7] = (m[1] * m[6] - m[0] * m[7]) / det, o[8] = (m[0] * m[4] - m[1] * m[3]) / det;
-    return 1;
-}
-
 /* A canvas for the reference at scale s (at most max_width wide): cw x ch
  * pixels of picture, at least 400 wide for the caption, the bar below. */
 static gm_status ref_canvas(gm_view ref, int max_width, double *s, int *cw, int *ch, gm_rgb *out)
@@ -227,7 +215,7 @@ gm_status gm_draw_result(gm_view ref, gm_view query, const gm_result *res, int m
         return GM_ERR_INVALID;
     char text[160];
     double hi[9];
-    if (res->status == GM_MATCH_FOUND && inverse3(res->h, hi)) {
+    if (res->status == GM_MATCH_FOUND && gm_h_inverse(res->h, hi) == 0) {
         double s;
         int cw, ch;
         gm_status st = ref_canvas(ref, max_width, &s, &cw, &ch, out);

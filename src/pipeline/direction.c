@@ -35,11 +35,9 @@ static void finish(gm_result *out, int qw, int qh, int rw, int rh)
     if (out->status != GM_MATCH_FOUND)
         return;
     gm_overlap(out->h, qw, qh, rw, rh, out->overlap);
-    /* the smaller image's share: the query's when its area on the
-     * reference is the smaller of the two, else the reference's */
-    double qa = out->overlap[0] > 0 ? out->overlap[1] * rw * rh / out->overlap[0] : 0;
-    double small = qa < (double)rw * rh ? out->overlap[0] : out->overlap[1];
-    if (!(small >= GM_MIN_OVERLAP))
+    /* the smaller image's share is the larger of the two shares (the same
+     * shared area over the smaller area) */
+    if (!(fmax(out->overlap[0], out->overlap[1]) >= GM_MIN_OVERLAP))
         out->status = GM_MATCH_NONE;
 }
 

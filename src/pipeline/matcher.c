@@ -758,7 +758,6 @@ gm_status gm_match_forward(const gm_ref *r, gm_model model, gm_view query, gm_re
          * spread.  It only lowers the confidence, so a simpler model already
          * below the threshold is spared it (3.7 ms a public still
          * otherwise). */
-        double scaled = 1.0; /* what the spread and sigma tests took off the confidence */
         while (chosen == GM_MODEL_HOMOGRAPHY || score.confidence >= p->min_confidence) {
             double spread;
             if ((st = r->be->spread(lane, map_at(r, bl), &vq0, chosen, hw, q[0].w, q[0].h,
@@ -774,7 +773,7 @@ gm_status gm_match_forward(const gm_ref *r, gm_model model, gm_view query, gm_re
                 continue;
             }
             score.confidence *= GM_H_SPREAD_PX / spread;
-            scaled *= GM_H_SPREAD_PX / spread;
+            score.whole *= GM_H_SPREAD_PX / spread;
             break;
         }
         out->time.verify += gm_now_ms() - tr;
@@ -797,12 +796,11 @@ gm_status gm_match_forward(const gm_ref *r, gm_model model, gm_view query, gm_re
         double sigma = gm_corner_sigma_cpu(bmap, &vq0, hw, q[0].w, q[0].h, &rms);
         if (sigma > GM_SIGMA_MAX) {
             score.confidence *= GM_SIGMA_MAX / sigma;
-            scaled *= GM_SIGMA_MAX / sigma;
+            score.whole *= GM_SIGMA_MAX / sigma;
         }
         /* the second against the best in the same units: the share of the
          * whole query each explains */
-        double best = score.whole * scaled;
-        double rho = best > 0 ? second / best : 1.0;
+        double rho = score.whole > 0 ? second / score.whole : 1.0;
         double distinct = fmin(1.0, fmax(0.0, (1.0 - rho) / (1.0 - GM_DISTINCT_RATIO)));
         out->votes = (int)ss->votes;
         out->confidence = score.confidence * distinct;

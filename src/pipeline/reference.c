@@ -326,6 +326,21 @@ static const char *params_check(const gm_params *p, char *buf, size_t len)
     return NULL;
 }
 
+/* ref_build, and on failure its message (unless one is set) and what it
+ * made freed; the device stays open. */
+static gm_status ref_build_or_clear(gm_ref *r, gm_view img)
+{
+    gm_status st = ref_build(r, img);
+    if (st != GM_OK) {
+        const char *dev_err = r->be->error();
+        if (!r->err[0])
+            snprintf(r->err, sizeof r->err, "%s%s%.200s", gm_status_str(st),
+                     *dev_err ? ": " : "", dev_err);
+        ref_clear(r);
+    }
+    return st;
+}
+
 /* The reference on backend be (opened here), its message on failure. */
 static gm_status ref_on(gm_ref *r, const gm_backend_ops *be, gm_view img)
 {
@@ -338,13 +353,8 @@ static gm_status ref_on(gm_ref *r, const gm_backend_ops *be, gm_view img)
         return st;
     }
     be->describe(r->dev, r->device, sizeof r->device);
-    st = ref_build(r, img);
+    st = ref_build_or_clear(r, img);
     if (st != GM_OK) {
-        const char *dev_err = be->error();
-        if (!r->err[0])
-            snprintf(r->err, sizeof r->err, "%s%s%.200s", gm_status_str(st),
-                     *dev_err ? ": " : "", dev_err);
-        ref_clear(r);
         be->close(r->dev);
         r->dev = NULL;
     }
@@ -552,7 +562,6 @@ static gm_status ref_prepare(const gm_params *p, gm_view img, gm_ref *r)
                          "the GPU failed while preparing the reference (%.200s): matching on the CPU",
                          why);
         }
-
         if (n > 1) {
             gm_status rs = replicas_join(r, reps, n - 1, st == GM_OK && r->be != &gm_backend_cpu);
             if (st == GM_OK && r->be != &gm_backend_cpu)
@@ -568,14 +577,20 @@ static gm_status ref_prepare(const gm_params *p, gm_view img, gm_ref *r)
     return st;
 }
 
+/* A new handle with its lock; NULL when out of memory. */
+static gm_ref *ref_new(void)
+{
+    gm_ref *r = calloc(1, sizeof *r);
+    if (r)
+        pthread_mutex_init(&r->fo_lock, NULL);
+    return r;
+}
+
 gm_status gm_ref_prepare_on(const gm_ref *host, gm_view img, gm_ref **out)
 {
-    *out = NULL;
-    gm_ref *r = calloc(1, sizeof *r);
+    gm_ref *r = *out = ref_new();
     if (!r)
         return GM_ERR_NOMEM;
-    pthread_mutex_init(&r->fo_lock, NULL);
-    *out = r;
     double t0 = gm_now_ms();
     r->p = host->p;
     r->be = host->be;
@@ -583,14 +598,9 @@ gm_status gm_ref_prepare_on(const gm_ref *host, gm_view img, gm_ref **out)
     r->gpu = host->gpu;
     r->borrowed = 1;
     snprintf(r->device, sizeof r->device, "%s", host->device);
-    gm_status st = ref_build(r, img);
-    if (st != GM_OK) {
-        const char *dev_err = r->be->error();
-        snprintf(r->err, sizeof r->err, "%s%s%.200s", gm_status_str(st), *dev_err ? ": " : "",
-                 dev_err);
-        ref_clear(r);
-        r->be = NULL;
-    }
+    gm_status st = ref_build_or_clear(r, img);
+    if (st != GM_OK)
+        r->be = NULL; /* nothing of it on the device: gm_ref_free leaves the device alone */
     r->prep_ms = gm_now_ms() - t0;
     r->status = st;
     return st;
@@ -653,11 +663,9 @@ gm_status gm_ref_prepare(const gm_params *p, gm_view img, gm_ref **out)
     *out = NULL;
     if (!p)
         return GM_ERR_INVALID;
-    gm_ref *r = calloc(1, sizeof *r);
+    gm_ref *r = *out = ref_new(); /* on failure too: its message, then gm_ref_free */
     if (!r)
         return GM_ERR_NOMEM;
-    pthread_mutex_init(&r->fo_lock, NULL);
-    *out = r; /* on failure too: its message, then gm_ref_free */
     int budget = gm_threads_enter(p->threads);
     gm_status st = ref_prepare(p, img, r);
     gm_threads_leave(budget);

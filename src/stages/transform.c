@@ -105,16 +105,26 @@ int gm_h_plausible(const double h[9], int w, int hgt)
     return smax <= GM_H_MAX_SCALE_RATIO * smin && wmax <= GM_H_MAX_SCALE_RATIO * wmin;
 }
 
+int gm_h_inverse(const double h[9], double hi[9])
+{
+    const double a = h[4] * h[8] - h[5] * h[7], b = h[5] * h[6] - h[3] * h[8],
+                 c = h[3] * h[7] - h[4] * h[6];
+    const double det = h[0] * a + h[1] * b + h[2] * c;
+    if (!(fabs(det) > 1e-300) || !isfinite(det))
+        return -1;
+    hi[0] = a / det, hi[1] = (h[2] * h[7] - h[1] * h[8]) / det, hi[2] = (h[1] * h[5] - h[2] * h[4]) / det;
+    hi[3] = b / det, hi[4] = (h[0] * h[8] - h[2] * h[6]) / det, hi[5] = (h[2] * h[3] - h[0] * h[5]) / det;
+    hi[6] = c / det, hi[7] = (h[1] * h[6] - h[0] * h[7]) / det, hi[8] = (h[0] * h[4] - h[1] * h[3]) / det;
+    return 0;
+}
+
 int gm_h_invert(const double h[9], double hi[9])
 {
-    double a[9] = {h[4] * h[8] - h[5] * h[7], h[2] * h[7] - h[1] * h[8], h[1] * h[5] - h[2] * h[4],
-                   h[5] * h[6] - h[3] * h[8], h[0] * h[8] - h[2] * h[6], h[2] * h[3] - h[0] * h[5],
-                   h[3] * h[7] - h[4] * h[6], h[1] * h[6] - h[0] * h[7], h[0] * h[4] - h[1] * h[3]};
-    double det = h[0] * a[0] + h[1] * a[3] + h[2] * a[6];
-    if (!(fabs(det) > 0) || !isfinite(det) || !(fabs(a[8]) > 1e-300))
+    double t[9];
+    if (gm_h_inverse(h, t) != 0 || !(fabs(t[8]) > 1e-300))
         return -1;
     for (int i = 0; i < 9; i++)
-        hi[i] = a[i] / a[8];
+        hi[i] = t[i] / t[8];
     return 0;
 }
 

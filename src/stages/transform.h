@@ -31,8 +31,10 @@ void gm_h_from_m(const double m[6], double h[9]);
 #define GM_H_MAX_SCALE_RATIO 3.0
 #define GM_H_MAX_ANISO 3.0
 int gm_h_plausible(const double h[9], int w, int hgt);
-/* The inverse of h, scaled so that hi[8] = 1 (0), or -1 when h is singular
- * or its inverse has hi[8] = 0. */
+/* The inverse of the 3x3 h (0), or -1 when h is singular. */
+int gm_h_inverse(const double h[9], double hi[9]);
+/* The same scaled so that hi[8] = 1 (a transform's convention), or -1 when
+ * h is singular or its inverse has hi[8] = 0. */
 int gm_h_invert(const double h[9], double hi[9]);
 /* The region a qw x qh query and a rw x rh reference share under h (query
  * pixels -> reference pixels; images span [0, w] x [0, h]): share[0] the

@@ -68,6 +68,16 @@ static inline GM_HD int gm_shared_inside(const gm_map_view *map, long ix, long i
  * the query a candidate explains, which ranks candidates against each other
  * (a wrong candidate that carries part of the query off the reference and
  * fits the rest must not outrank one that explains more of it; matcher.c). */
+/* (hits - chance) / (den - chance) clamped to [0, 1]; 0 when den is not
+ * above chance. */
+static inline GM_HD double gm_share_above(uint32_t hits, double chance, double den)
+{
+    if (!(den > 0 && den > chance))
+        return 0.0;
+    double c = ((double)hits - chance) / (den - chance);
+    return c < 0 ? 0 : c > 1 ? 1 : c;
+}
+
 static inline GM_HD gm_verify_score gm_score_of(uint32_t total, uint32_t inside, uint32_t hits,
                                                 uint32_t bg2)
 {
@@ -80,14 +90,8 @@ static inline GM_HD gm_verify_score gm_score_of(uint32_t total, uint32_t inside,
     double den = (double)inside;
     if (den < GM_SHARED_FLOOR * (double)total)
         den = GM_SHARED_FLOOR * (double)total;
-    if (den > 0 && den > chance) {
-        double c = ((double)hits - chance) / (den - chance);
-        s.confidence = c < 0 ? 0 : c > 1 ? 1 : c;
-    }
-    if (total > 0 && (double)total > chance) {
-        double c = ((double)hits - chance) / ((double)total - chance);
-        s.whole = c < 0 ? 0 : c > 1 ? 1 : c;
-    }
+    s.confidence = gm_share_above(hits, chance, den);
+    s.whole = gm_share_above(hits, chance, (double)total);
     return s;
 }
 

@@ -2,8 +2,8 @@
 # bench_photo.sh: the photo tier and the public tiers for gmatch beside
 # OpenCV's SIFT (+ RANSAC similarity) and SIFT-H (SIFT without a feature cap
 # + MAGSAC++ homography, the strong and slow peer for photographs), in one
-# run on one machine; then reference preparation time and memory as the
-# reference grows (1, 6 and 24 megapixels).
+# run on one machine (tools/bench/bench_tier.sh); then reference preparation
+# time and memory as the reference grows (1, 6 and 24 megapixels).
 #
 # usage: tools/bench/bench_photo.sh [PHOTO_BENCH] [GMATCH]
 #   PHOTO_BENCH  the folder holding photo/ (default ../photo-bench; make it
@@ -26,16 +26,7 @@ if ! "$gm" --model auto 2>&1 | grep -q "is not similarity"; then
   case " $models " in *" auto "*) ;; *) models="$models auto" ;; esac
 fi
 
-echo "# gmatch photo benchmark, $(date -u +%Y-%m-%d), $(nproc) cores, $(uname -m)"
-echo
-echo "## photo tier ($photo)"
-PARTS=photo MODELS="$models" PEERS="${PEERS_PHOTO-sift sift-h}" "$here/bench.sh" "$photo" "$gm"
-if [ "${SKIP_PUBLIC:-0}" != 1 ]; then
-  echo
-  echo "## public tiers (../shared/bench)"
-  PARTS="stills video real" MODELS="$models" PEERS="${PEERS_PUBLIC-sift}" "$here/bench.sh" \
-    "$top/../shared/bench" "$gm"
-fi
+MODELS="$models" PEERS_TIER="${PEERS_PHOTO-sift sift-h}" "$here/bench_tier.sh" photo "$photo" "$gm"
 [ "${SKIP_PREP:-0}" = 1 ] && exit 0
 
 # Reference preparation as the reference grows: the largest photo-tier
