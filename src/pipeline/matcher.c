@@ -9,7 +9,9 @@
  * about 0.7 to 1.4 (corners and basis lengths stay comparable).  Pairing
  * (0, 0) runs first; when it finds no confident match, (0, 1) covers the
  * query at twice the reference's scale (scale 0.35 to 0.7) and (1, 0) half
- * of it (1.4 to 2.8).  Whatever pairing proposes a transform, it is verified
+ * of it (1.4 to 2.8); the fine levels follow; last, the query at a quarter
+ * against level 0 and the finest level (an enlarged view: scale 0.17 to
+ * 0.35).  Whatever pairing proposes a transform, it is verified
  * and refined at full working resolution, so confidences are comparable.
  */
 #include <math.h>
@@ -47,7 +49,7 @@
 #define GM_REFINE_MIN_LOOSE (1.0 / 3.0)
 /* Refined transforms remembered over all pairings (3 on the working levels,
  * up to GM_FINE_LEVELS + 1 on the fine ones). */
-#define GM_SEARCH_MAX ((4 + GM_FINE_LEVELS + 2 * (1 + GM_FINE_LEVELS)) * GM_REFINE_CANDS)
+#define GM_SEARCH_MAX ((6 + GM_FINE_LEVELS + 2 * (1 + GM_FINE_LEVELS)) * GM_REFINE_CANDS)
 /* --model auto: a model with more freedom is reported only when its strict
  * confidence beats the simpler one's by this much (a share of the query's
  * edge points that only it explains), a step at a time. */
@@ -257,6 +259,23 @@ static void ss_record(search_state *ss, const gm_ref *r, const side *q0, const r
     }
 }
 
+/* The ratio that carries a reference level's basis lengths (its pixels) to
+ * the query level's: the query's band is the level's divided by it.
+ * The forward search's working pairings take rl->f / qs->f, the pairing
+ * the search was measured with (docs/scene.md, "The bands"; it is not the
+ * ratio of the two levels' pixels at scale 1, qs->f / rl->f, and the photo
+ * tier's crops of large references are found through it).  The reverse
+ * search (a reference prepared from the query, r->borrowed) and the query
+ * at a quarter take 1: the pairing looks for the query where its level's
+ * pixels are the reference level's, the scale that the pyramid's pairing
+ * stands for (the scene tier's posters: object 15 -> 22 of 32). */
+static double band_ratio(const gm_ref *r, const ref_level *rl, const side *qs, const side *q0)
+{
+    if (r->borrowed || qs->f >= 4 * q0->f)
+        return 1.0;
+    return (double)rl->f / qs->f;
+}
+
 /* One (reference level, query level) pairing: bases, votes, top-k, each
  * candidate verified at level 0 (q0: the query's level-0 points), the best
  * few refined.  Updates st->best. */
@@ -273,9 +292,9 @@ static gm_status run_pairing(const gm_ref *r, void *lane, const ref_level *rl, c
     uint32_t *sel = NULL;
     gm_status st;
     /* query basis lengths, in query working pixels: the reference level's
-     * band carried over at scale 1, narrowed so that scales from about 0.8
+     * band carried over (band_ratio), narrowed so that scales from about 0.8
      * to 1.25 keep every query basis inside it */
-    double ratio = (double)rl->f / qs->f; /* ref px per query px at scale 1 */
+    double ratio = band_ratio(r, rl, qs, q0);
     float qdiag = sqrtf((float)qs->w * qs->w + (float)qs->h * qs->h);
     float lmin = (float)(rl->lmin / ratio) * 1.25f;
     float lmax = fminf((float)(rl->lmax / ratio) * 0.8f, 0.8f * qdiag);
@@ -422,7 +441,7 @@ static gm_status run_affine_pairing(const gm_ref *r, gm_model model, void *lane,
     gm_status st = GM_OK;
     if (rl->tris.n == 0 || qs->all.n < 8)
         return GM_OK;
-    double ratio = (double)rl->f / qs->f;
+    double ratio = band_ratio(r, rl, qs, q0);
     /* a foreshortened view stretches one side against the other: a wider
      * band than the similarity's */
     float lmin = (float)(rl->tlmin / ratio) * 0.8f, lmax = (float)(rl->tlmax / ratio) * 1.25f;
@@ -523,7 +542,7 @@ done:
 }
 
 /* Query level ql (0: the working size, built by gm_match first; 1: half
- * of it), built on first use, whatever pairing asks, and never twice.  1
+ * of it; 2: a quarter), built on first use, whatever pairing asks, and never twice.  1
  * when it is there to match with; 0 when not, with *st set when the build
  * failed for want of memory or device (a level too small is no failure). */
 static int query_level(const gm_ref *r, void *lane, gm_view query, int ql,
@@ -600,9 +619,9 @@ gm_status gm_match_forward(const gm_ref *r, gm_model model, gm_view query, gm_re
     memset(out, 0, sizeof *out);
     double t0 = gm_now_ms();
     const gm_params *p = &r->p;
-    side q[GM_LEVELS];
+    side q[GM_QUERY_LEVELS];
     memset(q, 0, sizeof q);
-    int tried[GM_LEVELS] = {1}; /* level 0 is built right below */
+    int tried[GM_QUERY_LEVELS] = {1}; /* level 0 is built right below */
     char err[128];
     uint32_t corner_target = (uint32_t)p->basis_points / 2;
     gm_point *vbuf = NULL;
@@ -628,14 +647,18 @@ gm_status gm_match_forward(const gm_ref *r, gm_model model, gm_view query, gm_re
         goto done; /* nothing to match: a successful "no match" */
     /* pairings (reference level, query level), most likely first: the
      * working levels, then each fine level coarse to fine with the query
-     * at its working size, the finest also with the query at half */
-    int pair_r[3 + GM_FINE_LEVELS + 1] = {0, 0, 1}, pair_q[3 + GM_FINE_LEVELS + 1] = {0, 1, 0};
+     * at its working size, the finest also with the query at half; then
+     * level 0 and the finest with the query at a quarter */
+    int pair_r[3 + GM_FINE_LEVELS + 3] = {0, 0, 1}, pair_q[3 + GM_FINE_LEVELS + 3] = {0, 1, 0};
     int npair = 3, finest = -1;
     for (int k = 0; k < GM_FINE_LEVELS; k++)
         if (r->lv[GM_LEVELS + k].ok)
             pair_r[npair] = GM_LEVELS + k, pair_q[npair++] = 0, finest = GM_LEVELS + k;
     if (finest >= 0)
         pair_r[npair] = finest, pair_q[npair++] = 1;
+    pair_r[npair] = 0, pair_q[npair++] = 2;
+    if (finest >= 0)
+        pair_r[npair] = finest, pair_q[npair++] = 2;
     for (int pi = 0; pi < npair; pi++) {
         const ref_level *rl = &r->lv[pair_r[pi]];
         if (!rl->ok)
@@ -818,7 +841,7 @@ done:
     r->be->release(r->dev, lane);
     free(vbuf);
     free(ss);
-    for (int l = 0; l < GM_LEVELS; l++)
+    for (int l = 0; l < GM_QUERY_LEVELS; l++)
         gm_side_free(&q[l]);
     out->time.total = gm_now_ms() - t0;
     return st;

@@ -15,6 +15,9 @@
 #include "pipeline/backend.h"
 
 #define GM_LEVELS 2        /* pyramid levels: working size, half of it */
+/* The query's pyramid: working size, half and a quarter of it (the quarter
+ * pairs last, for a query enlarged 3 to 6 times against the reference) */
+#define GM_QUERY_LEVELS 3
 /* Fine levels: a reference larger than the working size is also indexed at
  * finer factors (f0/2, f0/4, ... down to the source pixels), so that a
  * query showing a small part of it meets that part at a comparable size.

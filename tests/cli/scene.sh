@@ -5,8 +5,9 @@
 # their area, a 4x zoom, negatives, and a clip with the poster drifting
 # through its frames (when the build reads video).  Under every model every
 # match is within 10 px of the truth over the region the two images share
-# (never wrong) and every negative is "none"; under auto the overlap is
-# found within 3 px and the clip's poster in at least 12 of its 20 frames;
+# (never wrong) and every negative is "none"; the 4x zoom is found within
+# 3 px; under auto the overlap too, and the clip's poster in at least 12 of
+# its 20 frames;
 # the lines do not depend on the thread count.
 # usage: tests/cli/scene.sh /path/to/gmatch   (from the repository root)
 set -u
@@ -104,6 +105,8 @@ for mp in mans:
             print("FAIL: %s: %s frame %d is %.1f px off (confidence %g)" % (model, key[0], key[1], e, r["confidence"])); bad += 1
         elif e < 3:
             found[m["tier"]] = found.get(m["tier"], 0) + 1
+if found.get("zoom", 0) < 1:
+    print("FAIL: %s: the 4x zoom not found within 3 px" % model); bad += 1
 if model == "auto":
     if found.get("overlap", 0) < 1:
         print("FAIL: auto: the overlapping view not found within 3 px"); bad += 1
