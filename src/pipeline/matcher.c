@@ -401,6 +401,10 @@ done:
 /* Past this spread of the corners (gm_corner_spread_cpu, working pixels)
  * the confidence falls. */
 #define GM_H_SPREAD_PX 3.0
+/* A forced similarity or affine further than this (working pixels, at the
+ * query's corners) from the homography that clearly explains more loses
+ * confidence with the distance (gm_match_forward). */
+#define GM_MODEL_MISS_PX 3.0
 
 /* A query triangle in the query's level-0 working pixels: its centroid
  * (seed[0], seed[1]) and its longer side from vertex a (seed[2]). */
@@ -767,6 +771,36 @@ gm_status gm_match_forward(const gm_ref *r, gm_model model, gm_view query, gm_re
             } else if (m != GM_MODEL_HOMOGRAPHY) {
                 memcpy(alt, hm, sizeof alt);
                 alt_score = v, alt_model = m;
+            }
+        }
+        /* the model asked against the view: under a forced similarity or
+         * affine, a homography refined from the answer.  Where it explains
+         * at least as much (it stays in the answer's basin: on the scene
+         * tier it gained 0.015 where the similarity was 15 px off, so auto's
+         * GM_AUTO_GAIN would not see it) and its corners lie more than
+         * GM_MODEL_MISS_PX working pixels from the answer's (the reference's;
+         * the query's in the reverse search), the answer
+         * misstates the view (a similarity fitted to part of a tilted
+         * poster: 10-19 reference pixels off at confidence 0.46-0.54 on the
+         * scene tier), and its confidence falls with the distance, as the
+         * spread's does below: "none" rather than a wrong match. */
+        if ((model == GM_MODEL_SIMILARITY || model == GM_MODEL_AFFINE) &&
+            score.confidence >= p->min_confidence) {
+            double hm[9];
+            gm_verify_score v;
+            memcpy(hm, hw, sizeof hm);
+            if ((st = r->be->refine(lane, map_at(r, bl), &vq0, GM_MODEL_HOMOGRAPHY, hm,
+                                    GM_MODEL_ITERS, 1, &v)) != GM_OK)
+                goto done;
+            double miss = gm_corner_move(hw, hm, q[0].w, q[0].h);
+            /* in the reverse search the user's reference is this query: its pixels */
+            double det = fabs(hw[0] * hw[4] - hw[1] * hw[3]);
+            if (r->borrowed && det > 0)
+                miss /= sqrt(det);
+            if (gm_h_plausible(hm, q[0].w, q[0].h) &&
+                v.confidence >= score.confidence && miss > GM_MODEL_MISS_PX) {
+                score.confidence *= GM_MODEL_MISS_PX / miss;
+                score.whole *= GM_MODEL_MISS_PX / miss;
             }
         }
         /* the corners' spread (gm_corner_spread_cpu): a model whose corners the
