@@ -205,7 +205,7 @@ static void bad(gm_batch_pair *p, const char *fmt, const char *what)
 }
 
 /* The value of one field; NULL/"" means absent. */
-static void set_field(gm_batch_pair *p, const char *key, const char *val, int is_num)
+static void set_field(gm_batch_pair *p, const char *key, const char *val)
 {
     if (strcmp(key, "ref") == 0) {
         if (!(p->ref = strdup(val)))
@@ -216,7 +216,6 @@ static void set_field(gm_batch_pair *p, const char *key, const char *val, int is
     } else if (strcmp(key, "id") == 0) {
         if (!(p->id = strdup(val)))
             bad(p, "out of memory%s", "");
-        p->id_num = is_num;
     } else if (strcmp(key, "model") == 0) {
         if ((p->model = parse_model(val)) < 0)
             bad(p, "model '%s' is not similarity, affine, homography or auto", val);
@@ -247,9 +246,9 @@ static void json_line(gm_batch *b, const char *text, int64_t line)
         char num[32];
         if (strcmp(key, "id") == 0 && json_is_integer(v)) {
             snprintf(num, sizeof num, "%lld", (long long)json_integer_value(v));
-            set_field(p, key, num, 1);
+            set_field(p, key, num);
         } else if (json_is_string(v)) {
-            set_field(p, key, json_string_value(v), 0);
+            set_field(p, key, json_string_value(v));
         } else {
             bad(p, strcmp(key, "id") == 0 ? "'%s' is not a string or an integer"
                                           : "'%s' is not a string", key);
@@ -350,7 +349,7 @@ static int load_csv(gm_batch *b, char *text, char *err, size_t errlen)
         }
         for (int i = 0; i < n; i++)
             if (f[i][0])
-                set_field(p, names[i], f[i], 0);
+                set_field(p, names[i], f[i]);
     }
     return 0;
 }
@@ -436,9 +435,8 @@ static int finish_pairs(gm_batch *b, char *err, size_t errlen)
                 rc = -1;
                 break;
             }
-            p->id_num = 1;
         }
-        if (!(keys[i] = dupf(p->id_num ? "n%s" : "s%s", p->id))) {
+        if (!(keys[i] = strdup(p->id))) {
             rc = -1;
             break;
         }
@@ -629,8 +627,9 @@ static const char *text_column(const char *s, char *out, size_t cap)
     return s;
 }
 
-/* One result line's id key ("n17" or "s<id>"; text: both tried), manifest
- * line and frame.  0, or -1 when the line is not a result. */
+/* One result line's id (as text: an integer id of an older run's JSON line
+ * is its digits), manifest line and frame.  0, or -1 when the line is not a
+ * result. */
 static int result_key(const char *ln, gm_output_format fmt, char *id, size_t idcap,
                       int64_t *line, int64_t *frame)
 {
@@ -642,9 +641,9 @@ static int result_key(const char *ln, gm_output_format fmt, char *id, size_t idc
         if (ok) {
             *line = json_integer_value(jl), *frame = json_integer_value(jf);
             if (json_is_integer(ji))
-                snprintf(id, idcap, "n%lld", (long long)json_integer_value(ji));
+                snprintf(id, idcap, "%lld", (long long)json_integer_value(ji));
             else
-                snprintf(id, idcap, "s%s", json_string_value(ji));
+                snprintf(id, idcap, "%s", json_string_value(ji));
         }
         json_decref(o);
         return ok ? 0 : -1;
@@ -657,7 +656,7 @@ static int result_key(const char *ln, gm_output_format fmt, char *id, size_t idc
     if (end == col || *end)
         return -1;
     s = text_column(s, col, sizeof col);
-    snprintf(id, idcap, "?%s", col);
+    snprintf(id, idcap, "%s", col);
     s = text_column(s, col, sizeof col); /* ref */
     s = text_column(s, col, sizeof col); /* query */
     text_column(s, col, sizeof col);
@@ -713,28 +712,17 @@ int gm_batch_resume(gm_batch *b, const char *path, gm_output_format fmt, int tru
         *e = '\0';
         int64_t line, frame;
         if (result_key(s, fmt, id, sizeof id, &line, &frame) == 0) {
-            /* the pair of that id (text: an integer's or a string's), the
-             * one on that line when several say it (a repeated id, an
-             * error line of its own) */
-            int cand[2] = {-1, -1};
-            if (id[0] == '?') {
-                id[0] = 'n';
-                cand[0] = map_get(ids, id);
-                id[0] = 's';
-                cand[1] = map_get(ids, id);
-            } else {
-                cand[0] = map_get(ids, id);
-            }
-            int i = cand[0] >= 0 && b->pairs[cand[0]].line == line ? cand[0]
-                    : cand[1] >= 0 && b->pairs[cand[1]].line == line ? cand[1]
-                                                                        : -1;
-            if (i < 0 && (cand[0] >= 0 || cand[1] >= 0)) { /* a repeated id: by its line */
+            /* the pair of that id, the one on that line when several say
+             * it (a repeated id, an error line of its own) */
+            int cand = map_get(ids, id);
+            int i = cand >= 0 && b->pairs[cand].line == line ? cand : -1;
+            if (i < 0 && cand >= 0) { /* a repeated id: by its line */
                 int k = pair_at_line(b, line);
-                if (k >= 0 && strcmp(b->pairs[k].id, id + 1) == 0)
+                if (k >= 0 && strcmp(b->pairs[k].id, id) == 0)
                     i = k;
             }
             if (i < 0) /* the manifest changed its lines: by the id alone */
-                i = cand[0] >= 0 ? cand[0] : cand[1];
+                i = cand;
             if (i >= 0) {
                 b->pairs[i].written++;
                 if (frame > b->pairs[i].last_frame)

@@ -1369,7 +1369,7 @@ static void run_batch(run_ctx *rc, cli_opts *o, gm_batch *b, int appending)
         char msg[600];
         snprintf(msg, sizeof msg, "line %" PRId64 ": %s", p->line, p->error);
         diag_file(o->batch, "%s", msg);
-        gm_output_rec rec = {.line = p->line, .id = p->id, .id_num = p->id_num,
+        gm_output_rec rec = {.line = p->line, .id = p->id,
                              .ref = p->ref ? p->ref : "", .query = p->query ? p->query : "",
                              .model = p->model >= 0 ? (gm_model)p->model : run_model,
                              .wide = wide, .error = msg};
@@ -1405,7 +1405,7 @@ static void run_batch(run_ctx *rc, cli_opts *o, gm_batch *b, int appending)
                 if (it->o.last >= 0 && it->o.first >= it->o.last)
                     continue;
             }
-            it->tmpl = (gm_output_rec){.line = p->line, .id = p->id, .id_num = p->id_num,
+            it->tmpl = (gm_output_rec){.line = p->line, .id = p->id,
                                        .ref = p->ref, .query = p->query,
                                        .model = p->model >= 0 ? (gm_model)p->model : run_model,
                                        .wide = wide};

@@ -275,8 +275,7 @@ static int record_json(FILE *f, const gm_output_rec *rec)
      * order of the keys in the line. */
     if (rec->line > 0) {
         set(o, "line", json_integer((json_int_t)rec->line), &bad);
-        set(o, "id", rec->id_num ? json_integer((json_int_t)strtoll(rec->id, NULL, 10))
-                                 : json_name(rec->id), &bad);
+        set(o, "id", json_name(rec->id), &bad); /* a string, given or not */
         set(o, "ref", json_name(rec->ref), &bad);
     }
     set(o, "query", json_name(rec->query), &bad);

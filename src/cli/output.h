@@ -119,12 +119,11 @@ typedef struct {
     int ref_w, ref_h;      /* the reference's size; 0 when unknown (it failed) */
     int q_w, q_h;          /* the query's or frame's size; 0 when unknown */
     /* --batch (batch.h): the pair's manifest line (0: not a batch), its id
-     * (id_num: the id is that integer, printed as a JSON number; else the
-     * string id), the reference as the manifest names it; wide: text rows
-     * with the columns g h whatever this pair's model (a batch mixing models) */
+     * (as text, a JSON string whether the manifest gave it or not), the
+     * reference as the manifest names it; wide: text rows with the columns
+     * g h whatever this pair's model (a batch mixing models) */
     int64_t line;
     const char *id;
-    int id_num;
     const char *ref;
     int wide;
 } gm_output_rec;

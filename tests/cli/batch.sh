@@ -70,6 +70,10 @@ keys = [(r["line"], r["frame"]) for r in rows]
 assert keys == sorted(keys), "not in manifest order"
 for r in rows:
     assert list(r)[:4] == ["line", "id", "ref", "query"], list(r)[:4]
+    # one type, given or not: a string, the line number's digits by default
+    assert isinstance(r["id"], str), r
+    if r["id"] not in ("cell-h", "clip", "gone"):
+        assert r["id"] == str(r["line"]), r
 bad = [r for r in rows if r["status"] == "error"]
 msgs = sorted(r["error"] for r in bad)
 assert len(bad) == 3, msgs
