@@ -110,15 +110,20 @@ typedef struct {
 /* Default pixel limit (width*height) for decoding: 100 megapixels. */
 #define GM_DEFAULT_MAX_PIXELS ((int64_t)100 * 1000 * 1000)
 
-/* Decode a JPEG or PNG file (sniffed by content, not by name) to 8-bit gray.
+/* Decode a still image file (sniffed by content, not by name) to 8-bit gray:
+ * JPEG and PNG by the library's own decoders; in a library built with FFmpeg
+ * (gm_video_available()) also every format libavformat reads as a single
+ * picture (TIFF, BMP, WebP, PNM, ...), as the command line does.  A video,
+ * an animated GIF or another container is GM_ERR_FORMAT ("not a still
+ * image": gm_image_load_frame in gmatch_video.h reads their frames).
  * max_pixels <= 0 means GM_DEFAULT_MAX_PIXELS; the limit is checked against
  * the header before any pixel buffer is allocated.  On failure *out is zeroed
  * and err (if non-NULL) holds a one-line message without the file name, such
- * as "truncated JPEG data" or "not a JPEG or PNG image".
+ * as "truncated JPEG data", "empty file" or "not a JPEG or PNG image".
  * The caller frees *out with gm_image_free. */
 GM_API gm_status gm_image_load(const char *path, int64_t max_pixels, gm_image *out,
                                char *err, size_t errlen);
-/* The same from memory (data is not retained). */
+/* The same from memory (data is not retained), JPEG and PNG only. */
 GM_API gm_status gm_image_load_mem(const uint8_t *data, size_t size, int64_t max_pixels,
                                    gm_image *out, char *err, size_t errlen);
 GM_API void gm_image_free(gm_image *img);

@@ -400,6 +400,17 @@ check "empty standard input: exit 1 (got $rc)" test "$rc" -eq 1
 check "empty standard input: an error line for '-'" test "$(col - 3)" = error
 check "empty standard input: the other query still matched" test "$(col query.png 3)" = match
 check "empty standard input: a message" grep -q -- '-: empty file' err
+: > empty.jpg
+"$gm" ref.png empty.jpg query.png > out 2> err; rc=$?
+check "an empty query file: exit 1 (got $rc)" test "$rc" -eq 1
+check "an empty query file: an error line" test "$(col empty.jpg 3)" = error
+check "an empty query file: the other query still matched" test "$(col query.png 3)" = match
+check "an empty query file: one line naming it, 'empty file'" \
+    test "$(cat err)" = "gmatch: empty.jpg: empty file"
+"$gm" empty.jpg query.png > out 2> err; rc=$?
+check "an empty reference file: exit 1 (got $rc)" test "$rc" -eq 1
+check "an empty reference file: one line naming it, 'empty file'" \
+    test "$(cat err)" = "gmatch: empty.jpg: empty file"
 expect_rc 0 "-o -" -o - ref.png query.png
 check "-o -: the results on stdout" test "$(rows | tail_of)" = "$want"
 check "-o -: no file named '-'" test ! -e ./-
