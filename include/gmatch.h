@@ -390,6 +390,12 @@ GM_API gm_status gm_draw_result(gm_view ref, gm_view query, const gm_result *res
  * (last), their centres joined in yellow. */
 GM_API gm_status gm_draw_path(gm_view ref, const double *corners, int n, int max_width,
                               gm_rgb *out);
+/* A copy of pic with one more caption bar below it, in the same font as
+ * the results' (letters in upper case, A-Z 0-9 . - : = / % _, other
+ * characters as spaces; a text too long for the width keeps its end, after
+ * "..."): which file and frame a picture shows, say.  Free *out with
+ * gm_rgb_free. */
+GM_API gm_status gm_draw_caption(const gm_rgb *pic, const char *text, gm_rgb *out);
 /* Write a picture as a PNG file; err gets a one-line message. */
 GM_API gm_status gm_rgb_write_png(const gm_rgb *img, const char *path, char *err, size_t errlen);
 

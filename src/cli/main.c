@@ -725,6 +725,19 @@ static gm_ref *prepare_reference(const cli_opts *o, const char *name, int *w, in
     return r;
 }
 
+/* A picture's caption (--draw): the query as named, a batch pair's id, and
+ * the frame (frame -1: a still, -2: a video's path). */
+static void picture_title(char *out, size_t len, const gm_output_rec *tmpl, const char *q,
+                          int64_t frame)
+{
+    char id[160] = "", fr[48] = "";
+    if (tmpl->line)
+        snprintf(id, sizeof id, "  ID %.100s", tmpl->id);
+    if (frame >= 0)
+        snprintf(fr, sizeof fr, "  FRAME %" PRId64, frame);
+    snprintf(out, len, "QUERY %s%s%s", q, id, frame == -2 ? "  PATH OF ITS FRAMES" : fr);
+}
+
 static void report_timing(const char *query, double decode_ms, const gm_result *res)
 {
     const gm_timing *t = &res->time;
@@ -894,15 +907,17 @@ static int video_sink(void *user, const gm_video_result *r)
             diag_file(c->q, "--draw: %s", perr);
             c->failed = 1;
         }
-        char suffix[32];
-        snprintf(suffix, sizeof suffix, "_%" PRId64, f->frame);
-        if (ok && (c->drawn++ % c->o->draw_every) == 0 &&
-            (gm_picture_path(&g_pictures, c->tmpl->line ? c->tmpl->id : c->q, suffix, pic,
-                             sizeof pic) != 0 ||
-             gm_picture_result(&g_pictures, gm_image_view(&f->img), ok, pic, perr,
-                               sizeof perr) != 0)) {
-            diag_file(pic[0] ? pic : c->o->draw, "%s", perr);
-            c->failed = 1;
+        if (ok && (c->drawn++ % c->o->draw_every) == 0) {
+            char suffix[32], title[4200];
+            snprintf(suffix, sizeof suffix, "_%" PRId64, f->frame);
+            picture_title(title, sizeof title, c->tmpl, c->q, f->frame);
+            if (gm_picture_path(&g_pictures, c->tmpl->line ? c->tmpl->id : c->q, suffix, pic,
+                                sizeof pic) != 0 ||
+                gm_picture_result(&g_pictures, gm_image_view(&f->img), ok, title, pic, perr,
+                                  sizeof perr) != 0) {
+                diag_file(pic[0] ? pic : c->o->draw, "%s", perr);
+                c->failed = 1;
+            }
         }
     }
     c->extra_ms = 0;
@@ -970,10 +985,11 @@ static int run_video(video_ctx *c, const gm_ref *ref, gm_video *v)
     if (c->diags > MAX_FRAME_DIAGS)
         diag_file(c->q, "%d more frames failed (not shown)", c->diags - MAX_FRAME_DIAGS);
     if (c->o->draw) {
-        char pic[4096] = "", perr[256] = "the picture's path is too long";
+        char pic[4096] = "", perr[256] = "the picture's path is too long", title[4200];
+        picture_title(title, sizeof title, c->tmpl, c->q, -2);
         if (gm_picture_path(&g_pictures, c->tmpl->line ? c->tmpl->id : c->q, "_path", pic,
                             sizeof pic) != 0 ||
-            gm_picture_path_write(&g_pictures, pic, perr, sizeof perr) != 0) {
+            gm_picture_path_write(&g_pictures, title, pic, perr, sizeof perr) != 0) {
             diag_file(pic[0] ? pic : c->o->draw, "%s", perr);
             c->failed = 1;
         }
@@ -1069,10 +1085,11 @@ static void still_match(const gm_ref *ref, still_job *j, const gm_image *img)
         snprintf(j->err, sizeof j->err, "matching failed: %.200s",
                  j->res.error[0] ? j->res.error : gm_status_str(j->st));
     if (j->st == GM_OK && j->o->draw) {
-        char pic[4096] = "", perr[256] = "the picture's path is too long";
+        char pic[4096] = "", perr[256] = "the picture's path is too long", title[4200];
         const char *name = j->tmpl->line ? j->tmpl->id : j->tmpl->query;
+        picture_title(title, sizeof title, j->tmpl, j->tmpl->query, -1);
         if (gm_picture_path(&g_pictures, name, "", pic, sizeof pic) != 0 ||
-            gm_picture_result(&g_pictures, gm_image_view(img), &j->res, pic, perr,
+            gm_picture_result(&g_pictures, gm_image_view(img), &j->res, title, pic, perr,
                               sizeof perr) != 0)
             snprintf(j->err, sizeof j->err, "--draw: %.200s: %.200s", pic[0] ? pic : j->o->draw,
                      perr);
