@@ -321,7 +321,11 @@ typedef struct {
 
 typedef struct {
     gm_match_status status;
-    gm_model model;      /* the model of m / h */
+    gm_model model;      /* the model of m / h: under GM_MODEL_AUTO the one chosen; under
+                            affine or homography at most the one asked, simpler where the
+                            edges did not support more (the command line and Python report
+                            such an answer as the model asked: a similarity is an affine and
+                            a homography without perspective, h holds it as 3x3) */
     double m[6];         /* query -> reference, row-major [a b c; d e f]; valid when found;
                             for a homography the affine part of h (h / h[8], perspective dropped) */
     double h[9];         /* the full 3x3 matrix [m; 0 0 1], or the homography (h[8] = 1) */

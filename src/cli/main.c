@@ -913,8 +913,8 @@ static int video_sink(void *user, const gm_video_result *r)
             picture_title(title, sizeof title, c->tmpl, c->q, f->frame);
             if (gm_picture_path(&g_pictures, c->tmpl->line ? c->tmpl->id : c->q, suffix, pic,
                                 sizeof pic) != 0 ||
-                gm_picture_result(&g_pictures, gm_image_view(&f->img), ok, title, pic, perr,
-                                  sizeof perr) != 0) {
+                gm_picture_result(&g_pictures, gm_image_view(&f->img), ok, c->tmpl->model, title,
+                                  pic, perr, sizeof perr) != 0) {
                 diag_file(pic[0] ? pic : c->o->draw, "%s", perr);
                 c->failed = 1;
             }
@@ -1089,7 +1089,7 @@ static void still_match(const gm_ref *ref, still_job *j, const gm_image *img)
         const char *name = j->tmpl->line ? j->tmpl->id : j->tmpl->query;
         picture_title(title, sizeof title, j->tmpl, j->tmpl->query, -1);
         if (gm_picture_path(&g_pictures, name, "", pic, sizeof pic) != 0 ||
-            gm_picture_result(&g_pictures, gm_image_view(img), &j->res, title, pic, perr,
+            gm_picture_result(&g_pictures, gm_image_view(img), &j->res, model, title, pic, perr,
                               sizeof perr) != 0)
             snprintf(j->err, sizeof j->err, "--draw: %.200s: %.200s", pic[0] ? pic : j->o->draw,
                      perr);

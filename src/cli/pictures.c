@@ -14,6 +14,7 @@
 #include <sys/stat.h>
 
 #include "cli/pictures.h"
+#include "cli/output.h"
 
 /* the still workers name their pictures at once */
 static pthread_mutex_t g_names_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -107,11 +108,15 @@ static int write_picture(gm_status st, gm_rgb *pic, const char *title, const cha
     return st == GM_OK ? 0 : -1;
 }
 
-int gm_picture_result(const gm_pictures *p, gm_view query, const gm_result *res,
+int gm_picture_result(const gm_pictures *p, gm_view query, const gm_result *res, gm_model asked,
                       const char *title, const char *path, char *err, size_t errlen)
 {
     gm_rgb pic;
-    gm_status st = gm_draw_result(gm_image_view(&p->ref), query, res, GM_PICTURE_MAX_WIDTH, &pic);
+    gm_result shown = *res;
+    if (shown.status == GM_MATCH_FOUND)
+        shown.model = gm_output_model(asked, res);
+    gm_status st = gm_draw_result(gm_image_view(&p->ref), query, &shown, GM_PICTURE_MAX_WIDTH,
+                                  &pic);
     return write_picture(st, &pic, title, path, err, errlen);
 }
 

@@ -28,9 +28,10 @@ typedef struct {
  * picture is never written over.  Thread-safe.  Returns 0, or -1 when it
  * does not fit or memory runs out. */
 int gm_picture_path(gm_pictures *p, const char *name, const char *suffix, char *out, size_t len);
-/* Draw one result with the caption title below it (NULL: none) and write
- * it to path; err gets why not.  Returns 0 or -1. */
-int gm_picture_result(const gm_pictures *p, gm_view query, const gm_result *res,
+/* Draw one result (its model as gm_output_model reports it for the model
+ * asked) with the caption title below it (NULL: none) and write it to
+ * path; err gets why not.  Returns 0 or -1. */
+int gm_picture_result(const gm_pictures *p, gm_view query, const gm_result *res, gm_model asked,
                       const char *title, const char *path, char *err, size_t errlen);
 /* Add a video frame's outline (res NULL or not a match: a gap). */
 int gm_picture_add(gm_pictures *p, const gm_result *res, int qw, int qh);
