@@ -158,7 +158,7 @@ GM_API gm_status gm_image_from_pixels(const gm_pixels *px, int64_t max_pixels, g
 
 /* Which image is looked for inside which.  Forward: the query inside the
  * reference (a crop, a frame of the reference's scene; the query is the
- * smaller view or the two are alike), the search of README "How it works".
+ * smaller view or the two are alike), the search of docs/design.md.
  * Reverse: the reference inside the query (a poster in a photo, a logo in
  * each frame): the query is indexed as a reference and the reference's
  * image votes in it.  Two images that share part of their area are found
@@ -192,7 +192,7 @@ GM_API const char *gm_model_name(gm_model m);
  * gm_params_default() and change what you need; gm_ref_prepare answers
  * GM_ERR_INVALID, with the field and its range in gm_ref_error, for a value
  * outside the range given here.  The defaults are the measured choices
- * (README, docs/); the last seven shape the search and are for experiments. */
+ * (docs/benchmarks.md, docs/); the last seven shape the search and are for experiments. */
 typedef struct {
     uint64_t seed;          /* default 1, any value: the same seed gives the same output,
                                whatever the thread count and the device */

@@ -41,7 +41,7 @@
  * codec or profile NVDEC does not take (FFmpeg offers no CUDA format for it)
  * is decoded on the CPU.  GM_VIDEO_DECODE_AUTO is the CPU decoder: measured
  * faster end to end on the H100 machine at every size and codec tried
- * (README, "Decoding").  Damage differs: NVDEC conceals a corrupt slice
+ * (docs/benchmarks.md, "Video decoding").  Damage differs: NVDEC conceals a corrupt slice
  * that the CPU decoder reports as a lost frame.
  */
 #ifndef GMATCH_VIDEO_H

@@ -29,7 +29,7 @@
 /* Consecutive decoder errors without a frame before the stream is given up
  * (a decoder that fails on every call must not hang the run). */
 #define MAX_DECODE_ERRORS 10000
-/* Why --decode auto is the CPU decoder (the figures: README, "Decoding"). */
+/* Why --decode auto is the CPU decoder (the figures: docs/benchmarks.md, "Video decoding"). */
 #define AUTO_WHY " (--decode auto: faster end to end than NVDEC on the H100 machine at every size measured)"
 
 struct gm_video {

@@ -209,7 +209,7 @@ head -c -40 "$tmp/t.txt" > "$tmp/t2.txt" # the last line cut short
 (cd "$tmp" && "$gm" --batch m/p.csv --format text --resume t2.txt -o t2.txt -q)
 cmp -s <(cut -d' ' -f1-12 "$tmp/t.txt") <(cut -d' ' -f1-12 "$tmp/t2.txt") || fail "csv: the text resume: $(cat "$tmp/t2.txt")"
 
-# 6. the GNU parallel recipe (README, "Large batches") and the merge tool
+# 6. the GNU parallel recipe (docs/usage.md, "Large batches") and the merge tool
 if command -v parallel > /dev/null; then
     rm -f "$tmp"/p.*.jsonl
     (cd "$tmp" && parallel -j 2 "$gm" --batch m/pairs.jsonl --shard {}/2 -o p.{}.jsonl -q ::: 0 1 2> /dev/null)

@@ -1,7 +1,7 @@
 #!/bin/bash
 # run.sh: the Python module's tests as a new user meets the module: a venv
 # that sees Debian's numpy (--system-site-packages), the module installed by
-# pip from the repository root with nothing downloaded (README, "Python"),
+# pip from the repository root with nothing downloaded (README and docs/usage.md, "Python"),
 # then Debian's pytest on tests/python.
 #
 # usage: tests/python/run.sh         (tools/test.sh runs it; the venv and the
