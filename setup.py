@@ -14,15 +14,29 @@ needs no LD_LIBRARY_PATH.  Where the library comes from:
 Nothing is downloaded: the build needs Debian's python3-dev, python3-numpy and
 python3-setuptools beside the library's own packages (tools/setup.sh).
 """
+import importlib.util
 import os
 import re
 import shlex
 import subprocess
+import sys
 
 from setuptools import Extension, setup
 from setuptools.command.build_ext import build_ext
 
 ROOT = os.path.dirname(os.path.abspath(__file__))
+
+# pip builds a wheel (PEP 517), and setuptools before 70.1 makes one (and the
+# metadata pip asks for first) through the wheel package's bdist_wheel:
+# without it setuptools says only "invalid command 'bdist_wheel'".
+WHEEL_COMMANDS = {"bdist_wheel", "dist_info"}
+if WHEEL_COMMANDS & set(sys.argv[1:]) and importlib.util.find_spec("wheel") is None:
+    import setuptools
+    if tuple(int(x) for x in re.findall(r"\d+", setuptools.__version__)[:2]) < (70, 1):
+        sys.exit("gmatch: building the Python module needs the 'wheel' package, which this "
+                 f"Python ({sys.executable}) lacks: on Debian, apt-get install python3-wheel "
+                 "(tools/setup.sh --python does) and make the venv with "
+                 "--system-site-packages; elsewhere, pip install wheel.")
 
 
 def cmake_version():

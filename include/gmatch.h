@@ -110,15 +110,20 @@ typedef struct {
 /* Default pixel limit (width*height) for decoding: 100 megapixels. */
 #define GM_DEFAULT_MAX_PIXELS ((int64_t)100 * 1000 * 1000)
 
-/* Decode a JPEG or PNG file (sniffed by content, not by name) to 8-bit gray.
+/* Decode a still image file (sniffed by content, not by name) to 8-bit gray:
+ * JPEG and PNG by the library's own decoders; in a library built with FFmpeg
+ * (gm_video_available()) also every format libavformat reads as a single
+ * picture (TIFF, BMP, WebP, PNM, ...), as the command line does.  A video,
+ * an animated GIF or another container is GM_ERR_FORMAT ("not a still
+ * image": gm_image_load_frame in gmatch_video.h reads their frames).
  * max_pixels <= 0 means GM_DEFAULT_MAX_PIXELS; the limit is checked against
  * the header before any pixel buffer is allocated.  On failure *out is zeroed
  * and err (if non-NULL) holds a one-line message without the file name, such
- * as "truncated JPEG data" or "not a JPEG or PNG image".
+ * as "truncated JPEG data", "empty file" or "not a JPEG or PNG image".
  * The caller frees *out with gm_image_free. */
 GM_API gm_status gm_image_load(const char *path, int64_t max_pixels, gm_image *out,
                                char *err, size_t errlen);
-/* The same from memory (data is not retained). */
+/* The same from memory (data is not retained), JPEG and PNG only. */
 GM_API gm_status gm_image_load_mem(const uint8_t *data, size_t size, int64_t max_pixels,
                                    gm_image *out, char *err, size_t errlen);
 GM_API void gm_image_free(gm_image *img);
@@ -153,7 +158,7 @@ GM_API gm_status gm_image_from_pixels(const gm_pixels *px, int64_t max_pixels, g
 
 /* Which image is looked for inside which.  Forward: the query inside the
  * reference (a crop, a frame of the reference's scene; the query is the
- * smaller view or the two are alike), the search of README "How it works".
+ * smaller view or the two are alike), the search of docs/design.md.
  * Reverse: the reference inside the query (a poster in a photo, a logo in
  * each frame): the query is indexed as a reference and the reference's
  * image votes in it.  Two images that share part of their area are found
@@ -187,7 +192,7 @@ GM_API const char *gm_model_name(gm_model m);
  * gm_params_default() and change what you need; gm_ref_prepare answers
  * GM_ERR_INVALID, with the field and its range in gm_ref_error, for a value
  * outside the range given here.  The defaults are the measured choices
- * (README, docs/); the last seven shape the search and are for experiments. */
+ * (docs/benchmarks.md, docs/); the last seven shape the search and are for experiments. */
 typedef struct {
     uint64_t seed;          /* default 1, any value: the same seed gives the same output,
                                whatever the thread count and the device */
@@ -316,7 +321,11 @@ typedef struct {
 
 typedef struct {
     gm_match_status status;
-    gm_model model;      /* the model of m / h */
+    gm_model model;      /* the model of m / h: under GM_MODEL_AUTO the one chosen; under
+                            affine or homography at most the one asked, simpler where the
+                            edges did not support more (the command line and Python report
+                            such an answer as the model asked: a similarity is an affine and
+                            a homography without perspective, h holds it as 3x3) */
     double m[6];         /* query -> reference, row-major [a b c; d e f]; valid when found;
                             for a homography the affine part of h (h / h[8], perspective dropped) */
     double h[9];         /* the full 3x3 matrix [m; 0 0 1], or the homography (h[8] = 1) */
@@ -385,6 +394,12 @@ GM_API gm_status gm_draw_result(gm_view ref, gm_view query, const gm_result *res
  * (last), their centres joined in yellow. */
 GM_API gm_status gm_draw_path(gm_view ref, const double *corners, int n, int max_width,
                               gm_rgb *out);
+/* A copy of pic with one more caption bar below it, in the same font as
+ * the results' (letters in upper case, A-Z 0-9 . - : = / % _, other
+ * characters as spaces; a text too long for the width keeps its end, after
+ * "..."): which file and frame a picture shows, say.  Free *out with
+ * gm_rgb_free. */
+GM_API gm_status gm_draw_caption(const gm_rgb *pic, const char *text, gm_rgb *out);
 /* Write a picture as a PNG file; err gets a one-line message. */
 GM_API gm_status gm_rgb_write_png(const gm_rgb *img, const char *path, char *err, size_t errlen);
 

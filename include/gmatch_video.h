@@ -14,7 +14,8 @@
  *
  * Which files are videos: whatever libavformat recognises BY CONTENT (the
  * file name plays no part) and that holds a video stream libavcodec decodes.
- * The caller tries the still-image decoders (gm_image_load) first.
+ * The caller tries the still-image decoders (gm_image_load) first: they take
+ * the single-picture formats (TIFF, WebP, ...) that this reader also reads.
  *
  * Frames are numbered from 0 in presentation order: the decoder's output
  * frames are counted.  For a stream with a constant frame rate the number is
@@ -40,7 +41,7 @@
  * codec or profile NVDEC does not take (FFmpeg offers no CUDA format for it)
  * is decoded on the CPU.  GM_VIDEO_DECODE_AUTO is the CPU decoder: measured
  * faster end to end on the H100 machine at every size and codec tried
- * (README, "Decoding").  Damage differs: NVDEC conceals a corrupt slice
+ * (docs/benchmarks.md, "Video decoding").  Damage differs: NVDEC conceals a corrupt slice
  * that the CPU decoder reports as a lost frame.
  */
 #ifndef GMATCH_VIDEO_H
@@ -205,8 +206,9 @@ GM_API void gm_video_stats_get(const gm_video *v, gm_video_stats *s);
 GM_API void gm_video_log(int verbose);
 
 /* One picture from a file of any format, to 8-bit gray (free with
- * gm_image_free): frame 0 is gm_image_load's JPEG or PNG, or else the first
- * picture of whatever FFmpeg decodes (TIFF, BMP, WebP, PNM, GIF, ...);
+ * gm_image_free): frame 0 is gm_image_load's still (JPEG, PNG, TIFF, BMP,
+ * WebP, PNM, ...), or else the first picture of whatever FFmpeg decodes (a
+ * video, GIF, ...);
  * frame N > 0 is frame N of a video (numbered as gm_video_read numbers
  * them).  A reference can thus be any still or a video frame.  Errors as
  * gm_image_load's, with one line in err (a file neither reads: "not a JPEG

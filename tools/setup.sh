@@ -1,24 +1,38 @@
 #!/bin/bash
-# setup.sh: install the packages gmatch needs to build and test (Debian 12).
+# setup.sh: install the Debian 12 packages gmatch needs, by need.
 #
-# usage: tools/setup.sh          install what is missing (as root, or via sudo)
-#        tools/setup.sh --list   print the package names, one per line
+# usage: tools/setup.sh                 building and running: the compiler,
+#                                       CMake and the libraries (tools/demo.sh)
+#        tools/setup.sh --python        the same and what the Python module's
+#                                       build needs (pip install . in a venv)
+#        tools/setup.sh --test          everything: the above and the test
+#                                       toolchain (tools/test.sh, CI)
+#        tools/setup.sh [...] --list    print those package names, one a line
 #
 # apt-get runs only when some package is missing, so on a prepared machine
-# this costs a dpkg query and nothing else.
+# this costs a dpkg query and nothing else.  CUDA is optional and not
+# installed here: CMake builds the GPU backend whenever it finds nvcc.
 set -euo pipefail
 
-packages=(
+# building and running the command line and the C library
+build=(
     build-essential cmake pkg-config   # compiler (with OpenMP: libgomp), build
     libjpeg62-turbo-dev libpng-dev     # image decoding
     libjansson-dev                     # JSON output of the command line
-    libavformat-dev libavcodec-dev     # video input (FFmpeg: demux, decode,
-    libswscale-dev libavutil-dev       #   gray conversion)
+    libavformat-dev libavcodec-dev     # video and other still formats (FFmpeg:
+    libswscale-dev libavutil-dev       #   demux, decode, gray conversion)
+)
+# the Python module (pip install --no-build-isolation --no-deps . in a venv
+# made with --system-site-packages; nothing is downloaded)
+python=(
+    python3 python3-numpy python3-dev
+    python3-setuptools python3-wheel python3-venv
+)
+# the tests (tools/test.sh): what the suites, the install test, the fuzz
+# smoke and the batch recipes' tests use
+test=(
     check libsubunit-dev               # unit tests (Check links libsubunit)
-    python3 python3-numpy              # integration and accuracy tests
-    python3-dev python3-setuptools     # the Python module (pip install . in a
-    python3-wheel python3-venv         #   venv, nothing downloaded)
-    python3-pytest                     #   and its tests
+    python3-pytest                     # the Python module's tests
     man-db                             # the install test shows the manual page
     clang libclang-rt-14-dev libomp-dev # the libFuzzer harnesses (tools/fuzz/run.sh):
                                        #   clang, libFuzzer, clang's OpenMP
@@ -26,7 +40,20 @@ packages=(
                                        #   one-node Slurm cluster tests/cli/slurm.sh starts
 )
 
-if [ "${1:-}" = --list ]; then
+list=0 want_python=0 want_test=0
+for a in "$@"; do
+    case "$a" in
+    --list) list=1 ;;
+    --python) want_python=1 ;;
+    --test) want_python=1 want_test=1 ;;
+    *) echo "usage: tools/setup.sh [--python | --test] [--list]" >&2; exit 2 ;;
+    esac
+done
+packages=("${build[@]}")
+[ "$want_python" = 1 ] && packages+=("${python[@]}")
+[ "$want_test" = 1 ] && packages+=("${test[@]}")
+
+if [ "$list" = 1 ]; then
     printf '%s\n' "${packages[@]}"
     exit 0
 fi

@@ -78,9 +78,11 @@ class Result:
                 affine models (cv2.warpAffine), 3x3 for a homography
                 (cv2.warpPerspective); None unless status is "match"
     matrix3     the same as 3x3 ([matrix; 0 0 1] for 2x3); None unless a match
-    model       "similarity", "affine" or "homography": the model of matrix
-                (under model="auto" the one the edges supported); for "none",
-                the model asked for
+    model       "similarity", "affine" or "homography": the model of matrix,
+                the one asked for (a similarity is an affine and a homography
+                too: model="homography" always gives a 3x3 matrix, as the
+                command line's --model homography does); under model="auto"
+                the one the edges supported; for "none", the model asked for
     confidence  0..1, the verification of the transform against the reference's
                 edges (a match when at least the reference's min_confidence)
     votes       the votes of the winning basis pair
@@ -124,7 +126,7 @@ class Result:
         (found, model, h, self.confidence, self.votes, self.inliers, residual, self.time_ms,
          overlap, direction) = raw
         self.status = "match" if found else "none"
-        self.model = MODELS[model] if found else asked
+        self.model = MODELS[model] if found and asked == "auto" else asked
         if not found:
             return
         self.residual_px = residual

@@ -14,72 +14,9 @@
 #include <jansson.h>
 
 #include "gmatch.h"
+#include "cli/strmap.h"
 
 /* ---- small helpers -------------------------------------------------------- */
-
-static uint64_t fnv1a(const char *s)
-{
-    uint64_t h = 1469598103934665603ull;
-    for (; *s; s++)
-        h = (h ^ (unsigned char)*s) * 1099511628211ull;
-    return h;
-}
-
-/* A set of strings -> int, open addressing (the keys are borrowed). */
-typedef struct {
-    const char **key;
-    int *val;
-    size_t cap, n;
-} strmap;
-
-static int map_grow(strmap *m)
-{
-    size_t cap = m->cap ? m->cap * 2 : 64;
-    const char **key = calloc(cap, sizeof *key);
-    int *val = calloc(cap, sizeof *val);
-    if (!key || !val) {
-        free(key), free(val);
-        return -1;
-    }
-    for (size_t i = 0; i < m->cap; i++)
-        if (m->key[i]) {
-            size_t j = fnv1a(m->key[i]) & (cap - 1);
-            while (key[j])
-                j = (j + 1) & (cap - 1);
-            key[j] = m->key[i], val[j] = m->val[i];
-        }
-    free(m->key), free(m->val);
-    m->key = key, m->val = val, m->cap = cap;
-    return 0;
-}
-
-/* The value of key, or -1. */
-static int map_get(const strmap *m, const char *key)
-{
-    if (!m->cap)
-        return -1;
-    for (size_t j = fnv1a(key) & (m->cap - 1); m->key[j]; j = (j + 1) & (m->cap - 1))
-        if (strcmp(m->key[j], key) == 0)
-            return m->val[j];
-    return -1;
-}
-
-static int map_put(strmap *m, const char *key, int val)
-{
-    if (2 * (m->n + 1) > m->cap && map_grow(m) != 0)
-        return -1;
-    size_t j = fnv1a(key) & (m->cap - 1);
-    while (m->key[j])
-        j = (j + 1) & (m->cap - 1);
-    m->key[j] = key, m->val[j] = val, m->n++;
-    return 0;
-}
-
-static void map_free(strmap *m)
-{
-    free(m->key), free(m->val);
-    memset(m, 0, sizeof *m);
-}
 
 /* Room for one more element in *p (n used of *cap, elem bytes each),
  * doubling from first; 0, or -1 when out of memory (*p unchanged). */
@@ -205,7 +142,7 @@ static void bad(gm_batch_pair *p, const char *fmt, const char *what)
 }
 
 /* The value of one field; NULL/"" means absent. */
-static void set_field(gm_batch_pair *p, const char *key, const char *val, int is_num)
+static void set_field(gm_batch_pair *p, const char *key, const char *val)
 {
     if (strcmp(key, "ref") == 0) {
         if (!(p->ref = strdup(val)))
@@ -216,7 +153,6 @@ static void set_field(gm_batch_pair *p, const char *key, const char *val, int is
     } else if (strcmp(key, "id") == 0) {
         if (!(p->id = strdup(val)))
             bad(p, "out of memory%s", "");
-        p->id_num = is_num;
     } else if (strcmp(key, "model") == 0) {
         if ((p->model = parse_model(val)) < 0)
             bad(p, "model '%s' is not similarity, affine, homography or auto", val);
@@ -247,9 +183,9 @@ static void json_line(gm_batch *b, const char *text, int64_t line)
         char num[32];
         if (strcmp(key, "id") == 0 && json_is_integer(v)) {
             snprintf(num, sizeof num, "%lld", (long long)json_integer_value(v));
-            set_field(p, key, num, 1);
+            set_field(p, key, num);
         } else if (json_is_string(v)) {
-            set_field(p, key, json_string_value(v), 0);
+            set_field(p, key, json_string_value(v));
         } else {
             bad(p, strcmp(key, "id") == 0 ? "'%s' is not a string or an integer"
                                           : "'%s' is not a string", key);
@@ -350,7 +286,7 @@ static int load_csv(gm_batch *b, char *text, char *err, size_t errlen)
         }
         for (int i = 0; i < n; i++)
             if (f[i][0])
-                set_field(p, names[i], f[i], 0);
+                set_field(p, names[i], f[i]);
     }
     return 0;
 }
@@ -401,7 +337,7 @@ static char *resolve(const char *dir, const char *name)
 /* The pairs by id: the key of pair i is "n<digits>" for an integer id and
  * "s<string>" for a string one; the map gives the first pair of a key. */
 struct gm_batch_ids {
-    strmap map;
+    gm_strmap map;
     char **keys; /* [n], owned */
     int n;
 };
@@ -413,20 +349,20 @@ static void ids_free(struct gm_batch_ids *ids)
     for (int i = 0; i < ids->n; i++)
         free(ids->keys[i]);
     free(ids->keys);
-    map_free(&ids->map);
+    gm_strmap_free(&ids->map);
     free(ids);
 }
 
 /* Ids, paths, groups: what the lines say, checked. */
 static int finish_pairs(gm_batch *b, char *err, size_t errlen)
 {
-    strmap refs = {0};
+    gm_strmap refs = {0};
     struct gm_batch_ids *idx = calloc(1, sizeof *idx);
     char **keys = idx ? calloc((size_t)b->n + 1, sizeof *keys) : NULL;
     int rc = keys ? 0 : -1;
     if (idx)
         idx->keys = keys, idx->n = b->n;
-    strmap *ids = idx ? &idx->map : NULL;
+    gm_strmap *ids = idx ? &idx->map : NULL;
     for (int i = 0; rc == 0 && i < b->n; i++) {
         gm_batch_pair *p = &b->pairs[i];
         char num[32];
@@ -436,17 +372,16 @@ static int finish_pairs(gm_batch *b, char *err, size_t errlen)
                 rc = -1;
                 break;
             }
-            p->id_num = 1;
         }
-        if (!(keys[i] = dupf(p->id_num ? "n%s" : "s%s", p->id))) {
+        if (!(keys[i] = strdup(p->id))) {
             rc = -1;
             break;
         }
-        int seen = map_get(ids, keys[i]);
+        int seen = gm_strmap_get(ids, keys[i]);
         if (seen >= 0) {
             snprintf(num, sizeof num, "%lld", (long long)b->pairs[seen].line);
             bad(p, "the id repeats line %s's", num);
-        } else if (map_put(ids, keys[i], i) != 0) {
+        } else if (gm_strmap_put(ids, keys[i], i) != 0) {
             rc = -1;
             break;
         }
@@ -463,7 +398,7 @@ static int finish_pairs(gm_batch *b, char *err, size_t errlen)
             rc = -1;
             break;
         }
-        int g = map_get(&refs, p->ref_path);
+        int g = gm_strmap_get(&refs, p->ref_path);
         if (g < 0) {
             if (grow(&b->groups, b->ng, &b->gcap, sizeof *b->groups, 64) != 0) {
                 rc = -1;
@@ -472,7 +407,7 @@ static int finish_pairs(gm_batch *b, char *err, size_t errlen)
             g = b->ng++;
             memset(&b->groups[g], 0, sizeof b->groups[g]);
             b->groups[g].ref = p->ref, b->groups[g].ref_path = p->ref_path;
-            if (map_put(&refs, p->ref_path, g) != 0) {
+            if (gm_strmap_put(&refs, p->ref_path, g) != 0) {
                 rc = -1;
                 break;
             }
@@ -485,7 +420,7 @@ static int finish_pairs(gm_batch *b, char *err, size_t errlen)
         gr->pairs[gr->n++] = i;
         p->group = g;
     }
-    map_free(&refs);
+    gm_strmap_free(&refs);
     b->ids = idx; /* kept for --resume (freed with the batch) */
     for (int i = 0; rc == 0 && i < b->n; i++)
         if (b->pairs[i].error && strncmp(b->pairs[i].error, "out of memory", 13) == 0)
@@ -548,7 +483,7 @@ static int by_weight(const void *x, const void *y)
     const gm_batch_group *c = &g_sort_batch->groups[*(const int *)y];
     if (a->n != c->n)
         return a->n > c->n ? -1 : 1;
-    uint64_t ha = fnv1a(a->ref), hc = fnv1a(c->ref);
+    uint64_t ha = gm_fnv1a(a->ref), hc = gm_fnv1a(c->ref);
     if (ha != hc)
         return ha < hc ? -1 : 1;
     int s = strcmp(a->ref_path, c->ref_path);
@@ -567,7 +502,7 @@ void gm_batch_shard(gm_batch *b, int n)
     if (!order || !load) {
         /* without memory for the balance: by the hash alone, still a split */
         for (int g = 0; g < b->ng; g++)
-            b->groups[g].shard = (int)(fnv1a(b->groups[g].ref) % (uint64_t)n);
+            b->groups[g].shard = (int)(gm_fnv1a(b->groups[g].ref) % (uint64_t)n);
         free(order), free(load);
         return;
     }
@@ -629,8 +564,9 @@ static const char *text_column(const char *s, char *out, size_t cap)
     return s;
 }
 
-/* One result line's id key ("n17" or "s<id>"; text: both tried), manifest
- * line and frame.  0, or -1 when the line is not a result. */
+/* One result line's id (as text: an integer id of an older run's JSON line
+ * is its digits), manifest line and frame.  0, or -1 when the line is not a
+ * result. */
 static int result_key(const char *ln, gm_output_format fmt, char *id, size_t idcap,
                       int64_t *line, int64_t *frame)
 {
@@ -642,9 +578,9 @@ static int result_key(const char *ln, gm_output_format fmt, char *id, size_t idc
         if (ok) {
             *line = json_integer_value(jl), *frame = json_integer_value(jf);
             if (json_is_integer(ji))
-                snprintf(id, idcap, "n%lld", (long long)json_integer_value(ji));
+                snprintf(id, idcap, "%lld", (long long)json_integer_value(ji));
             else
-                snprintf(id, idcap, "s%s", json_string_value(ji));
+                snprintf(id, idcap, "%s", json_string_value(ji));
         }
         json_decref(o);
         return ok ? 0 : -1;
@@ -657,7 +593,7 @@ static int result_key(const char *ln, gm_output_format fmt, char *id, size_t idc
     if (end == col || *end)
         return -1;
     s = text_column(s, col, sizeof col);
-    snprintf(id, idcap, "?%s", col);
+    snprintf(id, idcap, "%s", col);
     s = text_column(s, col, sizeof col); /* ref */
     s = text_column(s, col, sizeof col); /* query */
     text_column(s, col, sizeof col);
@@ -706,35 +642,24 @@ int gm_batch_resume(gm_batch *b, const char *path, gm_output_format fmt, int tru
         fclose(f);
     }
     text[complete] = '\0';
-    const strmap *ids = &b->ids->map; /* gm_batch_load's */
+    const gm_strmap *ids = &b->ids->map; /* gm_batch_load's */
     char id[4096];
     for (char *s = text; *s;) {
         char *e = strchr(s, '\n');
         *e = '\0';
         int64_t line, frame;
         if (result_key(s, fmt, id, sizeof id, &line, &frame) == 0) {
-            /* the pair of that id (text: an integer's or a string's), the
-             * one on that line when several say it (a repeated id, an
-             * error line of its own) */
-            int cand[2] = {-1, -1};
-            if (id[0] == '?') {
-                id[0] = 'n';
-                cand[0] = map_get(ids, id);
-                id[0] = 's';
-                cand[1] = map_get(ids, id);
-            } else {
-                cand[0] = map_get(ids, id);
-            }
-            int i = cand[0] >= 0 && b->pairs[cand[0]].line == line ? cand[0]
-                    : cand[1] >= 0 && b->pairs[cand[1]].line == line ? cand[1]
-                                                                        : -1;
-            if (i < 0 && (cand[0] >= 0 || cand[1] >= 0)) { /* a repeated id: by its line */
+            /* the pair of that id, the one on that line when several say
+             * it (a repeated id, an error line of its own) */
+            int cand = gm_strmap_get(ids, id);
+            int i = cand >= 0 && b->pairs[cand].line == line ? cand : -1;
+            if (i < 0 && cand >= 0) { /* a repeated id: by its line */
                 int k = pair_at_line(b, line);
-                if (k >= 0 && strcmp(b->pairs[k].id, id + 1) == 0)
+                if (k >= 0 && strcmp(b->pairs[k].id, id) == 0)
                     i = k;
             }
             if (i < 0) /* the manifest changed its lines: by the id alone */
-                i = cand[0] >= 0 ? cand[0] : cand[1];
+                i = cand;
             if (i >= 0) {
                 b->pairs[i].written++;
                 if (frame > b->pairs[i].last_frame)

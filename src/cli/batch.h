@@ -12,8 +12,9 @@
  *
  *   ref, query  paths, relative to the manifest's folder unless absolute
  *               (the current folder for a manifest read from stdin)
- *   id          optional: a string or an integer, unique in the manifest;
- *               the results carry it (default: the line number)
+ *   id          optional: a string or an integer, unique in the manifest
+ *               as text (7 and "7" are the same id); the results carry it
+ *               as a JSON string (default: the line number, "17")
  *   model       optional: similarity, affine, homography or auto (default
  *               the run's --model)
  *   frames      optional: "A:B", "A:" or ":B" for a video (default the
@@ -46,7 +47,6 @@
 typedef struct {
     int64_t line;         /* in the manifest, from 1 */
     char *id;             /* the id as text (a number's digits, or the string) */
-    int id_num;           /* the id is an integer */
     char *ref, *query;    /* as the manifest names them (NULL when missing) */
     char *ref_path, *query_path; /* resolved against the manifest's folder */
     int model;            /* -1: the run's, else a gm_model */

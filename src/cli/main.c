@@ -63,6 +63,7 @@ enum {
     OPT_BATCH,
     OPT_SHARD,
     OPT_RESUME,
+    OPT_PROGRESS,
 };
 
 typedef struct {
@@ -79,6 +80,7 @@ typedef struct {
     const char *batch;         /* --batch MANIFEST (batch.h), NULL: REF QUERY... */
     int shard, shards;         /* --shard I/N: this process's share (0/1: all) */
     const char *resume;        /* --resume FILE: results already written */
+    int progress;              /* --progress: the run's bar and summary on any stderr */
     int format_given;
 } cli_opts;
 
@@ -87,6 +89,17 @@ static gm_pictures g_pictures;
 
 /* The progress bar of the video being matched; diagnostics erase it first. */
 static gm_progress g_progress;
+
+/* A run of many queries (RUN_MANY or more) or a batch: a bar over its
+ * queries (pairs) while no video's bar is shown, and a summary line at the
+ * end, on a terminal (or with --progress); the result lines written,
+ * counted by status (emit). */
+#define RUN_MANY 10
+static gm_progress g_run;
+static struct {
+    int64_t match, none, error;
+} g_tally;
+static int g_out_tty; /* the results go to a terminal: the bars are erased before a line */
 
 static void usage(FILE *f)
 {
@@ -136,6 +149,9 @@ static void usage(FILE *f)
             "      --shard I/N         with --batch: shard I of N (from 0), a deterministic\n"
             "                          share of the references\n"
             "      --resume FILE       with --batch: skip what FILE holds already, append\n"
+            "      --progress          the progress bar and the summary line of a batch or\n"
+            "                          of %d or more queries also when stderr is not a\n"
+            "                          terminal (on a terminal they are shown anyway)\n"
             "  -q, --quiet             print nothing on stderr but errors (no progress bar)\n"
             "  -v, --verbose           print the device and the stage timings on stderr\n"
             "\n"
@@ -144,7 +160,8 @@ static void usage(FILE *f)
             "status is match, none or error; [a b c; d e f] maps query pixel (x, y) to\n"
             "reference pixel (a*x + b*y + c, d*x + e*y + f).\n"
             "Exit status: 0 all inputs processed, 1 some input failed, 2 usage error.\n",
-            d.seed, d.min_confidence, d.max_pixels > 0 ? d.max_pixels : GM_DEFAULT_MAX_PIXELS);
+            d.seed, d.min_confidence, d.max_pixels > 0 ? d.max_pixels : GM_DEFAULT_MAX_PIXELS,
+            RUN_MANY);
 }
 
 /* A usage error: the message, a hint, exit 2. */
@@ -165,6 +182,7 @@ static void diag_file(const char *name, const char *fmt, ...)
 {
     va_list ap;
     gm_progress_clear(&g_progress);
+    gm_progress_clear(&g_run);
     fputs(PROG ": ", stderr);
     gm_output_write_name(stderr, name);
     fputs(": ", stderr);
@@ -251,6 +269,7 @@ static void parse_options(int argc, char **argv, cli_opts *o)
         {"batch", required_argument, NULL, OPT_BATCH},
         {"shard", required_argument, NULL, OPT_SHARD},
         {"resume", required_argument, NULL, OPT_RESUME},
+        {"progress", no_argument, NULL, OPT_PROGRESS},
         {"quiet", no_argument, NULL, 'q'},
         {"verbose", no_argument, NULL, 'v'},
         {NULL, 0, NULL, 0},
@@ -291,6 +310,9 @@ static void parse_options(int argc, char **argv, cli_opts *o)
         }
         case OPT_RESUME:
             o->resume = optarg;
+            break;
+        case OPT_PROGRESS:
+            o->progress = 1;
             break;
         case 'o':
             o->output = strcmp(optarg, "-") == 0 ? NULL : optarg;
@@ -725,6 +747,19 @@ static gm_ref *prepare_reference(const cli_opts *o, const char *name, int *w, in
     return r;
 }
 
+/* A picture's caption (--draw): the query as named, a batch pair's id, and
+ * the frame (frame -1: a still, -2: a video's path). */
+static void picture_title(char *out, size_t len, const gm_output_rec *tmpl, const char *q,
+                          int64_t frame)
+{
+    char id[160] = "", fr[48] = "";
+    if (tmpl->line)
+        snprintf(id, sizeof id, "  ID %.100s", tmpl->id);
+    if (frame >= 0)
+        snprintf(fr, sizeof fr, "  FRAME %" PRId64, frame);
+    snprintf(out, len, "QUERY %s%s%s", q, id, frame == -2 ? "  PATH OF ITS FRAMES" : fr);
+}
+
 static void report_timing(const char *query, double decode_ms, const gm_result *res)
 {
     const gm_timing *t = &res->time;
@@ -738,8 +773,17 @@ static void report_timing(const char *query, double decode_ms, const gm_result *
 /* Write one record; on a write error say so and return -1. */
 static int emit(FILE *out, const char *out_name, gm_output_format fmt, const gm_output_rec *rec)
 {
-    if (gm_output_record(out, fmt, rec) == 0)
+    if (g_out_tty)
+        gm_progress_clear(&g_run);
+    if (gm_output_record(out, fmt, rec) == 0) {
+        if (rec->error || !rec->res)
+            g_tally.error++;
+        else if (rec->res->status == GM_MATCH_FOUND)
+            g_tally.match++;
+        else
+            g_tally.none++;
         return 0;
+    }
     diag_file(out_name, "write error: %s", errno ? strerror(errno) : "out of memory");
     return -1;
 }
@@ -894,15 +938,17 @@ static int video_sink(void *user, const gm_video_result *r)
             diag_file(c->q, "--draw: %s", perr);
             c->failed = 1;
         }
-        char suffix[32];
-        snprintf(suffix, sizeof suffix, "_%" PRId64, f->frame);
-        if (ok && (c->drawn++ % c->o->draw_every) == 0 &&
-            (gm_picture_path(&g_pictures, c->tmpl->line ? c->tmpl->id : c->q, suffix, pic,
-                             sizeof pic) != 0 ||
-             gm_picture_result(&g_pictures, gm_image_view(&f->img), ok, pic, perr,
-                               sizeof perr) != 0)) {
-            diag_file(pic[0] ? pic : c->o->draw, "%s", perr);
-            c->failed = 1;
+        if (ok && (c->drawn++ % c->o->draw_every) == 0) {
+            char suffix[32], title[4200];
+            snprintf(suffix, sizeof suffix, "_%" PRId64, f->frame);
+            picture_title(title, sizeof title, c->tmpl, c->q, f->frame);
+            if (gm_picture_path(&g_pictures, c->tmpl->line ? c->tmpl->id : c->q, suffix, pic,
+                                sizeof pic) != 0 ||
+                gm_picture_result(&g_pictures, gm_image_view(&f->img), ok, c->tmpl->model, title,
+                                  pic, perr, sizeof perr) != 0) {
+                diag_file(pic[0] ? pic : c->o->draw, "%s", perr);
+                c->failed = 1;
+            }
         }
     }
     c->extra_ms = 0;
@@ -955,7 +1001,8 @@ static int run_video(video_ctx *c, const gm_ref *ref, gm_video *v)
         diag_file(c->q, "video %dx%d, %.3f fps, %" PRId64 " frames selected%s", w, h, fps,
                   gm_video_frames_total(v), gm_video_frames_total(v) < 0 ? " (unknown)" : "");
     }
-    gm_progress_start(&g_progress, c->o->verbosity >= VERBOSITY_NORMAL, c->q,
+    gm_progress_clear(&g_run); /* the video's own bar meanwhile */
+    gm_progress_start(&g_progress, c->o->verbosity >= VERBOSITY_NORMAL, c->q, NULL,
                       gm_video_frames_total(v));
     double t0 = now_ms();
     gm_status st = gm_video_match(v, ref, video_sink, c);
@@ -970,10 +1017,11 @@ static int run_video(video_ctx *c, const gm_ref *ref, gm_video *v)
     if (c->diags > MAX_FRAME_DIAGS)
         diag_file(c->q, "%d more frames failed (not shown)", c->diags - MAX_FRAME_DIAGS);
     if (c->o->draw) {
-        char pic[4096] = "", perr[256] = "the picture's path is too long";
+        char pic[4096] = "", perr[256] = "the picture's path is too long", title[4200];
+        picture_title(title, sizeof title, c->tmpl, c->q, -2);
         if (gm_picture_path(&g_pictures, c->tmpl->line ? c->tmpl->id : c->q, "_path", pic,
                             sizeof pic) != 0 ||
-            gm_picture_path_write(&g_pictures, pic, perr, sizeof perr) != 0) {
+            gm_picture_path_write(&g_pictures, title, pic, perr, sizeof perr) != 0) {
             diag_file(pic[0] ? pic : c->o->draw, "%s", perr);
             c->failed = 1;
         }
@@ -1069,10 +1117,11 @@ static void still_match(const gm_ref *ref, still_job *j, const gm_image *img)
         snprintf(j->err, sizeof j->err, "matching failed: %.200s",
                  j->res.error[0] ? j->res.error : gm_status_str(j->st));
     if (j->st == GM_OK && j->o->draw) {
-        char pic[4096] = "", perr[256] = "the picture's path is too long";
+        char pic[4096] = "", perr[256] = "the picture's path is too long", title[4200];
         const char *name = j->tmpl->line ? j->tmpl->id : j->tmpl->query;
+        picture_title(title, sizeof title, j->tmpl, j->tmpl->query, -1);
         if (gm_picture_path(&g_pictures, name, "", pic, sizeof pic) != 0 ||
-            gm_picture_result(&g_pictures, gm_image_view(img), &j->res, pic, perr,
+            gm_picture_result(&g_pictures, gm_image_view(img), &j->res, model, title, pic, perr,
                               sizeof perr) != 0)
             snprintf(j->err, sizeof j->err, "--draw: %.200s: %.200s", pic[0] ? pic : j->o->draw,
                      perr);
@@ -1279,6 +1328,7 @@ static void run_items(run_ctx *rc, const cli_opts *o, gm_ref **ref, const char *
             run_item *it = &items[k];
             run_query(rc, &it->o, ref, ref_msg, &it->tmpl, it->q, it->path, plain && k == 0,
                       n - k - 1, done++ == 0 ? t_start : now_ms(), it->resumed);
+            gm_progress_step(&g_run);
             k++;
             continue;
         }
@@ -1296,6 +1346,7 @@ static void run_items(run_ctx *rc, const cli_opts *o, gm_ref **ref, const char *
                           plain && first + i == 0, 0, now_ms() - extra, it->resumed);
             else
                 still_emit(rc, o, *ref, &jobs[i], it->q, extra);
+            gm_progress_step(&g_run);
         }
     }
     free(jobs);
@@ -1369,13 +1420,14 @@ static void run_batch(run_ctx *rc, cli_opts *o, gm_batch *b, int appending)
         char msg[600];
         snprintf(msg, sizeof msg, "line %" PRId64 ": %s", p->line, p->error);
         diag_file(o->batch, "%s", msg);
-        gm_output_rec rec = {.line = p->line, .id = p->id, .id_num = p->id_num,
+        gm_output_rec rec = {.line = p->line, .id = p->id,
                              .ref = p->ref ? p->ref : "", .query = p->query ? p->query : "",
                              .model = p->model >= 0 ? (gm_model)p->model : run_model,
                              .wide = wide, .error = msg};
         rc->failed = 1;
         if (emit(rc->out, rc->out_name, o->format, &rec) != 0)
             rc->write_failed = 1;
+        gm_progress_step(&g_run);
     }
     for (int g = 0; g < b->ng && !rc->write_failed; g++) {
         gm_batch_group *gr = &b->groups[g];
@@ -1405,7 +1457,7 @@ static void run_batch(run_ctx *rc, cli_opts *o, gm_batch *b, int appending)
                 if (it->o.last >= 0 && it->o.first >= it->o.last)
                     continue;
             }
-            it->tmpl = (gm_output_rec){.line = p->line, .id = p->id, .id_num = p->id_num,
+            it->tmpl = (gm_output_rec){.line = p->line, .id = p->id,
                                        .ref = p->ref, .query = p->query,
                                        .model = p->model >= 0 ? (gm_model)p->model : run_model,
                                        .wide = wide};
@@ -1439,6 +1491,36 @@ static void run_batch(run_ctx *rc, cli_opts *o, gm_batch *b, int appending)
         if (ref)
             gm_ref_free(ref);
     }
+}
+
+/* The run's bar (g_run) over its queries or this shard's pairs (those
+ * without lines yet, and videos to go on with), for a batch or RUN_MANY
+ * queries or more; returns whether a summary is due at the end. */
+static int run_progress_start(const cli_opts *o, const gm_batch *b, const char *ref, int nq)
+{
+    int64_t total = nq;
+    if (o->batch) {
+        total = 0;
+        for (int i = 0; i < b->n; i++)
+            total += gm_batch_pair_shard(b, i, o->shards > 0 ? o->shards : 1) == o->shard &&
+                     (b->pairs[i].written == 0 ||
+                      (!b->pairs[i].error && !starts_still(b->pairs[i].query_path)));
+    }
+    int want = o->verbosity < VERBOSITY_NORMAL || !(o->batch || nq >= RUN_MANY) ? 0
+               : o->progress                                                    ? 2
+                                                                                : 1;
+    gm_progress_start(&g_run, want, o->batch ? o->batch : ref, o->batch ? "pairs" : "queries",
+                      total);
+    return g_run.enabled;
+}
+
+/* The summary line of a run with a bar: its lines by status, its time. */
+static void run_summary(void)
+{
+    gm_progress_clear(&g_run);
+    fprintf(stderr, PROG ": %" PRId64 " lines: %" PRId64 " matched, %" PRId64 " none, %" PRId64
+            " error%s, %.1f s\n", g_tally.match + g_tally.none + g_tally.error, g_tally.match,
+            g_tally.none, g_tally.error, g_tally.error == 1 ? "" : "s", since_main() / 1e3);
 }
 
 int main(int argc, char **argv)
@@ -1521,6 +1603,8 @@ int main(int argc, char **argv)
         }
         rc.out_name = o.output;
     }
+    g_out_tty = isatty(fileno(rc.out));
+    int summary = run_progress_start(&o, &batch, ref_path, nq);
     if (o.batch) {
         run_batch(&rc, &o, &batch, appending);
     } else if (gm_output_header(rc.out, o.format, o.params.model, 0) != 0) {
@@ -1553,6 +1637,8 @@ int main(int argc, char **argv)
         }
     }
     gm_batch_free(&batch);
+    if (summary)
+        run_summary();
     int code = rc.failed || rc.write_failed ? EXIT_FAILURE : EXIT_SUCCESS;
     if (o.verbosity >= VERBOSITY_VERBOSE)
         fprintf(stderr, PROG ": timeline: main ends %.1f ms after it began\n", since_main());

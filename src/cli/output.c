@@ -172,6 +172,11 @@ static double round_dec(double x, int decimals)
     return round(y) / k + 0.0;
 }
 
+gm_model gm_output_model(gm_model asked, const gm_result *res)
+{
+    return asked == GM_MODEL_AUTO || (unsigned)asked > GM_MODEL_AUTO ? res->model : asked;
+}
+
 int gm_output_parse_format(const char *s, gm_output_format *out)
 {
     if (strcmp(s, "text") == 0) {
@@ -275,8 +280,7 @@ static int record_json(FILE *f, const gm_output_rec *rec)
      * order of the keys in the line. */
     if (rec->line > 0) {
         set(o, "line", json_integer((json_int_t)rec->line), &bad);
-        set(o, "id", rec->id_num ? json_integer((json_int_t)strtoll(rec->id, NULL, 10))
-                                 : json_name(rec->id), &bad);
+        set(o, "id", json_name(rec->id), &bad); /* a string, given or not */
         set(o, "ref", json_name(rec->ref), &bad);
     }
     set(o, "query", json_name(rec->query), &bad);
@@ -284,12 +288,13 @@ static int record_json(FILE *f, const gm_output_rec *rec)
     if (rec->has_pts)
         set(o, "pts_s", json_dec(rec->pts_s, 6), &bad);
     set(o, "status", json_string(rec_status(rec)), &bad);
-    set(o, "model", json_string(gm_model_name(found ? rec->res->model : rec->model)), &bad);
+    const gm_model model = found ? gm_output_model(rec->model, rec->res) : rec->model;
+    set(o, "model", json_string(gm_model_name(model)), &bad);
     set(o, "votes", json_integer(ok ? rec->res->votes : 0), &bad);
     set(o, "confidence", json_dec(ok ? rec->res->confidence : 0.0, 6), &bad);
     if (found) {
         const gm_result *r = rec->res;
-        const int homog = r->model == GM_MODEL_HOMOGRAPHY; /* the matrix's own model */
+        const int homog = model == GM_MODEL_HOMOGRAPHY; /* h: [m; 0 0 1] without perspective */
         json_t *m = json_array();
         for (int row = 0; m && row < (homog ? 3 : 2); row++) {
             json_t *a = json_array();

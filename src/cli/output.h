@@ -41,8 +41,9 @@
  *      "error":"cannot open file: No such file or directory"}
  *
  *   line, id, ref  --batch only, first on the line: the pair's line in the
- *               manifest (an integer, from 1), its id (the manifest's: a
- *               string or an integer; the line number when it gives none),
+ *               manifest (an integer, from 1), its id (a string: the
+ *               manifest's, an integer's digits, the line number's when it
+ *               gives none),
  *               the reference as the manifest names it (text rows: the
  *               columns line id ref before query)
  *   query       the name as given on the command line (a string)
@@ -51,14 +52,17 @@
  *               video frames (from the stream start, 6 decimals)
  *   status      "match", "none" or "error"
  *   model       "similarity", "affine" or "homography": the model of the
- *               matrix (on every line: the model asked for when there is no
- *               matrix), so that a script picks warpAffine or
- *               warpPerspective without knowing the options
+ *               matrix: the model asked for (--model similarity, affine or
+ *               homography: a similarity is an affine and a homography
+ *               too, so --model homography always gives a 3x3 matrix),
+ *               under auto the one chosen; on every line (the model asked
+ *               for when there is no matrix), so that a script picks
+ *               warpAffine or warpPerspective without knowing the options
  *   votes       votes of the winning basis pair (0 for error)
  *   confidence  0..1 (0 for error), rounded to 6 decimals
- *   matrix      [[a,b,c],[d,e,f]] rounded to 6 decimals, match only; with
- *               --model homography [[a,b,c],[d,e,f],[g,h,1]], the last
- *               row to 10 decimals
+ *   matrix      [[a,b,c],[d,e,f]] rounded to 6 decimals, match only; for
+ *               model homography [[a,b,c],[d,e,f],[g,h,1]], the last row to
+ *               10 decimals
  *   scale       reference pixels per query pixel, 6 decimals, match only
  *   angle_deg   rotation in degrees, clockwise on screen positive, 6
  *               decimals, match only
@@ -119,12 +123,11 @@ typedef struct {
     int ref_w, ref_h;      /* the reference's size; 0 when unknown (it failed) */
     int q_w, q_h;          /* the query's or frame's size; 0 when unknown */
     /* --batch (batch.h): the pair's manifest line (0: not a batch), its id
-     * (id_num: the id is that integer, printed as a JSON number; else the
-     * string id), the reference as the manifest names it; wide: text rows
-     * with the columns g h whatever this pair's model (a batch mixing models) */
+     * (as text, a JSON string whether the manifest gave it or not), the
+     * reference as the manifest names it; wide: text rows with the columns
+     * g h whatever this pair's model (a batch mixing models) */
     int64_t line;
     const char *id;
-    int id_num;
     const char *ref;
     int wide;
 } gm_output_rec;
@@ -136,6 +139,12 @@ int gm_output_parse_format(const char *s, gm_output_format *out);
  * for a homography; batch: the columns line id ref first; json: nothing) and
  * flush.  Returns 0, or -1 on a write error (errno set by stdio). */
 int gm_output_header(FILE *f, gm_output_format fmt, gm_model model, int batch);
+
+/* The model a found result is reported as: the one asked for (a
+ * similarity or affine answer to --model homography is a homography
+ * without perspective, to --model affine an affine), under auto the one
+ * the library chose (res->model). */
+gm_model gm_output_model(gm_model asked, const gm_result *res);
 
 /* Write one record line and flush.  Returns 0, or -1 on a write error or
  * when the line cannot be built (out of memory). */

@@ -52,15 +52,15 @@ static void catch_signals(void)
     }
 }
 
-void gm_progress_start(gm_progress *p, int want, const char *name, int64_t total)
+void gm_progress_start(gm_progress *p, int want, const char *name, const char *unit,
+                       int64_t total)
 {
     memset(p, 0, sizeof *p);
-    p->enabled = want && isatty(fileno(stderr));
-    if (p->enabled) {
-        g_active = p;
+    p->enabled = want > 1 || (want && isatty(fileno(stderr)));
+    if (p->enabled)
         catch_signals();
-    }
     p->name = name;
+    p->unit = unit;
     p->total = total;
     p->t_start = now_ms();
 }
@@ -69,6 +69,7 @@ static void draw(gm_progress *p, double t)
 {
     double secs = (t - p->t_start) / 1e3;
     double fps = secs > 0 ? (double)p->done / secs : 0.0;
+    const char *unit = p->unit ? p->unit : "frames", *rate = p->unit ? "/s" : " fps";
     const char *base = strrchr(p->name, '/');
     base = base ? base + 1 : p->name;
     /* the whole bar in one write, and marked shown before it: a signal
@@ -84,20 +85,21 @@ static void draw(gm_progress *p, double t)
         memset(bar, '#', (size_t)fill);
         memset(bar + fill, '.', (size_t)(BAR_WIDTH - fill));
         bar[BAR_WIDTH] = '\0';
-        k += (size_t)snprintf(line + k, sizeof line - k, " [%s] %lld/%lld frames  %.1f fps", bar,
-                              (long long)p->done, (long long)p->total, fps);
+        k += (size_t)snprintf(line + k, sizeof line - k, " [%s] %lld/%lld %s  %.1f%s", bar,
+                              (long long)p->done, (long long)p->total, unit, fps, rate);
         if (fps > 0 && k < sizeof line) {
             long left = (long)((double)(p->total - done) / fps + 0.5);
             k += (size_t)snprintf(line + k, sizeof line - k, "  %ld:%02ld:%02ld left", left / 3600,
                                   left / 60 % 60, left % 60);
         }
     } else {
-        k += (size_t)snprintf(line + k, sizeof line - k, " %lld frames  %.1f fps",
-                              (long long)p->done, fps);
+        k += (size_t)snprintf(line + k, sizeof line - k, " %lld %s  %.1f%s", (long long)p->done,
+                              unit, fps, rate);
     }
     if (k < sizeof line)
         snprintf(line + k, sizeof line - k, "\033[K"); /* erase what a longer line left */
     p->shown = 1;
+    g_active = p; /* the bar on the terminal now (a video's, or the run's) */
     fputs(line, stderr);
     fflush(stderr);
     p->t_drawn = t;

@@ -106,7 +106,7 @@ void gm_draw_line(gm_rgb *c, double x0, double y0, double x1, double y1, int wid
 
 /* ---- text: a 5 x 7 font for the captions ---------------------------------------- */
 
-static const char k_chars[] = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZ.-:=/%";
+static const char k_chars[] = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZ.-:=/%_";
 static const uint8_t k_font[][7] = {
     {0x0E, 0x11, 0x13, 0x15, 0x19, 0x11, 0x0E}, {0x04, 0x0C, 0x04, 0x04, 0x04, 0x04, 0x0E},
     {0x0E, 0x11, 0x01, 0x02, 0x04, 0x08, 0x1F}, {0x1F, 0x02, 0x04, 0x02, 0x01, 0x11, 0x0E},
@@ -129,6 +129,7 @@ static const uint8_t k_font[][7] = {
     {0x00, 0x00, 0x00, 0x00, 0x00, 0x0C, 0x0C}, {0x00, 0x00, 0x00, 0x1F, 0x00, 0x00, 0x00},
     {0x00, 0x0C, 0x0C, 0x00, 0x0C, 0x0C, 0x00}, {0x00, 0x00, 0x1F, 0x00, 0x1F, 0x00, 0x00},
     {0x00, 0x01, 0x02, 0x04, 0x08, 0x10, 0x00}, {0x18, 0x19, 0x02, 0x04, 0x08, 0x13, 0x03},
+    {0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x1F},
 };
 
 /* Text at (x, y) (its top left), each font pixel k x k canvas pixels;
@@ -165,14 +166,21 @@ static double scale_for(int w, int max_width)
 }
 
 /* The caption bar at the bottom: the text at 2 x 2 font pixels, or 1 x 1
- * where that does not fit the width. */
+ * where that does not fit the width; a text too long even so keeps its
+ * end, after "..." (a file name's last folders). */
 static void caption(gm_rgb *c, const char *text)
 {
     int y0 = c->height - CAPTION_H;
     for (int y = y0; y < c->height; y++)
         memset(c->data + (ptrdiff_t)y * c->stride, 24, (size_t)c->width * 3);
-    int k = 12 + 6 * CAPTION_K * (int)strlen(text) <= c->width ? CAPTION_K : 1;
-    gm_draw_text(c, 6, y0 + (CAPTION_H - 7 * k) / 2, k, text, 255, 255, 255);
+    size_t len = strlen(text), fit = c->width > 12 + 6 * 3 ? (size_t)(c->width - 12) / 6 : 3;
+    int k = 12 + 6 * CAPTION_K * (int)len <= c->width ? CAPTION_K : 1;
+    int x = 6, y = y0 + (CAPTION_H - 7 * k) / 2;
+    if (len > fit) {
+        x = gm_draw_text(c, x, y, k, "...", 255, 255, 255);
+        text += len - (fit - 3);
+    }
+    gm_draw_text(c, x, y, k, text, 255, 255, 255);
 }
 
 /* Reference pixels to canvas pixels at scale s, in place (pixel centres:
@@ -271,6 +279,23 @@ gm_status gm_draw_result(gm_view ref, gm_view query, const gm_result *res, int m
         }
     snprintf(text, sizeof text, "NO MATCH  CONF %.3f  (REFERENCE LEFT, QUERY RIGHT)",
              res->confidence);
+    caption(out, text);
+    return GM_OK;
+}
+
+gm_status gm_draw_caption(const gm_rgb *pic, const char *text, gm_rgb *out)
+{
+    if (out)
+        memset(out, 0, sizeof *out);
+    if (!out || !pic || !pic->data || pic->width <= 0 || pic->height <= 0 ||
+        pic->stride < (ptrdiff_t)pic->width * 3 || !text)
+        return GM_ERR_INVALID;
+    gm_status st = gm_rgb_alloc(pic->width, pic->height + CAPTION_H, out);
+    if (st != GM_OK)
+        return st;
+    for (int y = 0; y < pic->height; y++)
+        memcpy(out->data + (ptrdiff_t)y * out->stride, pic->data + (ptrdiff_t)y * pic->stride,
+               (size_t)pic->width * 3);
     caption(out, text);
     return GM_OK;
 }

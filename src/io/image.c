@@ -36,6 +36,7 @@
 
 #include "common/common.h"
 #include "io/gray.h"
+#include "io/image.h"
 
 #if defined(__GNUC__)
 #define GM_PRINTF(f, a) __attribute__((format(printf, f, a)))
@@ -717,8 +718,8 @@ static gm_status gm_dec_finish(gm_dec *d, gm_status st, gm_image *out, char *err
     return st;
 }
 
-gm_status gm_image_load(const char *path, int64_t max_pixels, gm_image *out, char *err,
-                        size_t errlen)
+gm_status gm_image_load_jpeg_png(const char *path, int64_t max_pixels, gm_image *out, char *err,
+                                 size_t errlen)
 {
     gm_dec d;
     gm_dec_init(&d, max_pixels);

@@ -29,7 +29,7 @@
 /* Consecutive decoder errors without a frame before the stream is given up
  * (a decoder that fails on every call must not hang the run). */
 #define MAX_DECODE_ERRORS 10000
-/* Why --decode auto is the CPU decoder (the figures: README, "Decoding"). */
+/* Why --decode auto is the CPU decoder (the figures: docs/benchmarks.md, "Video decoding"). */
 #define AUTO_WHY " (--decode auto: faster end to end than NVDEC on the H100 machine at every size measured)"
 
 struct gm_video {
@@ -173,6 +173,30 @@ static int single_picture(const AVInputFormat *f)
 {
     size_t n = strlen(f->name);
     return strcmp(f->name, "image2") == 0 || (n > 5 && strcmp(f->name + n - 5, "_pipe") == 0);
+}
+
+/* "file:PATH" (malloc'd, NULL when out of memory): "file:" so that a name
+ * with a colon is not taken for a protocol */
+static char *file_url(const char *path)
+{
+    size_t ulen = strlen(path) + 6;
+    char *url = malloc(ulen);
+    if (url)
+        snprintf(url, ulen, "file:%s", path);
+    return url;
+}
+
+gm_probe gm_video_probe(const char *path)
+{
+    struct stat sb;
+    if (!path || stat(path, &sb) != 0 || !S_ISREG(sb.st_mode) || sb.st_size == 0)
+        return GM_PROBE_NONE;
+    char *url = file_url(path), err[128];
+    const AVInputFormat *fmt = url ? probe_content(url, err, sizeof err) : NULL;
+    free(url);
+    if (fmt && (!strcmp(fmt->name, "jpeg_pipe") || !strcmp(fmt->name, "png_pipe")))
+        return GM_PROBE_NONE; /* the library's own decoders refused it */
+    return !fmt ? GM_PROBE_NONE : single_picture(fmt) ? GM_PROBE_PICTURE : GM_PROBE_OTHER;
 }
 
 static int64_t count_selected(const gm_video_opts *o, int64_t n)
@@ -325,12 +349,13 @@ gm_status gm_video_open(const char *path, const gm_video_opts *opts, gm_video **
                  ? "character device" : S_ISSOCK(sb.st_mode) ? "socket" : "special file");
         return GM_ERR_FORMAT;
     }
-    /* "file:" so that a name with a colon is not taken for a protocol */
-    size_t ulen = strlen(path) + 6;
-    char *url = malloc(ulen);
+    if (stat(path, &sb) == 0 && S_ISREG(sb.st_mode) && sb.st_size == 0) {
+        snprintf(err, errlen, "empty file");
+        return GM_ERR_FORMAT;
+    }
+    char *url = file_url(path);
     if (!url)
         return GM_ERR_NOMEM;
-    snprintf(url, ulen, "file:%s", path);
     gm_status st = GM_ERR_FORMAT;
     const AVInputFormat *fmt = probe_content(url, err, errlen);
     gm_video *v = fmt ? calloc(1, sizeof *v) : NULL;
@@ -389,6 +414,10 @@ gm_status gm_video_open_mem(const uint8_t *data, size_t size, const gm_video_opt
     if (!data && size > 0) {
         snprintf(err, errlen, "no data");
         return GM_ERR_INVALID;
+    }
+    if (size == 0) {
+        snprintf(err, errlen, "empty file");
+        return GM_ERR_FORMAT;
     }
     gm_video *v = calloc(1, sizeof *v);
     enum { IO_BUF = 32768 };

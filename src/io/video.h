@@ -15,6 +15,15 @@ const gm_video_opts *gm_video_options(const gm_video *v);
 /* Its statistics, which the frame pipeline keeps (NULL without FFmpeg). */
 gm_video_stats *gm_video_stats_of(gm_video *v);
 
+/* What libavformat makes of the regular file at path, by content: a single
+ * picture (image2 or an image pipe: TIFF, BMP, WebP, PNM, ...), something
+ * else it reads (a video, a GIF, sound), or nothing (not a regular file, an
+ * empty one, unknown bytes, and JPEG or PNG, which are the library's own
+ * decoders' alone; always nothing without FFmpeg).  Reads the file's first
+ * bytes only. */
+typedef enum { GM_PROBE_NONE = 0, GM_PROBE_PICTURE, GM_PROBE_OTHER } gm_probe;
+gm_probe gm_video_probe(const char *path);
+
 struct AVFrame;
 struct SwsContext;
 gm_status gm_video_convert(const struct AVFrame *fr, int force_sws, struct SwsContext **sws,

@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "io/video.h"
 
@@ -30,17 +31,28 @@ void gm_video_frame_free(gm_video_frame *f)
 gm_status gm_video_open(const char *path, const gm_video_opts *o, gm_video **out, char *err,
                         size_t errlen)
 {
-    (void)path, (void)o;
+    (void)o;
     *out = NULL;
+    struct stat sb;
+    int empty = path && stat(path, &sb) == 0 && S_ISREG(sb.st_mode) && sb.st_size == 0;
     if (err && errlen)
-        snprintf(err, errlen, "not a JPEG or PNG image (this gmatch reads no video: built without FFmpeg)");
+        snprintf(err, errlen, "%s", empty ? "empty file" : "not a JPEG or PNG image (this gmatch "
+                 "reads no video: built without FFmpeg)");
     return GM_ERR_FORMAT;
 }
+
+gm_probe gm_video_probe(const char *path) { return (void)path, GM_PROBE_NONE; }
 
 gm_status gm_video_open_mem(const uint8_t *data, size_t size, const gm_video_opts *o,
                             gm_video **out, char *err, size_t errlen)
 {
-    (void)data, (void)size;
+    (void)data;
+    if (size == 0) {
+        *out = NULL;
+        if (err && errlen)
+            snprintf(err, errlen, "empty file");
+        return GM_ERR_FORMAT;
+    }
     return gm_video_open("", o, out, err, errlen);
 }
 

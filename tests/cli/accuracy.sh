@@ -103,7 +103,8 @@ for m in map(json.loads, open(sys.argv[2])):
     if r["status"] != "match":
         continue
     T, M = m.get("T") or m["H"], r["matrix"]
-    if (len(M) == 3) != (r["model"] == "homography") or r["model"] == "auto":
+    if (len(M) == 3) != (r["model"] == "homography") or r["model"] == "auto" or \
+            (sys.argv[3] == "homography" and r["model"] != "homography"):
         print("FAIL: %s: model %s with a %dx3 matrix" % (m["query"], r["model"], len(M))); bad += 1
     def ap(A, x, y):
         z = A[2][0] * x + A[2][1] * y + A[2][2] if len(A) == 3 else 1.0
@@ -117,6 +118,24 @@ for m in map(json.loads, open(sys.argv[2])):
                                                        sys.argv[3], r["model"], e))
 print("--model %s on data/large: %d crops found, %d wrong or false" % (sys.argv[3], found, bad))
 sys.exit(1 if bad or found < 3 else 0)
+PY
+done
+# --model homography always reports a homography, 3x3 (a similarity is one
+# without perspective: the sample pair and data/bench's easy and medium
+# queries are answered so), --model affine a 2x3 affine
+for model in homography affine; do
+"$gm" --format json --model $model data/ref.jpg data/query.jpg data/bench/ref_text.jpg > "$tmp/m.jsonl"
+"$gm" --format json --model $model data/bench/ref_retina.jpg data/bench/q_retina_0*.jpg >> "$tmp/m.jsonl"
+python3 - "$tmp/m.jsonl" $model <<'PY' || fail=1
+import json, sys
+rows, model = [json.loads(l) for l in open(sys.argv[1])], sys.argv[2]
+assert sum(r["status"] == "match" for r in rows) == 4, [r["status"] for r in rows]
+for r in rows:
+    if r["status"] == "match":
+        assert r["model"] == model and len(r["matrix"]) == (3 if model == "homography" else 2), r
+        if model == "homography":
+            assert r["matrix"][2][2] == 1.0, r
+print("--model %s: %d lines, every match reported as %s" % (model, len(rows), model))
 PY
 done
 [ $fail = 0 ] && echo "accuracy: all passed"

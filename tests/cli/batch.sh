@@ -70,6 +70,10 @@ keys = [(r["line"], r["frame"]) for r in rows]
 assert keys == sorted(keys), "not in manifest order"
 for r in rows:
     assert list(r)[:4] == ["line", "id", "ref", "query"], list(r)[:4]
+    # one type, given or not: a string, the line number's digits by default
+    assert isinstance(r["id"], str), r
+    if r["id"] not in ("cell-h", "clip", "gone"):
+        assert r["id"] == str(r["line"]), r
 bad = [r for r in rows if r["status"] == "error"]
 msgs = sorted(r["error"] for r in bad)
 assert len(bad) == 3, msgs
@@ -205,7 +209,7 @@ head -c -40 "$tmp/t.txt" > "$tmp/t2.txt" # the last line cut short
 (cd "$tmp" && "$gm" --batch m/p.csv --format text --resume t2.txt -o t2.txt -q)
 cmp -s <(cut -d' ' -f1-12 "$tmp/t.txt") <(cut -d' ' -f1-12 "$tmp/t2.txt") || fail "csv: the text resume: $(cat "$tmp/t2.txt")"
 
-# 6. the GNU parallel recipe (README, "Large batches") and the merge tool
+# 6. the GNU parallel recipe (docs/usage.md, "Large batches") and the merge tool
 if command -v parallel > /dev/null; then
     rm -f "$tmp"/p.*.jsonl
     (cd "$tmp" && parallel -j 2 "$gm" --batch m/pairs.jsonl --shard {}/2 -o p.{}.jsonl -q ::: 0 1 2> /dev/null)

@@ -400,6 +400,17 @@ check "empty standard input: exit 1 (got $rc)" test "$rc" -eq 1
 check "empty standard input: an error line for '-'" test "$(col - 3)" = error
 check "empty standard input: the other query still matched" test "$(col query.png 3)" = match
 check "empty standard input: a message" grep -q -- '-: empty file' err
+: > empty.jpg
+"$gm" ref.png empty.jpg query.png > out 2> err; rc=$?
+check "an empty query file: exit 1 (got $rc)" test "$rc" -eq 1
+check "an empty query file: an error line" test "$(col empty.jpg 3)" = error
+check "an empty query file: the other query still matched" test "$(col query.png 3)" = match
+check "an empty query file: one line naming it, 'empty file'" \
+    test "$(cat err)" = "gmatch: empty.jpg: empty file"
+"$gm" empty.jpg query.png > out 2> err; rc=$?
+check "an empty reference file: exit 1 (got $rc)" test "$rc" -eq 1
+check "an empty reference file: one line naming it, 'empty file'" \
+    test "$(cat err)" = "gmatch: empty.jpg: empty file"
 expect_rc 0 "-o -" -o - ref.png query.png
 check "-o -: the results on stdout" test "$(rows | tail_of)" = "$want"
 check "-o -: no file named '-'" test ! -e ./-
@@ -438,13 +449,27 @@ check "--draw: the pictures read back as PNGs" python3 -c '
 import json, sys
 r = json.loads(open("out").readline())
 sys.exit(not (r["ref_size"][0] == 400 and r["ref_size"][1] > 240 and r["query_size"][0] >= 320 + 96))'
+# names mirror the inputs' paths; what would repeat is numbered, never
+# written over; the caption names the input (two pictures of one result,
+# named apart, differ)
+mkdir -p d1 d2 && cp query.png d1/q.png && cp query.png d2/q.png
+expect_rc 0 "--draw, one name in two folders" --draw dpics ref.png d1/q.png d2/q.png query.png ./query.png
+check "--draw: the folders mirrored" test -s dpics/d1/q.png.png -a -s dpics/d2/q.png.png
+check "--draw: the same picture twice numbered" test -s dpics/query.png.png -a -s dpics/query.png-2.png
+check "--draw: nothing else" test "$(find dpics -type f | wc -l)" -eq 4
+differ() { ! cmp -s "$1" "$2"; }
+check "--draw: the caption names the file" differ dpics/d1/q.png.png dpics/d2/q.png.png
+expect_rc 0 "--draw, a path with .. and an absolute one" --draw upics ref.png ../"$(basename "$tmp")"/query.png "$tmp/query.png"
+check "--draw: '..' as '__', '/' dropped" \
+    test -s "upics/__/$(basename "$tmp")/query.png.png" -a -s "upics${tmp}/query.png.png"
 expect_rc 2 "--draw onto a file" --draw ref.png ref.png query.png
 check "--draw onto a file: says why" grep -q 'draw' err
 if "$gm" "$data/video/ref_clip.jpg" "$data/video/clip.mp4" --frames 0:1 > /dev/null 2>&1; then
-    expect_rc 0 "--draw a video" -q --draw vpics --draw-every 20 "$data/video/ref_clip.jpg" "$data/video/clip.mp4"
+    ln -s "$data/video" video
+    expect_rc 0 "--draw a video" -q --draw vpics --draw-every 20 "$data/video/ref_clip.jpg" video/clip.mp4
     check "--draw a video: frames 0, 20, 40 and the path" \
-        test -s vpics/clip.mp4_0.png -a -s vpics/clip.mp4_20.png -a -s vpics/clip.mp4_40.png -a -s vpics/clip.mp4_path.png
-    check "--draw a video: no other frame" test ! -e vpics/clip.mp4_10.png
+        test -s vpics/video/clip.mp4_0.png -a -s vpics/video/clip.mp4_20.png -a -s vpics/video/clip.mp4_40.png -a -s vpics/video/clip.mp4_path.png
+    check "--draw a video: no other frame" test "$(find vpics -type f | wc -l)" -eq 4
 fi
 expect_rc 2 "--draw-every 0" --draw pics --draw-every 0 ref.png query.png
 

@@ -67,6 +67,51 @@ def screen(raw):
         i += 1
     return lines, "".join(cur)
 
+# 3. many stills (and a batch): a bar over the queries, every result line on
+# a line of its own, one summary line at the end; none of it when stderr is
+# not a terminal, unless --progress asks
+stills = [os.path.join(os.path.dirname(ref), "../bench/q_cell_00_easy.jpg")] * 6 + \
+         [os.path.join(os.path.dirname(ref), "../bench/q_cell_neg.jpg")] * 5 + ["/nonexistent.jpg"]
+cell = os.path.join(os.path.dirname(ref), "../bench/ref_cell.jpg")
+manifest = os.path.join(os.path.dirname(long_), "pairs.jsonl")
+with open(manifest, "w") as f:
+    for q in stills[:2] + [clip]:
+        f.write('{"ref": "%s", "query": "%s"}\n' % (cell if q != clip else ref, q))
+def summary_ok(lines, n, match, none, err):
+    s = [l for l in lines if l.startswith("gmatch: ") and " lines: " in l]
+    m = re.match(r"gmatch: (\d+) lines: (\d+) matched, (\d+) none, (\d+) errors?, [0-9.]+ s$",
+                 s[0]) if len(s) == 1 and lines[-1] == s[0] else None
+    got = tuple(map(int, m.groups())) if m else ()
+    return m is not None and got[0] == n == sum(got[1:]) and \
+        (match is None or got[1:] == (match, none, err))
+for args, what, n, match, none, err, unit in (
+        ([cell] + stills, "12 stills", 12, 6, 5, 1, b"queries"),
+        (["--batch", manifest], "a batch", 52, None, None, None, b"pairs")):
+    pid, fd = spawn(args)
+    raw = read_all(fd)
+    os.waitpid(pid, 0)
+    lines, tail = screen(raw)
+    if unit not in raw:
+        fails.append("%s: no bar over the %s" % (what, unit.decode()))
+    if tail.strip():
+        fails.append("%s: the bar left on the terminal: %r" % (what, tail[:120]))
+    for l in lines:
+        if unit.decode() in l or "fps" in l:
+            fails.append("%s: the bar's text on a line: %r" % (what, l[:120]))
+            break
+    if not summary_ok([l for l in lines if l], n, match, none, err):
+        fails.append("%s: want one summary line at the end, got %r" % (what, lines[-3:]))
+import subprocess
+r = subprocess.run([gm, cell] + stills, capture_output=True)
+if b"lines:" in r.stderr or b"queries" in r.stderr:
+    fails.append("stderr not a terminal: a bar or a summary: %r" % r.stderr[-200:])
+r = subprocess.run([gm, "--progress", cell] + stills, capture_output=True)
+if not summary_ok(r.stderr.decode().replace("\r", "\n").split("\n")[:-1], 12, 6, 5, 1):
+    fails.append("--progress, not a terminal: no summary line: %r" % r.stderr[-200:])
+r = subprocess.run([gm, "-q", "--progress", cell] + stills, capture_output=True)
+if b"lines:" in r.stderr:
+    fails.append("-q: a summary line: %r" % r.stderr[-200:])
+
 # 1. two videos to the end: every frame's line on a line of its own
 pid, fd = spawn([ref, clip, clip])
 raw = read_all(fd)

@@ -13,14 +13,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 fail=0
-check() { # name command...
-    local name=$1; shift
-    if "$@" >"$tmp/out" 2>&1; then
-        echo "ok   $name"
-    else
-        echo "FAIL $name"; sed 's/^/     /' "$tmp/out" | head -20; fail=1
-    fi
-}
+. "$here/../check.sh"
 prefix=$tmp/prefix
 check "cmake --install" cmake --install "$build" --prefix "$prefix"
 for f in bin/gmatch include/gmatch.h include/gmatch_version.h lib/libgmatch.a lib/libgmatch.so \

@@ -151,7 +151,11 @@ def test_per_call_model(sample):
     for m in gmatch.MODELS:
         res = ref.match(query, model=m)
         assert res.status == "match"
-        assert res.model == ("similarity" if m == "similarity" else res.model)
+        # the model asked for (a similarity answer is an affine and a
+        # homography too: --model homography's 3x3 matrix); auto's choice
+        assert res.model == m if m != "auto" else res.model in gmatch.MODELS[:3]
+        assert res.matrix.shape == ((3, 3) if res.model == "homography" else (2, 3))
+        assert corner_error(res.matrix3, want.matrix3, query.shape[1], query.shape[0]) < 1.0
     sim = gmatch.Reference(os.path.join(DATA, "ref.jpg"), model="similarity", device="cpu")
     assert sim.match(query).model == "similarity"
     with pytest.raises(ValueError, match="similarity only"):

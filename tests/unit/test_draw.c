@@ -134,6 +134,48 @@ START_TEST(test_path)
 }
 END_TEST
 
+/* A caption bar below a picture (gm_draw_caption): the picture's rows
+ * unchanged above it, white text on the bar at 2 x 2 font pixels where it
+ * fits; a text wider than the picture keeps its end ("...", then the
+ * tail); bad arguments are GM_ERR_INVALID. */
+static int white_in_rows(const gm_rgb *c, int y0, int y1, int x0, int x1)
+{
+    int n = 0;
+    for (int y = y0; y < y1; y++)
+        for (int x = x0; x < x1; x++)
+            n += pxl(c, x, y)[0] == 255 && pxl(c, x, y)[1] == 255 && pxl(c, x, y)[2] == 255;
+    return n;
+}
+
+START_TEST(test_caption)
+{
+    gm_rgb pic, c;
+    EXPECT_EQ(gm_rgb_alloc(420, 30, &pic), GM_OK);
+    memset(pic.data, 77, (size_t)pic.stride * 30);
+    EXPECT_EQ(gm_draw_caption(&pic, "QUERY d1/q_1.jpg FRAME 20", &c), GM_OK);
+    EXPECT(c.width == 420 && c.height > 30);
+    for (int y = 0; y < 30; y++)
+        EXPECT(memcmp(c.data + y * c.stride, pic.data + y * pic.stride, 420 * 3) == 0);
+    int bar = c.height - 30;
+    EXPECT(white_in_rows(&c, 30, c.height, 0, 420) > 100);
+    /* 2 x 2 font pixels: some text at least 2 rows below the bar's middle */
+    EXPECT(white_in_rows(&c, 30 + bar / 2 + 5, c.height, 0, 420) > 0);
+    gm_rgb_free(&c);
+    /* the end of a long text stays: its last glyph (an L) ends at the right */
+    char longt[400];
+    memset(longt, 'A', sizeof longt - 2);
+    longt[sizeof longt - 2] = 'L', longt[sizeof longt - 1] = '\0';
+    EXPECT_EQ(gm_draw_caption(&pic, longt, &c), GM_OK);
+    EXPECT(white_in_rows(&c, 30, c.height, 0, 12) > 0);    /* "..." at the start */
+    EXPECT(white_in_rows(&c, 30, c.height, 400, 420) > 0); /* the tail reaches the right */
+    gm_rgb_free(&c);
+    EXPECT_EQ(gm_draw_caption(NULL, "x", &c), GM_ERR_INVALID);
+    EXPECT_EQ(gm_draw_caption(&pic, NULL, &c), GM_ERR_INVALID);
+    EXPECT(c.data == NULL);
+    gm_rgb_free(&pic);
+}
+END_TEST
+
 /* A written PNG reads back (gm_image_load) with the picture's size and the
  * gray of its colours; a folder that does not exist is a one-line error. */
 START_TEST(test_png_round_trip)
@@ -173,6 +215,7 @@ static Suite *draw_suite(void)
     tcase_add_test(tc, test_none_side_by_side);
     tcase_add_test(tc, test_path);
     tcase_add_test(tc, test_png_round_trip);
+    tcase_add_test(tc, test_caption);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -268,6 +268,39 @@ START_TEST(test_json_match)
 }
 END_TEST
 
+/* A similarity answer under --model homography is a homography without
+ * perspective: "homography" and a 3x3 matrix; under affine an "affine"
+ * 2x3; under auto the library's choice (gm_output_model). */
+START_TEST(test_json_model_asked)
+{
+    gm_result r = match_result(); /* r.model: similarity */
+    static const gm_model asked[] = {GM_MODEL_HOMOGRAPHY, GM_MODEL_AFFINE, GM_MODEL_AUTO,
+                                     GM_MODEL_SIMILARITY};
+    static const char *name[] = {"homography", "affine", "similarity", "similarity"};
+    for (int k = 0; k < 4; k++) {
+        gm_output_rec rec = {.query = "q1.jpg", .res = &r, .model = asked[k], .ref_w = 480,
+                             .ref_h = 360, .q_w = 128, .q_h = 123};
+        char *s = render(GM_OUTPUT_JSON, &rec);
+        json_t *j = parse_line(s);
+        ck_assert_str_eq(json_string_value(json_object_get(j, "model")), name[k]);
+        json_t *m = json_object_get(j, "matrix");
+        size_t rows = k == 0 ? 3 : 2;
+        ck_assert_uint_eq(json_array_size(m), rows);
+        for (size_t row = 0; row < rows; row++)
+            for (size_t i = 0; i < 3; i++)
+                ck_assert_double_eq_tol(json_real_value(json_array_get(json_array_get(m, row), i)),
+                                        r.h[3 * row + i], 0.5e-6);
+        json_decref(j);
+        free(s);
+    }
+    r.model = GM_MODEL_AFFINE; /* auto says what it chose */
+    gm_output_rec rec = {.query = "q1.jpg", .res = &r, .model = GM_MODEL_AUTO};
+    char *s = render(GM_OUTPUT_JSON, &rec);
+    ck_assert_ptr_nonnull(strstr(s, "\"model\":\"affine\""));
+    free(s);
+}
+END_TEST
+
 START_TEST(test_json_none)
 {
     gm_result r = none_result();
@@ -436,6 +469,7 @@ static Suite *output_suite(void)
     tcase_add_test(tc, test_json_escaping);
     tcase_add_test(tc, test_json_invalid_utf8);
     tcase_add_test(tc, test_write_error);
+    tcase_add_test(tc, test_json_model_asked);
     suite_add_tcase(s, tc);
     return s;
 }

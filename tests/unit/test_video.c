@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <libavutil/frame.h>
 #include <libavutil/pixfmt.h>
@@ -494,6 +495,60 @@ START_TEST(test_max_pixels)
 }
 END_TEST
 
+/* gm_image_load reads every still format the command line reads: each of
+ * data/formats gives the picture FFmpeg's reader gives (JPEG and PNG by the
+ * library's decoders, as ever); a video is "not a still image", for
+ * gm_image_load_frame to read; an empty file is "empty file" everywhere. */
+START_TEST(test_still_formats)
+{
+    static const char *files[] = {"data/formats/query.tif", "data/formats/query.webp",
+                                  "data/formats/query.bmp", "data/formats/query.pgm",
+                                  "data/formats/query_16.pgm", "data/formats/query_12bit_gray.tif",
+                                  "data/query.tiff"};
+    char err[256];
+    for (size_t k = 0; k < sizeof files / sizeof *files; k++) {
+        gm_image img;
+        ck_assert_msg(gm_image_load(files[k], 0, &img, err, sizeof err) == GM_OK, "%s: %s",
+                      files[k], err);
+        ck_assert_str_eq(err, "");
+        gm_video_frame *a;
+        ck_assert_int_eq(read_all(files[k], gm_video_opts_default(), &a), 1);
+        ck_assert_int_eq(img.width, a[0].img.width);
+        ck_assert_int_eq(img.height, a[0].img.height);
+        for (int y = 0; y < img.height; y++)
+            ck_assert_int_eq(memcmp(img.data + y * img.stride, a[0].img.data + y * a[0].img.stride,
+                                    (size_t)img.width), 0);
+        free_items(a, 1);
+        gm_image_free(&img);
+        /* and over the pixel limit before decoding */
+        ck_assert_int_ne(gm_image_load(files[k], 100, &img, err, sizeof err), GM_OK);
+        ck_assert_ptr_null(img.data);
+    }
+    gm_image img;
+    ck_assert_int_eq(gm_image_load(CLIP, 0, &img, err, sizeof err), GM_ERR_FORMAT);
+    ck_assert_msg(strstr(err, "not a still image") != NULL, "%s", err);
+    ck_assert_int_eq(gm_image_load_frame(CLIP, 0, 0, &img, err, sizeof err), GM_OK);
+    gm_image_free(&img);
+
+    char empty[] = "/tmp/gm_test_empty_XXXXXX";
+    int fd = mkstemp(empty);
+    ck_assert_int_ge(fd, 0);
+    close(fd);
+    ck_assert_int_eq(gm_image_load(empty, 0, &img, err, sizeof err), GM_ERR_FORMAT);
+    ck_assert_str_eq(err, "empty file");
+    ck_assert_int_eq(gm_image_load_frame(empty, 0, 0, &img, err, sizeof err), GM_ERR_FORMAT);
+    ck_assert_str_eq(err, "empty file");
+    gm_video *v = NULL;
+    gm_video_opts o = gm_video_opts_default();
+    ck_assert_int_eq(gm_video_open(empty, &o, &v, err, sizeof err), GM_ERR_FORMAT);
+    ck_assert_str_eq(err, "empty file");
+    ck_assert_int_eq(gm_video_open_mem((const uint8_t *)"", 0, &o, &v, err, sizeof err),
+                     GM_ERR_FORMAT);
+    ck_assert_str_eq(err, "empty file");
+    remove(empty);
+}
+END_TEST
+
 static Suite *video_suite(void)
 {
     Suite *s = suite_create("video");
@@ -508,6 +563,7 @@ static Suite *video_suite(void)
     tcase_add_test(tc, test_prefetch);
     tcase_add_test(tc, test_open_mem);
     tcase_add_test(tc, test_max_pixels);
+    tcase_add_test(tc, test_still_formats);
     suite_add_tcase(s, tc);
     return s;
 }
