@@ -97,7 +97,7 @@ struct gm_ref {
 gm_status gm_ref_prepare_on(const gm_ref *host, gm_view img, gm_ref **out);
 
 /* The search of a query inside reference r (matcher.c): the pipeline of
- * README "How it works".  gm_match_model runs it through gm_match_dirs. */
+ * docs/design.md.  gm_match_model runs it through gm_match_dirs. */
 gm_status gm_match_forward(const gm_ref *r, gm_model model, gm_view query, gm_result *out);
 /* Forward, and where it finds nothing and r's direction allows, the
  * reverse: the reference looked for inside the query (direction.c). */
