@@ -343,13 +343,14 @@ gm_status gm_video_open(const char *path, const gm_video_opts *opts, gm_video **
      * FIFO or a terminal those bytes are gone, and opening it again would
      * wait forever for a writer that has left.  Videos come from files. */
     struct stat sb;
-    if (stat(path, &sb) == 0 && !S_ISREG(sb.st_mode) && !S_ISBLK(sb.st_mode)) {
+    const int known = stat(path, &sb) == 0;
+    if (known && !S_ISREG(sb.st_mode) && !S_ISBLK(sb.st_mode)) {
         snprintf(err, errlen, "not a JPEG or PNG image; a video is read only from a regular "
                  "file, and this is a %s", S_ISFIFO(sb.st_mode) ? "FIFO" : S_ISCHR(sb.st_mode)
                  ? "character device" : S_ISSOCK(sb.st_mode) ? "socket" : "special file");
         return GM_ERR_FORMAT;
     }
-    if (stat(path, &sb) == 0 && S_ISREG(sb.st_mode) && sb.st_size == 0) {
+    if (known && S_ISREG(sb.st_mode) && sb.st_size == 0) {
         snprintf(err, errlen, "empty file");
         return GM_ERR_FORMAT;
     }

@@ -48,7 +48,8 @@
  * pick refined, as before). */
 #define GM_REFINE_MIN_LOOSE (1.0 / 3.0)
 /* Refined transforms remembered over all pairings (3 on the working levels,
- * up to GM_FINE_LEVELS + 1 on the fine ones). */
+ * up to GM_FINE_LEVELS + 1 on the fine ones, 2 with the query at a quarter;
+ * the triangles' on level 0 and the fine ones, with the query at two sizes). */
 #define GM_SEARCH_MAX ((6 + GM_FINE_LEVELS + 2 * (1 + GM_FINE_LEVELS)) * GM_REFINE_CANDS)
 /* --model auto: a model with more freedom is reported only when its strict
  * confidence beats the simpler one's by this much (a share of the query's
@@ -402,9 +403,18 @@ done:
  * the confidence falls. */
 #define GM_H_SPREAD_PX 3.0
 /* A forced similarity or affine further than this (working pixels, at the
- * query's corners) from the homography that clearly explains more loses
- * confidence with the distance (gm_match_forward). */
+ * query's corners) from the homography refined from it, where that explains
+ * at least as much, loses confidence with the distance (gm_match_forward). */
 #define GM_MODEL_MISS_PX 3.0
+
+/* A test that finds the answer less certain than its edge count scales
+ * both of its shares: the confidence, and the share of the whole query that
+ * the distinctiveness test compares. */
+static void score_scale(gm_verify_score *s, double k)
+{
+    s->confidence *= k;
+    s->whole *= k;
+}
 
 /* A query triangle in the query's level-0 working pixels: its centroid
  * (seed[0], seed[1]) and its longer side from vertex a (seed[2]). */
@@ -546,7 +556,8 @@ done:
 }
 
 /* Query level ql (0: the working size, built by gm_match first; 1: half
- * of it; 2: a quarter), built on first use, whatever pairing asks, and never twice.  1
+ * of it; 2: a quarter), built on first use, whatever pairing asks, and
+ * never twice.  1
  * when it is there to match with; 0 when not, with *st set when the build
  * failed for want of memory or device (a level too small is no failure). */
 static int query_level(const gm_ref *r, void *lane, gm_view query, int ql,
@@ -799,8 +810,7 @@ gm_status gm_match_forward(const gm_ref *r, gm_model model, gm_view query, gm_re
                 miss /= sqrt(det);
             if (gm_h_plausible(hm, q[0].w, q[0].h) &&
                 v.confidence >= score.confidence && miss > GM_MODEL_MISS_PX) {
-                score.confidence *= GM_MODEL_MISS_PX / miss;
-                score.whole *= GM_MODEL_MISS_PX / miss;
+                score_scale(&score, GM_MODEL_MISS_PX / miss);
             }
         }
         /* the corners' spread (gm_corner_spread_cpu): a model whose corners the
@@ -829,8 +839,7 @@ gm_status gm_match_forward(const gm_ref *r, gm_model model, gm_view query, gm_re
                 chosen = alt_model;
                 continue;
             }
-            score.confidence *= GM_H_SPREAD_PX / spread;
-            score.whole *= GM_H_SPREAD_PX / spread;
+            score_scale(&score, GM_H_SPREAD_PX / spread);
             break;
         }
         out->time.verify += gm_now_ms() - tr;
@@ -851,10 +860,8 @@ gm_status gm_match_forward(const gm_ref *r, gm_model model, gm_view query, gm_re
          * past GM_SIGMA_MAX pixels */
         double rms;
         double sigma = gm_corner_sigma_cpu(bmap, &vq0, hw, q[0].w, q[0].h, &rms);
-        if (sigma > GM_SIGMA_MAX) {
-            score.confidence *= GM_SIGMA_MAX / sigma;
-            score.whole *= GM_SIGMA_MAX / sigma;
-        }
+        if (sigma > GM_SIGMA_MAX)
+            score_scale(&score, GM_SIGMA_MAX / sigma);
         /* the second against the best in the same units: the share of the
          * whole query each explains */
         double rho = score.whole > 0 ? second / score.whole : 1.0;
