@@ -406,6 +406,22 @@ done:
  * query's corners) from the homography refined from it, where that explains
  * at least as much, loses confidence with the distance (gm_match_forward). */
 #define GM_MODEL_MISS_PX 3.0
+/* Under auto, a homography that explains at least as much as the simpler
+ * model and whose corners lie further than this from it is taken. */
+#define GM_AUTO_MISS_PX 1.0
+
+/* How far a model's corners lie from another's (the query's corners
+ * carried by each), in working pixels of the user's reference: the
+ * reference level's, or in the reverse search, whose query is the user's
+ * reference, the query's (the distance carried back by the answer's scale). */
+static double model_miss(const gm_ref *r, const double hw[9], const double hm[9], int w, int h)
+{
+    double miss = gm_corner_move(hw, hm, w, h);
+    double det = fabs(hw[0] * hw[4] - hw[1] * hw[3]);
+    if (r->borrowed && det > 0)
+        miss /= sqrt(det);
+    return miss;
+}
 
 /* A test that finds the answer less certain than its edge count scales
  * both of its shares: the confidence, and the share of the whole query that
@@ -754,6 +770,9 @@ gm_status gm_match_forward(const gm_ref *r, gm_model model, gm_view query, gm_re
          * part, so the refinement starts below the reporting threshold and the
          * model's own confidence decides. */
         static const gm_model steps[2] = {GM_MODEL_AFFINE, GM_MODEL_HOMOGRAPHY};
+        double hh[9]; /* auto: the homography refined from the answer, not taken */
+        gm_verify_score hh_score = {0};
+        int has_hh = 0;
         for (int k = 0; k < 2 && model != GM_MODEL_SIMILARITY; k++) {
             gm_model m = steps[k];
             if (model != GM_MODEL_AUTO && m != model)
@@ -782,7 +801,38 @@ gm_status gm_match_forward(const gm_ref *r, gm_model model, gm_view query, gm_re
             } else if (m != GM_MODEL_HOMOGRAPHY) {
                 memcpy(alt, hm, sizeof alt);
                 alt_score = v, alt_model = m;
+            } else {
+                memcpy(hh, hm, sizeof hh);
+                hh_score = v, has_hh = 1;
             }
+        }
+        /* auto in the reverse search, the simpler model against the view:
+         * a homography that
+         * explains at least as much but less than GM_AUTO_GAIN more, and
+         * whose corners lie more than GM_AUTO_MISS_PX from the simpler
+         * model's, says the simpler one misstates the view (the object
+         * video's poster at a quarter of its size in a tilted frame: the
+         * similarity or affine 3-5 reference pixels off, the homography 1,
+         * their confidences within 0.03, since at a quarter a reference
+         * pixel is a fraction of the verification's radius; 3 px found 2 of
+         * those 5 frames, 1 px all).  The homography is taken; the spread
+         * test below still judges it, and falls back to the simpler model.
+         * Not in the forward search, whose map has the user's reference's
+         * own pixels: there the homography's few hundredths more moved
+         * public stills from 0.1-0.3 px to 0.7-2.9 (docs/scene.md). */
+        if (model == GM_MODEL_AUTO && r->borrowed && !has_hh && chosen != GM_MODEL_HOMOGRAPHY &&
+            alt_model == GM_MODEL_HOMOGRAPHY) {
+            /* the triangles' homography, which the simpler model replaced */
+            memcpy(hh, alt, sizeof hh);
+            hh_score = alt_score, has_hh = 1;
+        }
+        if (r->borrowed && has_hh && hh_score.confidence >= score.confidence &&
+            model_miss(r, hw, hh, q[0].w, q[0].h) > GM_AUTO_MISS_PX) {
+            memcpy(alt, hw, sizeof alt);
+            alt_score = score, alt_model = chosen;
+            memcpy(hw, hh, sizeof hh);
+            score = hh_score;
+            chosen = GM_MODEL_HOMOGRAPHY;
         }
         /* the model asked against the view: under a forced similarity or
          * affine, a homography refined from the answer.  Where it explains
@@ -803,11 +853,7 @@ gm_status gm_match_forward(const gm_ref *r, gm_model model, gm_view query, gm_re
             if ((st = r->be->refine(lane, map_at(r, bl), &vq0, GM_MODEL_HOMOGRAPHY, hm,
                                     GM_MODEL_ITERS, 1, &v)) != GM_OK)
                 goto done;
-            double miss = gm_corner_move(hw, hm, q[0].w, q[0].h);
-            /* in the reverse search the user's reference is this query: its pixels */
-            double det = fabs(hw[0] * hw[4] - hw[1] * hw[3]);
-            if (r->borrowed && det > 0)
-                miss /= sqrt(det);
+            double miss = model_miss(r, hw, hm, q[0].w, q[0].h);
             if (gm_h_plausible(hm, q[0].w, q[0].h) &&
                 v.confidence >= score.confidence && miss > GM_MODEL_MISS_PX) {
                 score_scale(&score, GM_MODEL_MISS_PX / miss);
