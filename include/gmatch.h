@@ -203,7 +203,9 @@ typedef struct {
     gm_device device;       /* default GM_DEVICE_AUTO: the GPU when one is usable, else the
                                CPU (gm_ref_device says which and why); GM_DEVICE_CUDA: the
                                GPU or GM_ERR_DEVICE */
-    gm_model model;         /* default GM_MODEL_SIMILARITY: the transform reported */
+    gm_model model;         /* default GM_MODEL_AUTO: the transform reported (the
+                               simplest model the edges support; GM_MODEL_SIMILARITY is
+                               the fastest, for views without tilt) */
     double min_confidence;  /* default 0.3, 0..1: below it the result is GM_MATCH_NONE
                                (docs/calibration.md) */
     int64_t max_pixels;     /* default GM_DEFAULT_MAX_PIXELS: a decode limit for the

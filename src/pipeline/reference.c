@@ -31,7 +31,7 @@ gm_params gm_params_default(void)
     p.seed = 1;
     p.threads = 0;
     p.device = GM_DEVICE_AUTO;
-    p.model = GM_MODEL_SIMILARITY;
+    p.model = GM_MODEL_AUTO;
     p.min_confidence = 0.3;
     p.max_pixels = GM_DEFAULT_MAX_PIXELS;
     p.max_side = 1024;

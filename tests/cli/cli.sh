@@ -133,6 +133,12 @@ expect_rc 0 "--model auto --format json" --model auto --format json ref.png quer
 check "--model auto: the model key names a model and the matrix's shape" python3 -c 'import json,sys; r=json.loads(open("out").readline()); sys.exit(not (r["model"] in ("similarity", "affine", "homography") and len(r["matrix"]) == (3 if r["model"] == "homography" else 2)))'
 expect_rc 0 "--model auto: text" --model auto ref.png query.png
 check "--model auto: text header has the columns g h" grep -q '^# query frame status votes confidence a b c d e f g h scale angle_deg$' out
+expect_rc 0 "--model similarity: text" --model similarity ref.png query.png
+check "--model similarity: text header has six entries" \
+    test "$(head -n 1 out)" = "# query frame status votes confidence a b c d e f scale angle_deg"
+check "--model similarity: a row has 13 columns" test "$(rows | awk '{print NF}')" = 13
+expect_rc 0 "--model similarity --format json" --model similarity --format json ref.png query.png
+check "--model similarity: JSON says similarity, matrix 2x3" python3 -c 'import json,sys; r=json.loads(open("out").readline()); sys.exit(not (r["model"] == "similarity" and len(r["matrix"]) == 2))'
 expect_rc 1 "--model affine --format json, a missing query" --model affine --format json ref.png missing.png
 check "--model affine: an error line says model affine" python3 -c 'import json,sys; sys.exit(json.loads(open("out").readline())["model"] != "affine")'
 expect_rc 0 "--model affine" --model affine --format json ref.png query.png
@@ -180,10 +186,11 @@ check "--device auto: the same lines as --device cpu" \
 
 # ---- normal runs ---------------------------------------------------------------
 expect_rc 0 "one query" ref.png query.png
+# the default model is auto: the header has a homography's eight entries
 check "text: header line first" \
-    test "$(head -n 1 out)" = "# query frame status votes confidence a b c d e f scale angle_deg"
+    test "$(head -n 1 out)" = "# query frame status votes confidence a b c d e f g h scale angle_deg"
 check "text: one row per query" test "$(nrows)" -eq 1
-check "text: 13 columns" test "$(rows | awk '{ print NF }')" = 13
+check "text: 15 columns" test "$(rows | awk '{ print NF }')" = 15
 check "text: query is not an error" test "$(col query.png 3)" != error
 check "text: default prints nothing on stderr" test ! -s err
 
@@ -238,7 +245,7 @@ expect_rc 1 "--max-pixels below the query size" --max-pixels 1000 ref.png query.
 check "--max-pixels: error row" test "$(rows | awk '{ print $3 }' | sort -u)" = error
 expect_rc 0 "flat gray query (no edges)" ref.png flat.png
 check "flat gray: status none" test "$(col flat.png 3)" = none
-check "flat gray: '-' columns" test "$(rows | awk '{ print $6, $13 }')" = "- -"
+check "flat gray: '-' columns" test "$(rows | awk '{ print $6, $15 }')" = "- -"
 
 # ---- JSON ----------------------------------------------------------------------
 # jsoncheck: every line of ./out is a JSON object (python3 -m json.tool) with
@@ -268,11 +275,14 @@ for raw in lines[:-1]:
             and isinstance(d["confidence"], (int, float)) and 0 <= d["confidence"] <= 1
             and isinstance(d["time_ms"], (int, float)) and d["time_ms"] >= 0):
         print("  bad value types: %r" % raw); ok = False
-    if d["model"] != "similarity":
-        print("  model %r, want similarity (the default)" % d["model"]); ok = False
+    # the default model, auto, says what it chose for a match
+    want_models = ("similarity", "affine", "homography") if d["status"] == "match" else ("auto",)
+    if d["model"] not in want_models:
+        print("  model %r, want one of %r (the default: auto)" % (d["model"], want_models)); ok = False
     if d["status"] == "match":
         m = d["matrix"]
-        if not (len(m) == 2 and all(len(row) == 3 for row in m)):
+        rows3 = 3 if d["model"] == "homography" else 2
+        if not (len(m) == rows3 and all(len(row) == 3 for row in m)):
             print("  bad matrix: %r" % m); ok = False
         w, h = d["query_size"]
         for (x, y), (qx, qy) in zip(d["corners"], [(0, 0), (w - 1, 0), (w - 1, h - 1), (0, h - 1)]):
@@ -324,11 +334,11 @@ check "json: non-UTF-8 name: valid JSON with U+FFFD" \
 expect_rc 0 "text: odd file names" -- ref.png "${names[@]}"
 check "text: a name with a space is quoted" grep -q '^"with space.png" 0 ' out
 check "text: a name with a tab is quoted and escaped" grep -q '^"tab\\ttab.png" 0 ' out
-check "text: every odd name gives 13 columns" \
+check "text: every odd name gives 15 columns" \
     python3 -c '
 import shlex, sys
 rows = [l for l in open("out", encoding="utf-8") if not l.startswith("#")]
-sys.exit(len(rows) != 8 or any(len(shlex.split(l)) != 13 for l in rows))'
+sys.exit(len(rows) != 8 or any(len(shlex.split(l)) != 15 for l in rows))'
 
 # ---- output file ---------------------------------------------------------------
 expect_rc 0 "-o FILE" -o result.txt ref.png query.png

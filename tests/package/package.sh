@@ -114,10 +114,13 @@ if [ -n "$whl" ]; then
     check "pip install the wheel" "$tmp/venv/bin/pip" install --no-index --no-deps "$whl"
     pyout=$(cd "$tmp" && "$tmp/venv/bin/python" -c '
 import sys, gmatch
-r = gmatch.Reference(sys.argv[1], model="similarity", device="cpu").match(sys.argv[2])
-print(r.status, r.model, "[" + " ".join("%.6f" % v for v in r.matrix.ravel()) + "]")
+r = gmatch.Reference(sys.argv[1], device="cpu").match(sys.argv[2])
+print(r.status, r.model, "%.4f" % r.confidence, "[" + " ".join("%.6f" % v for v in r.matrix.ravel()) + "]")
 ' "$root/data/ref.jpg" "$root/data/query.jpg" 2>&1)
-    check "the wheel from elsewhere: the same matrix ($pyout)" same_matrix "$want" "$pyout"
+    # Python's defaults are the command line's: the same matrix and confidence
+    check "the wheel from elsewhere, by default: the same matrix ($pyout)" same_matrix "$want" "$pyout"
+    check "the wheel from elsewhere, by default: the same confidence" \
+        test "$(awk '{print $3}' <<< "$pyout")" = "$(awk '{print $4}' <<< "$want")"
 else
     fail=1
 fi

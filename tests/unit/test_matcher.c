@@ -528,6 +528,7 @@ START_TEST(test_match_per_call_model)
     }
     EXPECT(found >= 2); /* homography and auto find this view */
     gm_params ps = gm_params_default();
+    ps.model = GM_MODEL_SIMILARITY; /* prepared without triangles */
     gm_ref *rs;
     EXPECT_EQ(gm_ref_prepare(&ps, (gm_view){g_ref, RW, RH, RW}, &rs), GM_OK);
     gm_result res;
