@@ -9,7 +9,8 @@
  * reference on the same device (gm_ref_prepare_on: the paper's tables, its
  * pyramid and fine levels), the reference's image votes in it, and the
  * answer is inverted.  Under GM_DIRECTION_AUTO it runs when the forward
- * search finds nothing (docs/scene.md: why this order, and its cost).
+ * search finds nothing at the default threshold (docs/scene.md: why this
+ * order, and its cost).
  *
  * Every answer then gets its shared region (gm_overlap): an answer whose
  * two images share less than GM_MIN_OVERLAP of the smaller one is "none". */
@@ -28,6 +29,12 @@
  * edges, and the forward search covers a small query's overlaps. */
 #define GM_REVERSE_MIN_AREA 0.25
 #define GM_REVERSE_MIN_SIDE 96
+/* A forward answer below this confidence (the default --min-confidence,
+ * docs/calibration.md) does not stop the reverse search: a caller who lowers
+ * the threshold gets the search the default runs, and the more confident
+ * of the two answers.  Without it --min-confidence 0 reported the forward
+ * search's guess on every poster in a scene (calibrate_scene.sh). */
+#define GM_REVERSE_BELOW 0.3
 
 /* The shared region of a found answer, and the minimum it must reach. */
 static void finish(gm_result *out, int qw, int qh, int rw, int rh)
@@ -103,7 +110,8 @@ gm_status gm_match_dirs(const gm_ref *r, gm_model model, gm_view query, gm_resul
             return st;
         out->direction = GM_DIRECTION_FORWARD;
         finish(out, query.width, query.height, rw, rh);
-        if (out->status == GM_MATCH_FOUND || d == GM_DIRECTION_FORWARD || !r->keep.data)
+        if ((out->status == GM_MATCH_FOUND && out->confidence >= GM_REVERSE_BELOW) ||
+            d == GM_DIRECTION_FORWARD || !r->keep.data)
             return GM_OK;
         if ((double)query.width * query.height < GM_REVERSE_MIN_AREA * rw * rh ||
             query.width < GM_REVERSE_MIN_SIDE || query.height < GM_REVERSE_MIN_SIDE)
@@ -123,8 +131,12 @@ gm_status gm_match_dirs(const gm_ref *r, gm_model model, gm_view query, gm_resul
         from_reverse(&rev, out);
         out->direction = GM_DIRECTION_REVERSE;
         finish(out, query.width, query.height, rw, rh);
-        if (out->status != GM_MATCH_FOUND && d != GM_DIRECTION_REVERSE)
-            *out = fwd; /* the forward search's "none" stands */
+        /* the forward search's answer stands where the reverse one is
+         * "none" or less confident */
+        if (d != GM_DIRECTION_REVERSE &&
+            (out->status != GM_MATCH_FOUND ||
+             (fwd.status == GM_MATCH_FOUND && fwd.confidence >= out->confidence)))
+            *out = fwd;
     }
     out->time = t;
     return GM_OK;

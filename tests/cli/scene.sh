@@ -116,5 +116,33 @@ print("%s: within 3 px %s" % (model, dict(sorted(found.items()))))
 sys.exit(1 if bad else 0)
 PY
 done
+# a lower --min-confidence keeps every default match: the forward search's
+# weak guess does not stop the reverse search (direction.c, GM_REVERSE_BELOW)
+low=$tmp/auto.low.jsonl
+clip=()
+[ $video = 1 ] && clip=("$d/clip.mp4")
+"$gm" --format json --model auto --min-confidence 0 "$d/ref_poster.jpg" "$d/q_inside.jpg" \
+    "$d/q_cut.jpg" "$d/q_clutter.jpg" "$d/q_neg_scene.jpg" "${clip[@]}" > "$low" ||
+  { echo "FAIL: gmatch exit $? (poster, --min-confidence 0)"; fail=1; }
+"$gm" --format json --model auto --min-confidence 0 "$d/ref_view.jpg" "$d/q_overlap.jpg" \
+    "$d/q_zoom.jpg" "$d/q_neg_view.jpg" >> "$low" ||
+  { echo "FAIL: gmatch exit $? (views, --min-confidence 0)"; fail=1; }
+"$py" - "$tmp/auto.1.jsonl" "$low" <<'PY' || fail=1
+import json, sys
+key = lambda r: (r["query"], r["frame"])
+low = {key(r): r for r in map(json.loads, open(sys.argv[2]))}
+n = bad = 0
+for r in map(json.loads, open(sys.argv[1])):
+    if r["status"] != "match":
+        continue
+    n += 1
+    l = low.get(key(r))
+    if l is None or l["status"] != "match" or l["matrix"] != r["matrix"] or l["direction"] != r["direction"]:
+        print("FAIL: %s frame %d: matched by default (%s), at --min-confidence 0 %s" %
+              (r["query"], r["frame"], r["direction"], l and (l["status"], l.get("direction"), l["confidence"])))
+        bad += 1
+print("--min-confidence 0: %d of %d default matches the same" % (n - bad, n))
+sys.exit(1 if bad or n == 0 else 0)
+PY
 [ $fail = 0 ] && echo "scene.sh: all passed"
 exit $fail
