@@ -18,10 +18,8 @@ here=$(cd "$(dirname "$0")" && pwd)
 gen=$here/../../../shared/bench/gen_photo.py
 tmp=$(mktemp -d)
 [ -n "${KEEP:-}" ] && echo "calibrate_photo.sh: keeping $tmp" || trap 'rm -rf "$tmp"' EXIT
-(cd "$tmp" && apt-get download plasma-workspace-wallpapers ukui-wallpapers >/dev/null 2>&1 ||
-  { apt-get update >/dev/null && apt-get download plasma-workspace-wallpapers ukui-wallpapers >/dev/null; })
-for d in "$tmp"/*.deb; do dpkg -x "$d" "$tmp/x"; done
-w=$tmp/x/usr/share/wallpapers b=$tmp/x/usr/share/backgrounds
+. "$here/wallpapers.sh"
+wallpapers_fetch "$tmp"
 refs=("$w/Volna/contents/images/5120x2880.jpg" "$w/Shell/contents/images/5120x2880.jpg"
       "$w/SafeLanding/contents/images/5120x2880.jpg" "$w/MilkyWay/contents/images/5120x2880.png"
       "$w/Altai/contents/images/5120x2880.png" "$w/Canopee/contents/images/3840x2160.png"
@@ -29,17 +27,6 @@ refs=("$w/Volna/contents/images/5120x2880.jpg" "$w/Shell/contents/images/5120x28
       "$b/the-mouse.jpg" "$b/rhythm.jpg" "$b/city.png" "$b/desert.png")
 negs=("$w/IceCold/contents/images/5120x2880.png" "$w/Opal/contents/images/3840x2160.png"
       "$b/goldfish.png" "$b/calla.png")
-# unique names (the wallpapers are all called 5120x2880.jpg and the like:
-# the generator names queries after their reference)
-mkdir -p "$tmp/src"
-named() {
-  local f n
-  for f in "$@"; do
-    n=${f#"$w"/}; n=${n#"$b"/}; n=${n%%/*}; n=${n%.*}
-    cp "$f" "$tmp/src/$n.${f##*.}"
-    echo "$tmp/src/$n.${f##*.}"
-  done
-}
 mapfile -t refs < <(named "${refs[@]}")
 mapfile -t negs < <(named "${negs[@]}")
 /usr/bin/python3 "$gen" "$tmp/photo" "$seed" 4 3 "${refs[@]}" -- "${negs[@]}" >/dev/null

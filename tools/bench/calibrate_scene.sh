@@ -22,10 +22,8 @@ here=$(cd "$(dirname "$0")" && pwd)
 bench=$here/../../../shared/bench
 tmp=$(mktemp -d)
 [ -n "${KEEP:-}" ] && echo "calibrate_scene.sh: keeping $tmp" || trap 'rm -rf "$tmp"' EXIT
-(cd "$tmp" && apt-get download plasma-workspace-wallpapers ukui-wallpapers >/dev/null 2>&1 ||
-  { apt-get update >/dev/null && apt-get download plasma-workspace-wallpapers ukui-wallpapers >/dev/null; })
-for d in "$tmp"/*.deb; do dpkg -x "$d" "$tmp/x"; done
-w=$tmp/x/usr/share/wallpapers b=$tmp/x/usr/share/backgrounds
+. "$here/wallpapers.sh"
+wallpapers_fetch "$tmp"
 # none of these is in the public scene tier (make_scene.sh: FallenLeaf,
 # EveningGlow, OneStandsOut, Grey, ColdRipple, Autumn, FlyingKonqui, Path,
 # BytheWater, Shell)
@@ -34,15 +32,6 @@ posters=("$w/Volna/contents/images/5120x2880.jpg" "$w/SafeLanding/contents/image
          "$b/the-mouse.jpg" "$b/rhythm.jpg" "$b/goldfish.png" "$b/calla.png")
 large=("$w/Canopee/contents/images/3840x2160.png" "$w/IceCold/contents/images/5120x2880.png"
        "$b/city.png" "$b/desert.png")
-mkdir -p "$tmp/src"
-named() { # unique names: the generator names queries after their source
-  local f n
-  for f in "$@"; do
-    n=${f#"$w"/}; n=${n#"$b"/}; n=${n%%/*}; n=${n%.*}
-    cp "$f" "$tmp/src/$n.${f##*.}"
-    echo "$tmp/src/$n.${f##*.}"
-  done
-}
 mapfile -t posters < <(named "${posters[@]}")
 mapfile -t large < <(named "${large[@]}")
 /usr/bin/python3 "$bench/gen_scene.py" "$tmp/scene" "$seed" 4 2 4 "${posters[@]}" -- "${large[@]}" >/dev/null
