@@ -29,12 +29,6 @@
  * edges, and the forward search covers a small query's overlaps. */
 #define GM_REVERSE_MIN_AREA 0.25
 #define GM_REVERSE_MIN_SIDE 96
-/* A forward answer below this confidence (the default --min-confidence,
- * docs/calibration.md) does not stop the reverse search: a caller who lowers
- * the threshold gets the search the default runs, and the more confident
- * of the two answers.  Without it --min-confidence 0 reported the forward
- * search's guess on every poster in a scene (calibrate_scene.sh). */
-#define GM_REVERSE_BELOW 0.3
 
 /* The shared region of a found answer, and the minimum it must reach. */
 static void finish(gm_result *out, int qw, int qh, int rw, int rh)
@@ -110,7 +104,12 @@ gm_status gm_match_dirs(const gm_ref *r, gm_model model, gm_view query, gm_resul
             return st;
         out->direction = GM_DIRECTION_FORWARD;
         finish(out, query.width, query.height, rw, rh);
-        if ((out->status == GM_MATCH_FOUND && out->confidence >= GM_REVERSE_BELOW) ||
+        /* a forward answer below the default threshold does not stop the
+         * reverse search: a caller who lowers the threshold gets the search
+         * the default runs, and the more confident of the two answers
+         * (without it --min-confidence 0 reported the forward search's
+         * guess on every poster in a scene: calibrate_scene.sh) */
+        if ((out->status == GM_MATCH_FOUND && out->confidence >= GM_DEFAULT_MIN_CONFIDENCE) ||
             d == GM_DIRECTION_FORWARD || !r->keep.data)
             return GM_OK;
         if ((double)query.width * query.height < GM_REVERSE_MIN_AREA * rw * rh ||

@@ -820,19 +820,20 @@ gm_status gm_match_forward(const gm_ref *r, gm_model model, gm_view query, gm_re
          * Not in the forward search, whose map has the user's reference's
          * own pixels: there the homography's few hundredths more moved
          * public stills from 0.1-0.3 px to 0.7-2.9 (docs/scene.md). */
-        if (model == GM_MODEL_AUTO && r->borrowed && !has_hh && chosen != GM_MODEL_HOMOGRAPHY &&
-            alt_model == GM_MODEL_HOMOGRAPHY) {
-            /* the triangles' homography, which the simpler model replaced */
-            memcpy(hh, alt, sizeof hh);
-            hh_score = alt_score, has_hh = 1;
-        }
-        if (r->borrowed && has_hh && hh_score.confidence >= score.confidence &&
-            model_miss(r, hw, hh, q[0].w, q[0].h) > GM_AUTO_MISS_PX) {
-            memcpy(alt, hw, sizeof alt);
-            alt_score = score, alt_model = chosen;
-            memcpy(hw, hh, sizeof hh);
-            score = hh_score;
-            chosen = GM_MODEL_HOMOGRAPHY;
+        if (model == GM_MODEL_AUTO && r->borrowed && chosen != GM_MODEL_HOMOGRAPHY) {
+            if (!has_hh && alt_model == GM_MODEL_HOMOGRAPHY) {
+                /* the triangles' homography, which the simpler model replaced */
+                memcpy(hh, alt, sizeof hh);
+                hh_score = alt_score, has_hh = 1;
+            }
+            if (has_hh && hh_score.confidence >= score.confidence &&
+                model_miss(r, hw, hh, q[0].w, q[0].h) > GM_AUTO_MISS_PX) {
+                memcpy(alt, hw, sizeof alt);
+                alt_score = score, alt_model = chosen;
+                memcpy(hw, hh, sizeof hh);
+                score = hh_score;
+                chosen = GM_MODEL_HOMOGRAPHY;
+            }
         }
         /* the model asked against the view: under a forced similarity or
          * affine, a homography refined from the answer.  Where it explains

@@ -14,6 +14,10 @@
 #include "stages/verify.h"
 #include "pipeline/backend.h"
 
+/* The default --min-confidence (docs/calibration.md): gm_params_default's,
+ * and the forward confidence below which the reverse search still runs
+ * (direction.c), whatever threshold the caller set. */
+#define GM_DEFAULT_MIN_CONFIDENCE 0.3
 #define GM_LEVELS 2        /* pyramid levels: working size, half of it */
 /* The query's pyramid: working size, half and a quarter of it (the quarter
  * pairs last, for a query enlarged 3 to 6 times against the reference) */

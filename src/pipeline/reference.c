@@ -32,7 +32,7 @@ gm_params gm_params_default(void)
     p.threads = 0;
     p.device = GM_DEVICE_AUTO;
     p.model = GM_MODEL_AUTO;
-    p.min_confidence = 0.3;
+    p.min_confidence = GM_DEFAULT_MIN_CONFIDENCE;
     p.max_pixels = GM_DEFAULT_MAX_PIXELS;
     p.max_side = 1024;
     p.ref_points = 600;

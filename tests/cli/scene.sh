@@ -117,7 +117,7 @@ sys.exit(1 if bad else 0)
 PY
 done
 # a lower --min-confidence keeps every default match: the forward search's
-# weak guess does not stop the reverse search (direction.c, GM_REVERSE_BELOW)
+# weak guess does not stop the reverse search (direction.c, GM_DEFAULT_MIN_CONFIDENCE)
 low=$tmp/auto.low.jsonl
 clip=()
 [ $video = 1 ] && clip=("$d/clip.mp4")

@@ -16,10 +16,8 @@ shift 2
 models=${*:-similarity auto}
 here=$(cd "$(dirname "$0")" && pwd)
 gen=$here/../../../shared/bench/gen_photo.py
-tmp=$(mktemp -d)
-[ -n "${KEEP:-}" ] && echo "calibrate_photo.sh: keeping $tmp" || trap 'rm -rf "$tmp"' EXIT
 . "$here/wallpapers.sh"
-wallpapers_fetch "$tmp"
+wallpapers_setup calibrate_photo.sh
 refs=("$w/Volna/contents/images/5120x2880.jpg" "$w/Shell/contents/images/5120x2880.jpg"
       "$w/SafeLanding/contents/images/5120x2880.jpg" "$w/MilkyWay/contents/images/5120x2880.png"
       "$w/Altai/contents/images/5120x2880.png" "$w/Canopee/contents/images/3840x2160.png"

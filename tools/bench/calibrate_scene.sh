@@ -20,10 +20,8 @@ shift 2
 models=${*:-auto similarity}
 here=$(cd "$(dirname "$0")" && pwd)
 bench=$here/../../../shared/bench
-tmp=$(mktemp -d)
-[ -n "${KEEP:-}" ] && echo "calibrate_scene.sh: keeping $tmp" || trap 'rm -rf "$tmp"' EXIT
 . "$here/wallpapers.sh"
-wallpapers_fetch "$tmp"
+wallpapers_setup calibrate_scene.sh
 # none of these is in the public scene tier (make_scene.sh: FallenLeaf,
 # EveningGlow, OneStandsOut, Grey, ColdRipple, Autumn, FlyingKonqui, Path,
 # BytheWater, Shell)

@@ -3,6 +3,8 @@
 # Debian's wallpaper packages, downloaded and unpacked in a temporary folder
 # (apt-get download: nothing is installed).
 #
+# wallpapers_setup NAME  a temporary folder in tmp (kept and named when KEEP
+#                        is set, else removed on exit), then wallpapers_fetch
 # wallpapers_fetch DIR   downloads plasma-workspace-wallpapers and
 #                        ukui-wallpapers into DIR and unpacks them; sets w
 #                        (the wallpapers' folder) and b (the backgrounds')
@@ -10,6 +12,11 @@
 #                        wallpapers are all called 5120x2880.jpg and the
 #                        like; the generators name queries after their
 #                        source) and prints the copies' paths
+wallpapers_setup() {
+    tmp=$(mktemp -d)
+    if [ -n "${KEEP:-}" ]; then echo "$1: keeping $tmp"; else trap 'rm -rf "$tmp"' EXIT; fi
+    wallpapers_fetch "$tmp"
+}
 wallpapers_fetch() {
     wp_dir=$1
     (cd "$wp_dir" && apt-get download plasma-workspace-wallpapers ukui-wallpapers >/dev/null 2>&1 ||
