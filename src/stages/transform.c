@@ -128,17 +128,15 @@ int gm_h_invert(const double h[9], double hi[9])
     return 0;
 }
 
-/* The part of polygon (x, y)[n] on the side k of the rectangle [0, w] x
- * [0, h] (k: 0 x >= 0, 1 x <= w, 2 y >= 0, 3 y <= h), into (ox, oy);
- * returns its vertex count (Sutherland and Hodgman). */
-static int clip_side(const double *x, const double *y, int n, int k, double w, double h,
+/* The part of polygon (x, y)[n] where a x + b y + c >= 0, into (ox, oy);
+ * returns its vertex count (Sutherland and Hodgman, one half-plane). */
+static int clip_half(const double *x, const double *y, int n, double a, double b, double c,
                      double *ox, double *oy)
 {
     int m = 0;
     for (int i = 0; i < n; i++) {
         int j = (i + 1) % n;
-        double vi = k == 0 ? x[i] : k == 1 ? w - x[i] : k == 2 ? y[i] : h - y[i];
-        double vj = k == 0 ? x[j] : k == 1 ? w - x[j] : k == 2 ? y[j] : h - y[j];
+        double vi = a * x[i] + b * y[i] + c, vj = a * x[j] + b * y[j] + c;
         if (vi >= 0)
             ox[m] = x[i], oy[m++] = y[i];
         if ((vi >= 0) != (vj >= 0)) {
@@ -159,36 +157,76 @@ static double poly_area(const double *x, const double *y, int n)
     return fabs(a) / 2;
 }
 
+/* The polygon (x, y)[n] clipped to the rectangle [0, w] x [0, h]: the
+ * clipped vertex count, the result in (x, y) (scratch: tx, ty). */
+static int clip_rect(double *x, double *y, int n, double w, double h, double *tx, double *ty)
+{
+    n = clip_half(x, y, n, 1, 0, 0, tx, ty);
+    n = clip_half(tx, ty, n, -1, 0, w, x, y);
+    n = clip_half(x, y, n, 0, 1, 0, tx, ty);
+    return clip_half(tx, ty, n, 0, -1, h, x, y);
+}
+
+int gm_h_horizon_crosses(const double h[9], int w, int hgt)
+{
+    const double xs[4] = {0, w, w, 0}, ys[4] = {0, 0, hgt, hgt};
+    int pos = 0, neg = 0;
+    for (int i = 0; i < 4; i++) {
+        double ww = h[6] * xs[i] + h[7] * ys[i] + h[8];
+        pos += ww > 0, neg += ww < 0;
+    }
+    return !(pos == 4 || neg == 4);
+}
+
 void gm_overlap(const double h[9], int qw, int qh, int rw, int rh, double share[2])
 {
     share[0] = share[1] = 0;
     double hi[9];
     if (qw <= 0 || qh <= 0 || rw <= 0 || rh <= 0 || gm_h_invert(h, hi) != 0)
         return;
-    /* at most 4 + 4 vertices after four clips of a quadrilateral */
-    double x[2][16], y[2][16];
-    const double cx[4] = {0, qw, qw, 0}, cy[4] = {0, 0, qh, qh};
-    for (int i = 0; i < 4; i++) {
-        double w = h[6] * cx[i] + h[7] * cy[i] + h[8];
-        if (!(w > 0) || !isfinite(w))
+    for (int i = 0; i < 9; i++)
+        if (!isfinite(h[i]) || !isfinite(hi[i]))
             return;
-        x[0][i] = (h[0] * cx[i] + h[1] * cy[i] + h[2]) / w;
-        y[0][i] = (h[3] * cx[i] + h[4] * cy[i] + h[5]) / w;
+    /* A homography's line at infinity (w = h6 x + h7 y + h8 = 0) may cross
+     * the query: a strongly tilted plane whose horizon is in view, or a
+     * poster that fills a small part of a wide frame.  The query's points
+     * on either side of it map to finite reference points, and only one
+     * side is the plane seen in front: each side is clipped apart (a
+     * margin off the line, where points would map past any reference),
+     * and the side that shares more with the reference is the shared part
+     * (the other maps the plane seen from behind, a mirror image that the
+     * matcher's edges did not verify). */
+    const double wscale = fabs(h[6]) * qw + fabs(h[7]) * qh + fabs(h[8]);
+    double best_ar = 0, best_aq = 0;
+    for (int side = 1; side >= -1; side -= 2) {
+        /* at most 5 vertices after the half-plane, 9 after the rectangle */
+        double x[16] = {0, qw, qw, 0}, y[16] = {0, 0, qh, qh}, tx[16], ty[16];
+        int n = clip_half(x, y, 4, side * h[6], side * h[7], side * h[8] - 1e-9 * wscale, tx, ty);
+        if (n < 3)
+            continue;
+        for (int i = 0; i < n; i++) {
+            double w = h[6] * tx[i] + h[7] * ty[i] + h[8];
+            x[i] = (h[0] * tx[i] + h[1] * ty[i] + h[2]) / w;
+            y[i] = (h[3] * tx[i] + h[4] * ty[i] + h[5]) / w;
+            if (!isfinite(x[i]) || !isfinite(y[i]))
+                return;
+        }
+        if ((n = clip_rect(x, y, n, rw, rh, tx, ty)) < 3)
+            continue;
+        double ar = poly_area(x, y, n);
+        if (!(ar > best_ar))
+            continue;
+        /* the shared part carried back onto the query */
+        for (int i = 0; i < n; i++) {
+            double w = hi[6] * x[i] + hi[7] * y[i] + hi[8];
+            if (!(fabs(w) > 0))
+                return;
+            tx[i] = (hi[0] * x[i] + hi[1] * y[i] + hi[2]) / w;
+            ty[i] = (hi[3] * x[i] + hi[4] * y[i] + hi[5]) / w;
+        }
+        best_ar = ar;
+        best_aq = poly_area(tx, ty, n);
     }
-    int n = 4, cur = 0;
-    for (int k = 0; k < 4 && n > 0; k++, cur ^= 1)
-        n = clip_side(x[cur], y[cur], n, k, rw, rh, x[cur ^ 1], y[cur ^ 1]);
-    if (n < 3)
-        return;
-    double ar = poly_area(x[cur], y[cur], n);
-    double bx[16], by[16];
-    for (int i = 0; i < n; i++) {
-        double w = hi[6] * x[cur][i] + hi[7] * y[cur][i] + hi[8];
-        if (!(fabs(w) > 0) || !isfinite(w))
-            return;
-        bx[i] = (hi[0] * x[cur][i] + hi[1] * y[cur][i] + hi[2]) / w;
-        by[i] = (hi[3] * x[cur][i] + hi[4] * y[cur][i] + hi[5]) / w;
-    }
-    share[0] = fmin(1.0, poly_area(bx, by, n) / ((double)qw * qh));
-    share[1] = fmin(1.0, ar / ((double)rw * rh));
+    share[0] = fmin(1.0, best_aq / ((double)qw * qh));
+    share[1] = fmin(1.0, best_ar / ((double)rw * rh));
 }

@@ -42,8 +42,14 @@ int gm_h_invert(const double h[9], double hi[9]);
  * of the reference's area that the query covers.  The query's outline is
  * carried onto the reference and clipped to it (a homography keeps lines
  * straight, so the clipped polygon carried back is the shared part of the
- * query).  Both 0 when the line at infinity of h crosses the query. */
+ * query).  Where the line at infinity of h crosses the query, the side
+ * of it that shares more with the reference (the plane seen in front). */
 void gm_overlap(const double h[9], int qw, int qh, int rw, int rh, double share[2]);
+/* 1 when the line at infinity of h (query pixels -> reference pixels)
+ * crosses or touches the w x hgt query: part of the query is carried to
+ * infinity and beyond, and the query's corners carried by h say nothing
+ * of where the query lies on the reference. */
+int gm_h_horizon_crosses(const double h[9], int w, int hgt);
 /* Weighted point-to-line fit of the model (with a light point-to-point term),
  * h0 the current estimate (the homography is one Gauss-Newton step from it,
  * the other models are solved exactly).  0 on success, -1 when degenerate. */

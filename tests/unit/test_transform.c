@@ -508,7 +508,7 @@ END_TEST
 
 /* gm_overlap on cases whose areas are known: a query inside the reference,
  * the reference inside a larger query, half a query off the reference's
- * side, a rotated square over a corner, no overlap, and a view whose line
+ * side, a rotated square over a corner, no overlap, and views whose line
  * at infinity crosses the query. */
 START_TEST(test_overlap)
 {
@@ -536,9 +536,53 @@ START_TEST(test_overlap)
     const double off[9] = {1, 0, 500, 0, 1, 0, 0, 0, 1};
     gm_overlap(off, 100, 100, 200, 100, s);
     ck_assert(s[0] == 0 && s[1] == 0);
-    const double horizon[9] = {1, 0, 0, 0, 1, 0, -0.02, 0, 1}; /* w = 0 at x = 50 */
+    /* w = 1 - 0.02 x: 0 at x = 50.  The side x < 50 maps onto the
+     * reference where x <= 40 and y <= 200 - 4 x: the query's polygon (0,
+     * 0) (40, 0) (40, 40) (25, 100) (0, 100), area 3550, carried to (0, 0)
+     * (200, 0) (200, 200) (50, 200) (0, 100), area 37500; the side x > 50
+     * maps to x < 0, off the reference */
+    const double horizon[9] = {1, 0, 0, 0, 1, 0, -0.02, 0, 1};
     gm_overlap(horizon, 100, 100, 200, 200, s);
-    ck_assert(s[0] == 0 && s[1] == 0);
+    ck_assert_msg(fabs(s[0] - 0.355) < 1e-9 && fabs(s[1] - 0.9375) < 1e-9, "horizon: %g %g", s[0],
+                  s[1]);
+    /* the same map with the sign of every entry turned: the same homography */
+    double neg[9];
+    for (int i = 0; i < 9; i++)
+        neg[i] = -horizon[i];
+    gm_overlap(neg, 100, 100, 200, 200, s);
+    ck_assert_msg(fabs(s[0] - 0.355) < 1e-9 && fabs(s[1] - 0.9375) < 1e-9, "-horizon: %g %g", s[0],
+                  s[1]);
+    /* a tilted poster (the reference, 100 x 50) inside a wide frame (the
+     * query, 400 x 100): g carries the poster into the frame (corners
+     * (250, 25) (285.7, 17.9) (285.7, 53.6) (250, 75)), and the line at
+     * infinity of h = g^-1 is the frame's x = 375 */
+    const double g[9] = {1.5, 0, 250, 0, 1.0, 25, 0.004, 0, 1};
+    double hg[9];
+    ck_assert_int_eq(gm_h_invert(g, hg), 0);
+    gm_overlap(hg, 400, 100, 100, 50, s);
+    /* the whole poster is in the frame, and the frame's share is the
+     * poster's quadrilateral */
+    ck_assert_msg(fabs(s[1] - 1) < 1e-9, "poster: %g", s[1]);
+    double qa = 0, px[4] = {0, 100, 100, 0}, py[4] = {0, 0, 50, 50}, gx[4], gy[4];
+    for (int i = 0; i < 4; i++) {
+        double w = g[6] * px[i] + g[7] * py[i] + g[8];
+        gx[i] = (g[0] * px[i] + g[1] * py[i] + g[2]) / w;
+        gy[i] = (g[3] * px[i] + g[4] * py[i] + g[5]) / w;
+    }
+    for (int i = 0; i < 4; i++)
+        qa += gx[i] * gy[(i + 1) % 4] - gx[(i + 1) % 4] * gy[i];
+    ck_assert_msg(fabs(s[0] - fabs(qa) / 2 / 40000) < 1e-9, "poster: %g", s[0]);
+    /* the line at infinity in the query: across it (horizon, hg), not in it
+     * (inside, whatever the sign of the matrix) */
+    ck_assert_int_eq(gm_h_horizon_crosses(horizon, 100, 100), 1);
+    ck_assert_int_eq(gm_h_horizon_crosses(neg, 100, 100), 1);
+    ck_assert_int_eq(gm_h_horizon_crosses(hg, 400, 100), 1);
+    ck_assert_int_eq(gm_h_horizon_crosses(hg, 300, 100), 0); /* the frame ends before x = 375 */
+    double ineg[9];
+    for (int i = 0; i < 9; i++)
+        ineg[i] = -inside[i];
+    ck_assert_int_eq(gm_h_horizon_crosses(inside, 50, 40), 0);
+    ck_assert_int_eq(gm_h_horizon_crosses(ineg, 50, 40), 0);
 }
 END_TEST
 
