@@ -23,12 +23,22 @@
 /* The least share of the smaller image that the two must share: below it
  * a match rests on a sliver (docs/scene.md). */
 #define GM_MIN_OVERLAP 0.1
+/* The most that the two images' scales may differ, either way: the search
+ * covers 1/8 to 8 (docs/scene.md), and a refinement that collapses one
+ * image onto a few pixels of the other (a similarity at scale 704 that
+ * put a whole poster on one edge pixel of a frame without it: the
+ * calibration's video, frame 86) is no view of it. */
+#define GM_MAX_SCALE 16.0
 /* The reverse search runs for a query of at least this share of the
  * reference's area, GM_REVERSE_MIN_SIDE pixels a side: a query much
  * smaller than the reference cannot hold it at a size that keeps its
  * edges, and the forward search covers a small query's overlaps. */
 #define GM_REVERSE_MIN_AREA 0.25
 #define GM_REVERSE_MIN_SIDE 96
+/* Draws of the reverse search on one prepared query (match_reverse). */
+#ifndef GM_REVERSE_TRIES
+#define GM_REVERSE_TRIES 3
+#endif
 
 /* The shared region of a found answer, and the minimum it must reach.
  *
@@ -44,7 +54,7 @@
  * truth over the shared part; score.py judges 21 of them 49 px to 4e5 px
  * off.  gm_overlap itself measures the shared part of such a view
  * (the side of the line that shares more). */
-static void finish(gm_result *out, int qw, int qh, int rw, int rh)
+void gm_answer_shared(gm_result *out, int qw, int qh, int rw, int rh)
 {
     if (out->status != GM_MATCH_FOUND)
         return;
@@ -56,6 +66,12 @@ static void finish(gm_result *out, int qw, int qh, int rw, int rh)
     /* the smaller image's share is the larger of the two shares (the same
      * shared area over the smaller area) */
     if (!(fmax(out->overlap[0], out->overlap[1]) >= GM_MIN_OVERLAP))
+        out->status = GM_MATCH_NONE;
+    /* the shared part's area in reference pixels over its area in query
+     * pixels: past GM_MAX_SCALE either way (squared), one image's share is
+     * a speck of the other */
+    double aq = out->overlap[0] * qw * qh, ar = out->overlap[1] * rw * rh;
+    if (!(ar <= GM_MAX_SCALE * GM_MAX_SCALE * aq && aq <= GM_MAX_SCALE * GM_MAX_SCALE * ar))
         out->status = GM_MATCH_NONE;
 }
 
@@ -91,7 +107,14 @@ static void time_add(gm_timing *a, const gm_timing *b)
 }
 
 /* The reference r found in the query: the query prepared on r's device,
- * r's image matched against it. */
+ * r's image matched against it.  A search that finds nothing at the
+ * default threshold is drawn again, up to GM_REVERSE_TRIES times in all,
+ * on the same prepared query: which of r's bases and triangles vote is a
+ * draw (the seed), and a poster in clutter that is tilted and small
+ * leaves the right one few votes among many, so one draw finds it and the
+ * next does not (docs/scene.md, "Draws").  Each try's seed follows from
+ * the caller's, so the answer stays a function of the seed; the most
+ * confident try is the answer. */
 static gm_status match_reverse(const gm_ref *r, gm_model model, gm_view query, gm_result *rev)
 {
     memset(rev, 0, sizeof *rev);
@@ -100,7 +123,23 @@ static gm_status match_reverse(const gm_ref *r, gm_model model, gm_view query, g
     gm_status st = gm_ref_prepare_on(r, query, &qr);
     double prep = gm_now_ms() - t0;
     if (st == GM_OK) {
+        const uint64_t seed = qr->p.seed;
         st = gm_match_forward(qr, model, gm_image_view(&r->keep), rev);
+        for (int t = 1; t < GM_REVERSE_TRIES && st == GM_OK &&
+                        !(rev->status == GM_MATCH_FOUND &&
+                          rev->confidence >= GM_DEFAULT_MIN_CONFIDENCE);
+             t++) {
+            gm_result again;
+            qr->p.seed = gm_mix64(seed ^ GM_SALT_RETRY ^ (uint64_t)t);
+            st = gm_match_forward(qr, model, gm_image_view(&r->keep), &again);
+            time_add(&again.time, &rev->time);
+            if ((again.status == GM_MATCH_FOUND) > (rev->status == GM_MATCH_FOUND) ||
+                ((again.status == GM_MATCH_FOUND) == (rev->status == GM_MATCH_FOUND) &&
+                 again.confidence > rev->confidence))
+                *rev = again;
+            else
+                rev->time = again.time;
+        }
     } else if (st != GM_ERR_DEVICE && st != GM_ERR_NOMEM) {
         st = GM_OK; /* a query too small to index: nothing found this way */
     }
@@ -120,7 +159,7 @@ gm_status gm_match_dirs(const gm_ref *r, gm_model model, gm_view query, gm_resul
         if ((st = gm_match_forward(r, model, query, out)) != GM_OK)
             return st;
         out->direction = GM_DIRECTION_FORWARD;
-        finish(out, query.width, query.height, rw, rh);
+        gm_answer_shared(out, query.width, query.height, rw, rh);
         /* a forward answer below the default threshold does not stop the
          * reverse search: a caller who lowers the threshold gets the search
          * the default runs, and the more confident of the two answers
@@ -146,7 +185,7 @@ gm_status gm_match_dirs(const gm_ref *r, gm_model model, gm_view query, gm_resul
         memset(out, 0, sizeof *out);
         from_reverse(&rev, out);
         out->direction = GM_DIRECTION_REVERSE;
-        finish(out, query.width, query.height, rw, rh);
+        gm_answer_shared(out, query.width, query.height, rw, rh);
         /* the forward search's answer stands where the reverse one is
          * "none" or less confident */
         if (d != GM_DIRECTION_REVERSE &&

@@ -107,6 +107,13 @@ gm_status gm_match_forward(const gm_ref *r, gm_model model, gm_view query, gm_re
  * reverse: the reference looked for inside the query (direction.c). */
 gm_status gm_match_dirs(const gm_ref *r, gm_model model, gm_view query, gm_result *out);
 
+/* A found answer out (h: query pixels -> reference pixels, a qw x qh
+ * query, an rw x rh reference) judged on the part the two images share
+ * (direction.c): its overlap set, and "none" where the line at infinity
+ * crosses the query, the two share less than GM_MIN_OVERLAP of the
+ * smaller image, or the shared part's scales differ past GM_MAX_SCALE. */
+void gm_answer_shared(gm_result *out, int qw, int qh, int rw, int rh);
+
 /* The copy of r (itself or one on another GPU) with the fewest queries in
  * flight, counted in until gm_ref_unpick(r, *slot). */
 const gm_ref *gm_ref_pick(const gm_ref *r, int *slot);
@@ -129,6 +136,7 @@ const gm_ref *gm_ref_failover(const gm_ref *r, const char *dev_err);
 #define GM_SALT_REF_TABLE 0x7AB1Eull   /* a level's multi-value table */
 #define GM_SALT_TRIS 0x7219ull         /* a level's triangles */
 #define GM_SALT_TRI_TABLE 0xAFF1ull    /* their table */
+#define GM_SALT_RETRY 0x2E7Dull        /* a search drawn again (direction.c) */
 
 /* Verification radius in working pixels: JPEG, noise and one cell of
  * quantization move edges by about a pixel. */
