@@ -188,6 +188,7 @@ typedef struct {
     double refined[GM_SEARCH_MAX][6];
     double rconf[GM_SEARCH_MAX];
     int n_refined;
+    uint64_t seed; /* the query's draws (bases, triangles): gm_match_forward's */
     double m0[6]; /* the best in level-0 working coordinates */
     int has_h;    /* the best came from triangles: h is its final model, score strict */
     double h[9];
@@ -299,7 +300,7 @@ static gm_status run_pairing(const gm_ref *r, void *lane, const ref_level *rl, c
     float qdiag = sqrtf((float)qs->w * qs->w + (float)qs->h * qs->h);
     float lmin = (float)(rl->lmin / ratio) * 1.25f;
     float lmax = fminf((float)(rl->lmax / ratio) * 0.8f, 0.8f * qdiag);
-    if ((st = gm_bases_select_cpu(&qs->corners, lmin, lmax, 1.0, p->seed, &all_b)) != GM_OK)
+    if ((st = gm_bases_select_cpu(&qs->corners, lmin, lmax, 1.0, ss->seed, &all_b)) != GM_OK)
         goto done;
     /* m of them at random (a hash of the seed and the pair: thread-independent) */
     sel = malloc((all_b.n ? all_b.n : 1) * sizeof *sel);
@@ -312,10 +313,10 @@ static gm_status run_pairing(const gm_ref *r, void *lane, const ref_level *rl, c
         double prob = all_b.n > (uint32_t)p->query_bases ? (double)p->query_bases / all_b.n : 1.0;
         uint64_t thr = gm_prob_threshold(prob);
         for (uint32_t i = 0; i < all_b.n; i++)
-            if (gm_mix64(p->seed ^ GM_SALT_QUERY_PICK ^ ((uint64_t)all_b.key[i] << 20)) <= thr)
+            if (gm_mix64(ss->seed ^ GM_SALT_QUERY_PICK ^ ((uint64_t)all_b.key[i] << 20)) <= thr)
                 sel[nsel++] = all_b.key[i];
     }
-    if ((st = r->be->index(lane, sel, nsel, p->seed ^ GM_SALT_QUERY_INDEX, &qidx)) != GM_OK)
+    if ((st = r->be->index(lane, sel, nsel, ss->seed ^ GM_SALT_QUERY_INDEX, &qidx)) != GM_OK)
         goto done;
     uint32_t n_q = qidx.u, n_ref = rl->bases.u;
     t1 = gm_now_ms();
@@ -484,14 +485,14 @@ static gm_status run_affine_pairing(const gm_ref *r, gm_model model, void *lane,
     if (want < qc.n)
         qc.n = want < GM_TRI_MIN_CORNERS ? GM_TRI_MIN_CORNERS : (uint32_t)want;
     if ((st = gm_tris_select_cpu(&qc, lmin, lmax, GM_TRI_MIN_SIN * 0.8f, 1.0,
-                                 p->seed, &all)) != GM_OK)
+                                 ss->seed, &all)) != GM_OK)
         goto done;
     /* m of them at random (a hash of the seed and the triangle), in place */
     uint32_t nsel = 0, m = (uint32_t)p->query_bases;
     uint64_t thr = gm_prob_threshold(all.n > m ? (double)m / all.n : 1.0);
     for (uint32_t i = 0; i < all.n; i++) {
         const gm_tri t = all.t[i];
-        if (gm_mix64(p->seed ^ GM_SALT_QUERY_TRIS ^ ((uint64_t)t.a << 40 | (uint64_t)t.b << 20 | t.c)) <= thr)
+        if (gm_mix64(ss->seed ^ GM_SALT_QUERY_TRIS ^ ((uint64_t)t.a << 40 | (uint64_t)t.b << 20 | t.c)) <= thr)
             all.t[nsel++] = t;
     }
     const gm_tri *sel = all.t;
@@ -645,7 +646,8 @@ gm_status gm_polish_answer(const gm_ref *r, void *lane, const side *q0, const gm
     return GM_OK;
 }
 
-gm_status gm_match_forward(const gm_ref *r, gm_model model, gm_view query, gm_result *out)
+gm_status gm_match_forward(const gm_ref *r, gm_model model, gm_view query, uint64_t seed,
+                           gm_result *out)
 {
     memset(out, 0, sizeof *out);
     double t0 = gm_now_ms();
@@ -671,6 +673,7 @@ gm_status gm_match_forward(const gm_ref *r, gm_model model, gm_view query, gm_re
         st = GM_ERR_NOMEM;
         goto done;
     }
+    ss->seed = seed;
     gm_points vq0 = stride_sample(&q[0].all, GM_VERIFY_POINTS, vbuf);
     if ((st = r->be->points(lane, &vq0)) != GM_OK)
         goto done;

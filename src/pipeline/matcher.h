@@ -101,8 +101,11 @@ struct gm_ref {
 gm_status gm_ref_prepare_on(const gm_ref *host, gm_view img, gm_ref **out);
 
 /* The search of a query inside reference r (matcher.c): the pipeline of
- * docs/design.md.  gm_match_model runs it through gm_match_dirs. */
-gm_status gm_match_forward(const gm_ref *r, gm_model model, gm_view query, gm_result *out);
+ * docs/design.md, the query's bases and triangles drawn with seed (r's
+ * own tables were drawn with r->p.seed).  gm_match_model runs it through
+ * gm_match_dirs. */
+gm_status gm_match_forward(const gm_ref *r, gm_model model, gm_view query, uint64_t seed,
+                           gm_result *out);
 /* Forward, and where it finds nothing and r's direction allows, the
  * reverse: the reference looked for inside the query (direction.c). */
 gm_status gm_match_dirs(const gm_ref *r, gm_model model, gm_view query, gm_result *out);
