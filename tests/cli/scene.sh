@@ -137,7 +137,12 @@ for r in map(json.loads, open(sys.argv[1])):
         continue
     n += 1
     l = low.get(key(r))
-    if l is None or l["status"] != "match" or l["matrix"] != r["matrix"] or l["direction"] != r["direction"]:
+    # the same answer: the same direction, the query's corners within
+    # 0.5 px (a lower threshold refines more candidates, so another of the
+    # search's draws may reach the same transform first: data/scene's
+    # q_inside, 0.02 px apart)
+    if l is None or l["status"] != "match" or l["direction"] != r["direction"] or max(
+            abs(a - b) for p, q in zip(l["corners"], r["corners"]) for a, b in zip(p, q)) > 0.5:
         print("FAIL: %s frame %d: matched by default (%s), at --min-confidence 0 %s" %
               (r["query"], r["frame"], r["direction"], l and (l["status"], l.get("direction"), l["confidence"])))
         bad += 1
