@@ -35,14 +35,14 @@
  * edges, and the forward search covers a small query's overlaps. */
 #define GM_REVERSE_MIN_AREA 0.25
 #define GM_REVERSE_MIN_SIDE 96
-/* Draws of the search (search_draws): the forward search's, and the
- * reverse search's on one prepared query (match_reverse). */
 /* An answer that only a later draw finds must reach this confidence: more
  * draws, more chances of a coincidence.  Measured: the later draws' wrong
  * answers at 0.426 (a damaged video frame, tests/cli/damage.sh) and 0.428
  * (the scene calibration's Altai object_cut00), their right ones 0.30 to
  * 0.83 (docs/scene.md, "Draws"). */
 #define GM_DRAW_MIN_CONFIDENCE 0.5
+/* Draws of the search (search_draws): the forward search's, and the
+ * reverse search's on one prepared query (match_reverse). */
 #ifndef GM_FORWARD_TRIES
 #define GM_FORWARD_TRIES 3
 #endif
@@ -75,13 +75,12 @@ void gm_answer_shared(gm_result *out, int qw, int qh, int rw, int rh)
     gm_overlap(out->h, qw, qh, rw, rh, out->overlap);
     /* the smaller image's share is the larger of the two shares (the same
      * shared area over the smaller area) */
-    if (!(fmax(out->overlap[0], out->overlap[1]) >= GM_MIN_OVERLAP))
-        out->status = GM_MATCH_NONE;
     /* the shared part's area in reference pixels over its area in query
      * pixels: past GM_MAX_SCALE either way (squared), one image's share is
      * a speck of the other */
     double aq = out->overlap[0] * qw * qh, ar = out->overlap[1] * rw * rh;
-    if (!(ar <= GM_MAX_SCALE * GM_MAX_SCALE * aq && aq <= GM_MAX_SCALE * GM_MAX_SCALE * ar))
+    const double k = GM_MAX_SCALE * GM_MAX_SCALE;
+    if (!(fmax(out->overlap[0], out->overlap[1]) >= GM_MIN_OVERLAP) || !(ar <= k * aq && aq <= k * ar))
         out->status = GM_MATCH_NONE;
 }
 
@@ -124,13 +123,17 @@ static void time_add(gm_timing *a, const gm_timing *b)
  * and not by the next (docs/scene.md, "Draws").  Each draw's seed follows
  * from r's, so the answer stays a function of the seed; a later draw's
  * answer replaces the first's when it is more confident and reaches
- * GM_DRAW_MIN_CONFIDENCE; the time is the sum of all. */
+ * GM_DRAW_MIN_CONFIDENCE; the time is the sum of all; *drawn (when not
+ * NULL) the draw that answered, 0 the first.  Each draw builds the query's
+ * levels again, which no seed changes (edges about a tenth of a draw on
+ * the photo tier): to share them across draws is left to the split of
+ * gm_match_forward (issue 31). */
 static gm_status search_draws(const gm_ref *r, gm_model model, gm_view query, int tries,
                               gm_result *out, int *drawn)
 {
     const uint64_t seed = r->p.seed;
     gm_status st = gm_match_forward(r, model, query, seed, out);
-    *drawn = 0;
+    int d = 0;
     for (int t = 1; t < tries && st == GM_OK &&
                     !(out->status == GM_MATCH_FOUND && out->confidence >= GM_DEFAULT_MIN_CONFIDENCE);
          t++) {
@@ -140,11 +143,13 @@ static gm_status search_draws(const gm_ref *r, gm_model model, gm_view query, in
         if (again.status == GM_MATCH_FOUND && again.confidence >= GM_DRAW_MIN_CONFIDENCE &&
             again.confidence > out->confidence) {
             *out = again;
-            *drawn = t;
+            d = t;
         } else {
             out->time = again.time;
         }
     }
+    if (drawn)
+        *drawn = d;
     return st;
 }
 
@@ -159,8 +164,7 @@ static gm_status match_reverse(const gm_ref *r, gm_model model, gm_view query, g
     gm_status st = gm_ref_prepare_on(r, query, &qr);
     double prep = gm_now_ms() - t0;
     if (st == GM_OK) {
-        int drawn;
-        st = search_draws(qr, model, gm_image_view(&r->keep), GM_REVERSE_TRIES, rev, &drawn);
+        st = search_draws(qr, model, gm_image_view(&r->keep), GM_REVERSE_TRIES, rev, NULL);
     } else if (st != GM_ERR_DEVICE && st != GM_ERR_NOMEM) {
         st = GM_OK; /* a query too small to index: nothing found this way */
     }
@@ -186,8 +190,8 @@ gm_status gm_match_dirs(const gm_ref *r, gm_model model, gm_view query, gm_resul
          * reverse search: a caller who lowers the threshold gets the search
          * the default runs, and the more confident of the two answers
          * (without it --min-confidence 0 reported the forward search's
-         * guess on every poster in a scene: calibrate_scene.sh) */
-        /* nor does an answer that only a later draw found: more draws,
+         * guess on every poster in a scene: calibrate_scene.sh); nor does
+         * an answer that only a later draw found: more draws,
          * more chances of a coincidence, so the other direction is searched
          * too and the more confident answer stands (the calibration's
          * Altai object_cut00: a forward affine 53 px off at 0.43 from the
