@@ -124,21 +124,23 @@ static void time_add(gm_timing *a, const gm_timing *b)
  * from r's, so the answer stays a function of the seed; a later draw's
  * answer replaces the first's when it is more confident and reaches
  * GM_DRAW_MIN_CONFIDENCE; the time is the sum of all; *drawn (when not
- * NULL) the draw that answered, 0 the first.  Each draw builds the query's
- * levels again, which no seed changes (edges about a tenth of a draw on
- * the photo tier): to share them across draws is left to the split of
- * gm_match_forward (issue 31). */
+ * NULL) the draw that answered, 0 the first.  The draws share the query's
+ * levels (gm_query_levels: edges, points and corners, which no seed
+ * changes), built by the first draw that needs each. */
 static gm_status search_draws(const gm_ref *r, gm_model model, gm_view query, int tries,
                               gm_result *out, int *drawn)
 {
     const uint64_t seed = r->p.seed;
-    gm_status st = gm_match_forward(r, model, query, seed, out);
+    gm_query_levels levels;
+    memset(&levels, 0, sizeof levels);
+    gm_status st = gm_match_forward(r, model, query, seed, &levels, out);
     int d = 0;
     for (int t = 1; t < tries && st == GM_OK &&
                     !(out->status == GM_MATCH_FOUND && out->confidence >= GM_DEFAULT_MIN_CONFIDENCE);
          t++) {
         gm_result again;
-        st = gm_match_forward(r, model, query, gm_mix64(seed ^ GM_SALT_RETRY ^ (uint64_t)t), &again);
+        st = gm_match_forward(r, model, query, gm_mix64(seed ^ GM_SALT_RETRY ^ (uint64_t)t),
+                              &levels, &again);
         time_add(&again.time, &out->time);
         if (again.status == GM_MATCH_FOUND && again.confidence >= GM_DRAW_MIN_CONFIDENCE &&
             again.confidence > out->confidence) {
@@ -148,6 +150,7 @@ static gm_status search_draws(const gm_ref *r, gm_model model, gm_view query, in
             out->time = again.time;
         }
     }
+    gm_query_levels_free(&levels);
     if (drawn)
         *drawn = d;
     return st;

@@ -646,27 +646,40 @@ gm_status gm_polish_answer(const gm_ref *r, void *lane, const side *q0, const gm
     return GM_OK;
 }
 
+void gm_query_levels_free(gm_query_levels *lv)
+{
+    for (int l = 0; l < GM_QUERY_LEVELS; l++)
+        gm_side_free(&lv->q[l]);
+    memset(lv, 0, sizeof *lv);
+}
+
 gm_status gm_match_forward(const gm_ref *r, gm_model model, gm_view query, uint64_t seed,
-                           gm_result *out)
+                           gm_query_levels *levels, gm_result *out)
 {
     memset(out, 0, sizeof *out);
     double t0 = gm_now_ms();
     const gm_params *p = &r->p;
-    side q[GM_QUERY_LEVELS];
-    memset(q, 0, sizeof q);
-    int tried[GM_QUERY_LEVELS] = {1}; /* level 0 is built right below */
-    char err[128];
+    gm_query_levels own;
+    memset(&own, 0, sizeof own);
+    gm_query_levels *lv = levels ? levels : &own;
+    side *q = lv->q;
+    int *tried = lv->tried;
     uint32_t corner_target = (uint32_t)p->basis_points / 2;
     gm_point *vbuf = NULL;
     search_state *ss = NULL;
     void *lane = r->be->acquire(r->dev); /* this query's on the backend */
     if (!lane)
         return GM_ERR_DEVICE;
-    gm_status st = gm_side_build(r->be, lane, p, query, 1, (uint32_t)p->query_points, corner_target, &q[0],
-                              err, sizeof err);
-    if (st != GM_OK)
+    gm_status st = GM_OK;
+    if (!tried[0]) { /* level 0, and its outcome, kept for the next draw */
+        char err[128];
+        tried[0] = 1;
+        lv->st0 = gm_side_build(r->be, lane, p, query, 1, (uint32_t)p->query_points,
+                                corner_target, &q[0], err, sizeof err);
+        out->time.edges = gm_now_ms() - t0;
+    }
+    if ((st = lv->st0) != GM_OK)
         goto done;
-    out->time.edges = gm_now_ms() - t0;
     vbuf = malloc(GM_VERIFY_POINTS * sizeof *vbuf);
     ss = calloc(1, sizeof *ss);
     if (!vbuf || !ss) {
@@ -946,8 +959,7 @@ done:
     r->be->release(r->dev, lane);
     free(vbuf);
     free(ss);
-    for (int l = 0; l < GM_QUERY_LEVELS; l++)
-        gm_side_free(&q[l]);
+    gm_query_levels_free(&own);
     out->time.total = gm_now_ms() - t0;
     return st;
 }

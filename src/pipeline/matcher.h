@@ -100,12 +100,6 @@ struct gm_ref {
  * still holds the message; gm_ref_free it either way. */
 gm_status gm_ref_prepare_on(const gm_ref *host, gm_view img, gm_ref **out);
 
-/* The search of a query inside reference r (matcher.c): the pipeline of
- * docs/design.md, the query's bases and triangles drawn with seed (r's
- * own tables were drawn with r->p.seed).  gm_match_model runs it through
- * gm_match_dirs. */
-gm_status gm_match_forward(const gm_ref *r, gm_model model, gm_view query, uint64_t seed,
-                           gm_result *out);
 /* Forward, and where it finds nothing and r's direction allows, the
  * reverse: the reference looked for inside the query (direction.c). */
 gm_status gm_match_dirs(const gm_ref *r, gm_model model, gm_view query, gm_result *out);
@@ -165,6 +159,26 @@ gm_status gm_side_build(const gm_backend_ops *be, void *lane, const gm_params *p
 gm_status gm_side_build_f(const gm_backend_ops *be, void *lane, gm_view img, int f, int64_t max_edges, uint32_t cloud_target,
                           uint32_t corner_target, side *s, char *err, size_t errlen);
 void gm_side_free(side *s);
+
+/* A query's levels (0: the working size, 1: half, 2: a quarter), built by
+ * gm_match_forward on first use.  No seed changes them, so the draws of
+ * one search (direction.c) share them: zero it before the first, free it
+ * with gm_query_levels_free after the last (it also zeroes it). */
+typedef struct {
+    side q[GM_QUERY_LEVELS];
+    int tried[GM_QUERY_LEVELS];
+    gm_status st0; /* level 0's build, once tried: the others' outcome is tried[] and q[] */
+} gm_query_levels;
+void gm_query_levels_free(gm_query_levels *lv);
+
+/* The search of a query inside reference r (matcher.c): the pipeline of
+ * docs/design.md, the query's bases and triangles drawn with seed (r's
+ * own tables were drawn with r->p.seed).  levels: the query's levels as
+ * earlier draws of this query on r's parameters left them (built here
+ * where missing, kept for the next), or NULL (built and freed here).
+ * gm_match_model runs it through gm_match_dirs. */
+gm_status gm_match_forward(const gm_ref *r, gm_model model, gm_view query, uint64_t seed,
+                           gm_query_levels *levels, gm_result *out);
 
 /* An answer found on fine level bl of r, polished coarse to fine (matcher.c:
  * refined on level 0's map, then on each fine level down to bl): hw, its
