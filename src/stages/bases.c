@@ -304,6 +304,59 @@ gm_status gm_bases_select_local_cpu(const gm_points *pts, float lmin, float lmax
  * midpoint (the square's half-diagonal, and a margin). */
 #define GM_ITEM_REACH (1.4143f * GM_UV_HALF / GM_BASIS_B + 0.01f)
 
+/* A thread's scratch of gm_grid_items: its gather and key buffers, and
+ * the keys it made for the bases of the current block, in the order it made
+ * them (reused block after block). */
+typedef struct {
+    uint64_t *seen;
+    uint32_t *near;
+    uint32_t *k;
+    size_t n, cap;
+} key_buf;
+
+/* Bases a block of gm_grid_items, per thread: the block's keys wait in
+ * the threads' buffers until laid out, so this bounds them (a fine level's
+ * basis has up to a few thousand keys: a few MB), and each thread gets
+ * 16 dynamic chunks of 4 bases a block. */
+#define GM_ITEM_BLOCK 64u
+
+/* Appends c keys to kb; 0, or -1 for want of memory. */
+static int key_push(key_buf *kb, const uint32_t *keyv, uint32_t c)
+{
+    if (kb->n + c > kb->cap) {
+        size_t cap = kb->cap ? kb->cap : 4096;
+        while (cap < kb->n + c)
+            cap *= 2;
+        uint32_t *k2 = realloc(kb->k, cap * sizeof *k2);
+        if (!k2)
+            return -1;
+        kb->k = k2, kb->cap = cap;
+    }
+    memcpy(kb->k + kb->n, keyv, c * sizeof *keyv);
+    kb->n += c;
+    return 0;
+}
+
+/* Grows the item arrays to hold need items (doubling). */
+static int items_room(uint32_t **keys, uint32_t **vals, size_t *cap, size_t need)
+{
+    if (need <= *cap)
+        return 0;
+    size_t c = *cap ? *cap : 65536;
+    while (c < need)
+        c *= 2;
+    uint32_t *k2 = realloc(*keys, c * sizeof *k2);
+    if (!k2)
+        return -1;
+    *keys = k2;
+    uint32_t *v2 = realloc(*vals, c * sizeof *v2);
+    if (!v2)
+        return -1;
+    *vals = v2;
+    *cap = c;
+    return 0;
+}
+
 gm_status gm_grid_items(const gm_points *cloud, float cell, uint32_t nb, uint32_t key_bound,
                         gm_item_keys fn, const void *ctx, uint32_t **keys, uint32_t **vals,
                         uint32_t *n_items)
@@ -314,50 +367,75 @@ gm_status gm_grid_items(const gm_points *cloud, float cell, uint32_t nb, uint32_
     gm_status st = gm_grid_build(cloud, cell, &g);
     if (st != GM_OK)
         return st;
-    uint32_t *cnt = calloc((size_t)nb + 1, sizeof *cnt);
-    int fail = cnt == NULL;
-    for (int pass = 0; pass < 2 && !fail; pass++) {
-#pragma omp parallel num_threads(gm_threads()) reduction(| : fail)
+    /* One pass, in blocks of GM_ITEM_BLOCK bases a thread: the threads make the
+     * block's keys into their buffers, basis d noting whose (who), where
+     * (at) and how many (cnt); the block is then appended in basis order.
+     * The two passes before (count, then make every key again to fill)
+     * did twice the work; the blocks keep the memory as it was, the items'
+     * two arrays and a block's keys (docs/speed.md). */
+    const int nt = gm_threads();
+    const uint32_t blk = GM_ITEM_BLOCK * (uint32_t)(nt > 4 ? nt : 4);
+    uint32_t *cnt = malloc(blk * sizeof *cnt);
+    size_t *at = malloc(blk * sizeof *at);
+    uint16_t *who = malloc(blk * sizeof *who);
+    key_buf *buf = calloc((size_t)nt, sizeof *buf);
+    size_t n = 0, cap = 0;
+    int fail = !cnt || !at || !who || !buf || nt > 65535;
+    for (uint32_t b0 = 0; b0 < nb && !fail; b0 += blk) {
+        const uint32_t m = nb - b0 < blk ? nb - b0 : blk;
+#pragma omp parallel num_threads(nt) reduction(| : fail)
         {
-            uint64_t *seen = calloc((key_bound + 63) / 64, sizeof *seen);
-            uint32_t *near = malloc((cloud->n ? cloud->n : 1) * 2 * sizeof *near);
-            fail = !seen || !near;
-#pragma omp for schedule(dynamic, 16)
-            for (int64_t d = 0; d < (int64_t)nb; d++) {
-                if (!seen || !near)
+            key_buf *kb = &buf[omp_get_thread_num()];
+            kb->n = 0;
+            if (!kb->seen)
+                kb->seen = calloc((key_bound + 63) / 64, sizeof *kb->seen);
+            if (!kb->near)
+                kb->near = malloc((cloud->n ? cloud->n : 1) * 2 * sizeof *kb->near);
+            int bad = !kb->seen || !kb->near;
+#pragma omp for schedule(dynamic, 4)
+            for (int64_t i = 0; i < (int64_t)m; i++) {
+                if (bad)
                     continue;
-                uint32_t *keyv = near + cloud->n;
-                uint32_t c = fn(ctx, (uint32_t)d, &g, near, seen, keyv);
-                if (!pass) {
-                    cnt[d + 1] = c;
-                } else {
-                    memcpy(*keys + cnt[d], keyv, c * sizeof *keyv);
-                    for (uint32_t k = 0; k < c; k++)
-                        (*vals)[cnt[d] + k] = (uint32_t)d;
-                }
+                uint32_t *keyv = kb->near + cloud->n;
+                uint32_t c = fn(ctx, b0 + (uint32_t)i, &g, kb->near, kb->seen, keyv);
+                cnt[i] = c, at[i] = kb->n, who[i] = (uint16_t)omp_get_thread_num();
+                bad = key_push(kb, keyv, c) != 0;
             }
-            free(seen);
-            free(near);
+            fail = bad;
         }
-        if (!pass && !fail) {
-            for (uint32_t d = 0; d < nb; d++)
-                cnt[d + 1] += cnt[d];
-            uint32_t n = cnt[nb];
-            *keys = malloc((n ? n : 1) * sizeof **keys);
-            *vals = malloc((n ? n : 1) * sizeof **vals);
-            fail = !*keys || !*vals;
+        size_t add = 0;
+        for (uint32_t i = 0; i < m && !fail; i++)
+            add += cnt[i];
+        if (fail || n + add > UINT32_MAX || items_room(keys, vals, &cap, n + add) != 0) {
+            fail = 1;
+            break;
+        }
+        for (uint32_t i = 0; i < m; i++) {
+            memcpy(*keys + n, buf[who[i]].k + at[i], cnt[i] * sizeof **keys);
+            for (uint32_t k = 0; k < cnt[i]; k++)
+                (*vals)[n + k] = b0 + i;
+            n += cnt[i];
         }
     }
     gm_grid_free(&g);
+    for (int t = 0; buf && t < nt; t++) {
+        free(buf[t].seen);
+        free(buf[t].near);
+        free(buf[t].k);
+    }
+    free(buf);
+    free(who);
+    free(at);
+    free(cnt);
+    if (!fail && !*keys) /* no items: arrays of one, as callers free them */
+        fail = items_room(keys, vals, &cap, 1) != 0;
     if (fail) {
-        free(cnt);
         free(*keys);
         free(*vals);
         *keys = *vals = NULL;
         return GM_ERR_NOMEM;
     }
-    *n_items = cnt[nb];
-    free(cnt);
+    *n_items = (uint32_t)n;
     return GM_OK;
 }
 

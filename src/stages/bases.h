@@ -49,8 +49,8 @@ typedef uint32_t (*gm_grid_row)(const void *ctx, uint32_t i, const uint32_t *nea
                                 void *out);
 gm_status gm_grid_rows(const gm_points *pts, float reach, int grid, size_t elem, gm_grid_row row,
                        const void *ctx, void **items, uint32_t *n_items);
-/* Items made basis by basis in two passes (count, then fill), bases in
- * parallel: fn(ctx, d, g, near, seen, keyv) writes basis d's distinct keys
+/* Items made basis by basis in one pass, bases in parallel, laid out in
+ * basis order: fn(ctx, d, g, near, seen, keyv) writes basis d's distinct keys
  * to keyv and returns how many (g: a grid of the cloud with cell `cell`;
  * near: scratch for a gather; seen: a zeroed bitmap of key_bound bits that
  * fn leaves zeroed, through gm_keys_add and gm_keys_clear).  The caller

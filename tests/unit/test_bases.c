@@ -510,32 +510,60 @@ START_TEST(test_items_brute_force)
 }
 END_TEST
 
-/* Same items, same order, with 1 and 2 threads. */
+#ifdef _OPENMP
+typedef gm_status (*items_fn)(const gm_points *, const uint32_t *, uint32_t, const gm_points *,
+                              uint32_t **, uint32_t **, uint32_t *);
+
+/* fn's items of nb bases with 1, 2 and 3 threads: the same items in the
+ * same order, bases in order (values never decrease); their count. */
+static uint32_t same_across_threads(items_fn fn, const gm_points *bp, const uint32_t *key,
+                                    uint32_t nb, const gm_points *cloud)
+{
+    items_t it[3];
+    int saved = omp_get_max_threads();
+    for (int k = 0; k < 3; k++) {
+        omp_set_num_threads(k + 1);
+        EXPECT_EQ(fn(bp, key, nb, cloud, &it[k].keys, &it[k].vals, &it[k].n), GM_OK);
+    }
+    omp_set_num_threads(saved);
+    for (uint32_t i = 1; i < it[0].n; i++)
+        EXPECT(it[0].vals[i] >= it[0].vals[i - 1]);
+    for (int k = 1; k < 3; k++) {
+        EXPECT_EQ(it[k].n, it[0].n);
+        EXPECT(memcmp(it[k].keys, it[0].keys, it[0].n * sizeof *it[0].keys) == 0);
+        EXPECT(memcmp(it[k].vals, it[0].vals, it[0].n * sizeof *it[0].vals) == 0);
+    }
+    for (int k = 0; k < 3; k++)
+        free(it[k].keys), free(it[k].vals);
+    return it[0].n;
+}
+#endif
+
+/* Same items, same order, with 1, 2 and 3 threads: the basis items (a
+ * small scene), and the grid path of the fine levels (gm_grid_items: one
+ * pass in blocks of bases, a thread's keys laid out after each block;
+ * 2000 bases, several blocks). */
 START_TEST(test_items_threads)
 {
 #ifdef _OPENMP
+    const struct {
+        items_fn fn;
+        int n, w, h, cloud;
+        float lmin, lmax;
+        double prob;
+        uint32_t least;
+    } c[2] = {{gm_basis_items_cpu, 40, 300, 300, 500, 20, 150, 1.0, 1000},
+              {gm_basis_items_local_cpu, 600, 2000, 1200, 3000, 16, 96, 0.3, 10000}};
     rng_state = 0x7411;
-    gm_points bp = random_points(40, 300, 300), cloud = random_points(500, 300, 300);
-    gm_bases b;
-    EXPECT_EQ(gm_bases_select_cpu(&bp, 20, 150, 1.0, 3, &b), GM_OK);
-    items_t x, y;
-    int saved = omp_get_max_threads();
-    omp_set_num_threads(1);
-    EXPECT_EQ(gm_basis_items_cpu(&bp, b.key, b.n, &cloud, &x.keys, &x.vals, &x.n), GM_OK);
-    omp_set_num_threads(2);
-    EXPECT_EQ(gm_basis_items_cpu(&bp, b.key, b.n, &cloud, &y.keys, &y.vals, &y.n), GM_OK);
-    omp_set_num_threads(saved);
-    EXPECT_EQ(x.n, y.n);
-    EXPECT(x.n > 1000);
-    EXPECT(memcmp(x.keys, y.keys, x.n * sizeof *x.keys) == 0);
-    EXPECT(memcmp(x.vals, y.vals, x.n * sizeof *x.vals) == 0);
-    free(x.keys);
-    free(x.vals);
-    free(y.keys);
-    free(y.vals);
-    free(b.key);
-    free(bp.p);
-    free(cloud.p);
+    for (int k = 0; k < 2; k++) {
+        gm_points bp = random_points(c[k].n, c[k].w, c[k].h);
+        gm_points cloud = random_points(c[k].cloud, c[k].w, c[k].h);
+        gm_bases b;
+        EXPECT_EQ(gm_bases_select_cpu(&bp, c[k].lmin, c[k].lmax, c[k].prob, 3, &b), GM_OK);
+        uint32_t nb = b.n > 2000 ? 2000 : b.n;
+        EXPECT(same_across_threads(c[k].fn, &bp, b.key, nb, &cloud) > c[k].least);
+        free(b.key), free(bp.p), free(cloud.p);
+    }
 #endif
 }
 END_TEST
