@@ -33,6 +33,12 @@ typedef struct {
 } gm_aframe;
 
 gm_aframe gm_aframe_of(gm_point a, gm_point b, gm_point c);
+/* The direction bin of (nx, ny) in [0, GM_AFF_BINS): by definition
+ * floorf(atan2f(ny, nx) * GM_AFF_BINS / 2 pi) mod GM_AFF_BINS
+ * (gm_aff_bin_ref); gm_aff_bin gives the same without atan2f except near
+ * a bin's end, where it asks the reference (affine.c). */
+int gm_aff_bin_ref(float nx, float ny);
+int gm_aff_bin(float nx, float ny);
 /* The affine-invariant key of p in frame f, or GM_KEY_EMPTY. */
 uint32_t gm_aframe_key(const gm_aframe *f, gm_point p);
 /* Counter-clockwise triangles (a, b, c) of pts whose sides ab and ac are in

@@ -187,6 +187,45 @@ START_TEST(test_items_brute_force)
 }
 END_TEST
 
+/* The fast direction bin against its definition (vid.stab's
+ * reference-vs-fast): a sweep of directions across every bin's end, from
+ * 3e-4 rad before it to 3e-4 rad after in steps of 3e-8 rad (both sides of
+ * the fast path's margin, and the reference's own rounding at the end), at
+ * three lengths; the axes and diagonals with both zeros; and a million
+ * random directions of random lengths. */
+START_TEST(test_aff_bin_fast)
+{
+    long checked = 0, differ = 0;
+    for (int k = 0; k < GM_AFF_BINS; k++) {
+        double end = k * (2 * GM_PI / GM_AFF_BINS);
+        for (int i = -10000; i <= 10000; i++) {
+            double a = end + i * 3e-8;
+            const double len[3] = {1.0, 1e-3, 3e4};
+            for (int l = 0; l < 3; l++) {
+                float nx = (float)(len[l] * cos(a)), ny = (float)(len[l] * sin(a));
+                differ += gm_aff_bin(nx, ny) != gm_aff_bin_ref(nx, ny);
+                checked++;
+            }
+        }
+    }
+    const float z[4] = {0.0f, -0.0f, 1.0f, -1.0f};
+    for (int i = 0; i < 4; i++)
+        for (int j = 0; j < 4; j++)
+            differ += gm_aff_bin(z[i], z[j]) != gm_aff_bin_ref(z[i], z[j]);
+    uint64_t st = 12345;
+    for (int i = 0; i < 1000000; i++) {
+        st = gm_mix64(st + 1);
+        double a = (double)(st >> 11) / 9007199254740992.0 * 2 * GM_PI;
+        double r = exp(((double)(gm_mix64(st) >> 11) / 9007199254740992.0 - 0.5) * 20);
+        float nx = (float)(r * cos(a)), ny = (float)(r * sin(a));
+        differ += gm_aff_bin(nx, ny) != gm_aff_bin_ref(nx, ny);
+        checked++;
+    }
+    ck_assert_int_eq(differ, 0);
+    ck_assert_int_gt(checked, 1900000);
+}
+END_TEST
+
 START_TEST(test_affine_from_tris)
 {
     rng_state = 0xA3;
@@ -285,6 +324,7 @@ static Suite *affine_suite(void)
     tcase_add_test(tc, test_key_range);
     tcase_add_test(tc, test_tris_select);
     tcase_add_test(tc, test_items_brute_force);
+    tcase_add_test(tc, test_aff_bin_fast);
     tcase_add_test(tc, test_affine_from_tris);
     tcase_add_test(tc, test_vote_finds_image);
     tcase_add_test(tc, test_h_plausible);
