@@ -183,7 +183,19 @@ static uint32_t tri_keys(const void *ctx, uint32_t d, const gm_grid *g, uint32_t
     const tri_items *x = ctx;
     const gm_point *a = &x->pts->p[x->t[d].a], *b = &x->pts->p[x->t[d].b], *c = &x->pts->p[x->t[d].c];
     gm_aframe f = gm_aframe_of(*a, *b, *c);
-    uint32_t m = gm_grid_gather(g, a->x, a->y, tri_reach(a, b, c), 0, near), k = 0;
+    /* the cells of the points that can have a key, u and v in
+     * [GM_AFF_LO, GM_AFF_HI): the box of that parallelogram, a pixel wider
+     * (far beyond the keys' float rounding), inside the disc of tri_reach
+     * that bounds it, so its points are those the disc gathered that can
+     * matter, in the same order (a third of them for a triangle of right
+     * angle: the same items, from fewer key computations) */
+    const float lo = (float)GM_AFF_LO, hi = (float)GM_AFF_LO + (float)GM_AFF_CELLS / GM_AFF_Q;
+    float ex = b->x - a->x, ey = b->y - a->y, fx = c->x - a->x, fy = c->y - a->y;
+    float x0 = a->x + fminf(lo * ex, hi * ex) + fminf(lo * fx, hi * fx) - 1.0f;
+    float x1 = a->x + fmaxf(lo * ex, hi * ex) + fmaxf(lo * fx, hi * fx) + 1.0f;
+    float y0 = a->y + fminf(lo * ey, hi * ey) + fminf(lo * fy, hi * fy) - 1.0f;
+    float y1 = a->y + fmaxf(lo * ey, hi * ey) + fmaxf(lo * fy, hi * fy) + 1.0f;
+    uint32_t m = gm_grid_gather_box(g, x0, y0, x1, y1, near), k = 0;
     for (uint32_t s = 0; s < m; s++) {
         gm_point q = x->cloud->p[near[s]];
         if (!near_vertex(a, b, c, q))

@@ -192,8 +192,16 @@ static int cmp_u32(const void *a, const void *b)
 
 uint32_t gm_grid_gather(const gm_grid *g, float cx, float cy, float r, int sorted, uint32_t *out)
 {
-    int gx0 = (int)floorf((cx - r - g->x0) / g->cell), gx1 = (int)floorf((cx + r - g->x0) / g->cell);
-    int gy0 = (int)floorf((cy - r - g->y0) / g->cell), gy1 = (int)floorf((cy + r - g->y0) / g->cell);
+    uint32_t n = gm_grid_gather_box(g, cx - r, cy - r, cx + r, cy + r, out);
+    if (sorted)
+        qsort(out, n, sizeof *out, cmp_u32);
+    return n;
+}
+
+uint32_t gm_grid_gather_box(const gm_grid *g, float x0, float y0, float x1, float y1, uint32_t *out)
+{
+    int gx0 = (int)floorf((x0 - g->x0) / g->cell), gx1 = (int)floorf((x1 - g->x0) / g->cell);
+    int gy0 = (int)floorf((y0 - g->y0) / g->cell), gy1 = (int)floorf((y1 - g->y0) / g->cell);
     if (gx0 < 0) gx0 = 0;
     if (gy0 < 0) gy0 = 0;
     if (gx1 >= g->gw) gx1 = g->gw - 1;
@@ -205,8 +213,6 @@ uint32_t gm_grid_gather(const gm_grid *g, float cx, float cy, float r, int sorte
             for (uint32_t k = g->start[c]; k < g->start[c + 1]; k++)
                 out[n++] = g->idx[k];
         }
-    if (sorted)
-        qsort(out, n, sizeof *out, cmp_u32);
     return n;
 }
 

@@ -38,6 +38,10 @@ typedef struct {
 } gm_grid;
 gm_status gm_grid_build(const gm_points *pts, float cell, gm_grid *g);
 uint32_t gm_grid_gather(const gm_grid *g, float cx, float cy, float r, int sorted, uint32_t *out);
+/* The same for the cells that the box [x0, x1] x [y0, y1] touches, cell by
+ * cell (rows of cells top to bottom, each left to right): a box inside
+ * another gathers a subsequence of its points. */
+uint32_t gm_grid_gather_box(const gm_grid *g, float x0, float y0, float x1, float y1, uint32_t *out);
 void gm_grid_free(gm_grid *g);
 /* A selection made row by row in two passes (count, then fill), rows in
  * parallel, order kept: row(ctx, i, near, m, out) counts the items of point
