@@ -62,10 +62,15 @@ queries+=("${unreadable:-$q/unreadable.jpg}" "$q/missing.mp4")
 # ---- one run --------------------------------------------------------------
 # the FIFO gets a video written into it (its start is read as a still, so
 # the video cannot be opened again: an error line, and no hang)
+# the writer waits in open() until gmatch opens the FIFO: stopped after the
+# run, so a run that never got there (killed by the timeout on a loaded
+# machine) fails the test instead of hanging it
 ( exec 3> "$q/fifo"; cat "$d/video/clip_h264.ts" >&3 2> /dev/null ) &
+writer=$!
 timeout 300 "$gm" --format json "$d/video/ref_clip.jpg" "${queries[@]}" > "$tmp/all.out" \
     2> "$tmp/all.err"
 rc=$?
+kill "$writer" 2> /dev/null
 wait
 [ "$rc" -eq 1 ] || fail "damage run: exit $rc, want 1 ($(tail -c 400 "$tmp/all.err"))"
 
@@ -143,8 +148,10 @@ PY
 
 # ---- the same run in the text format: the same lines ----------------------
 ( exec 3> "$q/fifo"; cat "$d/video/clip_h264.ts" >&3 2> /dev/null ) &
+writer=$!
 timeout 300 "$gm" "$d/video/ref_clip.jpg" "${queries[@]}" > "$tmp/all.txt" 2> /dev/null
 rc=$?
+kill "$writer" 2> /dev/null
 wait
 [ "$rc" -eq 1 ] || fail "damage run, text: exit $rc, want 1"
 # The same (query, frame) lines.  Not the same statuses: the last frame of a
