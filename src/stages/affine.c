@@ -184,11 +184,13 @@ static uint32_t tri_keys(const void *ctx, uint32_t d, const gm_grid *g, uint32_t
     const gm_point *a = &x->pts->p[x->t[d].a], *b = &x->pts->p[x->t[d].b], *c = &x->pts->p[x->t[d].c];
     gm_aframe f = gm_aframe_of(*a, *b, *c);
     /* the cells of the points that can have a key, u and v in
-     * [GM_AFF_LO, GM_AFF_HI): the box of that parallelogram, a pixel wider
-     * (far beyond the keys' float rounding), inside the disc of tri_reach
-     * that bounds it, so its points are those the disc gathered that can
-     * matter, in the same order (a third of them for a triangle of right
-     * angle: the same items, from fewer key computations) */
+     * [lo, hi) = [GM_AFF_LO, GM_AFF_LO + GM_AFF_CELLS / GM_AFF_Q): the box
+     * of that parallelogram, a pixel wider (far beyond the keys' float
+     * rounding).  It lies inside the square of half side tri_reach around
+     * a that was gathered before, and cells come in the same order, so its
+     * points are those of the square that can have a key, in the same
+     * order (about a third of the square's: the same items from fewer key
+     * computations) */
     const float lo = (float)GM_AFF_LO, hi = (float)GM_AFF_LO + (float)GM_AFF_CELLS / GM_AFF_Q;
     float ex = b->x - a->x, ey = b->y - a->y, fx = c->x - a->x, fy = c->y - a->y;
     float x0 = a->x + fminf(lo * ex, hi * ex) + fminf(lo * fx, hi * fx) - 1.0f;

@@ -378,7 +378,7 @@ gm_status gm_grid_items(const gm_points *cloud, float cell, uint32_t nb, uint32_
      * (at) and how many (cnt); the block is then appended in basis order.
      * The two passes before (count, then make every key again to fill)
      * did twice the work; the blocks keep the memory as it was, the items'
-     * two arrays and a block's keys (docs/speed.md). */
+     * two arrays and a block's keys (docs/scene.md, section 13). */
     const int nt = gm_threads();
     const uint32_t blk = GM_ITEM_BLOCK * (uint32_t)(nt > 4 ? nt : 4);
     uint32_t *cnt = malloc(blk * sizeof *cnt);
