@@ -320,10 +320,11 @@ typedef struct {
     size_t n, cap;
 } key_buf;
 
-/* Bases a block of gm_grid_items, per thread: the block's keys wait in
- * the threads' buffers until laid out, so this bounds them (a fine level's
- * basis has up to a few thousand keys: a few MB), and each thread gets
- * 16 dynamic chunks of 4 bases a block. */
+/* Bases a block of gm_grid_items, per thread (at least 4 threads
+ * counted): the block's keys wait in the threads' buffers until laid out,
+ * so this bounds them (a fine level's basis has up to a few thousand keys:
+ * a few MB), and a block has 16 dynamic chunks of 4 bases a thread or
+ * more. */
 #define GM_ITEM_BLOCK 64u
 
 /* Appends c keys to kb; 0, or -1 for want of memory. */
@@ -391,7 +392,8 @@ gm_status gm_grid_items(const gm_points *cloud, float cell, uint32_t nb, uint32_
         const uint32_t m = nb - b0 < blk ? nb - b0 : blk;
 #pragma omp parallel num_threads(nt) reduction(| : fail)
         {
-            key_buf *kb = &buf[omp_get_thread_num()];
+            const int tid = omp_get_thread_num();
+            key_buf *kb = &buf[tid];
             kb->n = 0;
             if (!kb->seen)
                 kb->seen = calloc((key_bound + 63) / 64, sizeof *kb->seen);
@@ -404,7 +406,7 @@ gm_status gm_grid_items(const gm_points *cloud, float cell, uint32_t nb, uint32_
                     continue;
                 uint32_t *keyv = kb->near + cloud->n;
                 uint32_t c = fn(ctx, b0 + (uint32_t)i, &g, kb->near, kb->seen, keyv);
-                cnt[i] = c, at[i] = kb->n, who[i] = (uint16_t)omp_get_thread_num();
+                cnt[i] = c, at[i] = kb->n, who[i] = (uint16_t)tid;
                 bad = key_push(kb, keyv, c) != 0;
             }
             fail = bad;
