@@ -482,8 +482,7 @@ static gm_status run_affine_pairing(const gm_ref *r, gm_model model, void *lane,
     gm_points qc = qs->corners;
     double want = GM_TRI_DENSITY * rl->corners.n / ((double)rl->w * rl->h) *
                   ((double)qs->w * qs->h) / (ratio * ratio);
-    if (want < qc.n)
-        qc.n = want < GM_TRI_MIN_CORNERS ? GM_TRI_MIN_CORNERS : (uint32_t)want;
+    qc.n = gm_tri_corners_kept(qc.n, want, GM_TRI_MIN_CORNERS);
     if ((st = gm_tris_select_cpu(&qc, lmin, lmax, GM_TRI_MIN_SIN * 0.8f, 1.0,
                                  ss->seed, &all)) != GM_OK)
         goto done;

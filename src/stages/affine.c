@@ -150,6 +150,15 @@ static uint32_t tri_row_of(const void *ctx, uint32_t a, const uint32_t *near, ui
     return tri_row(c->pts, a, near, m, c->l2min, c->l2max, c->min_sin, c->seed, c->thr, out);
 }
 
+uint32_t gm_tri_corners_kept(uint32_t have, double want, uint32_t least)
+{
+    if (!(want < have)) /* NaN too: every corner */
+        return have;
+    if (want < least)
+        return least < have ? least : have;
+    return (uint32_t)want;
+}
+
 gm_status gm_tris_select_cpu(const gm_points *pts, float lmin, float lmax, float min_sin,
                              double prob, uint64_t seed, gm_tris *out)
 {

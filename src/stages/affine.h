@@ -41,6 +41,11 @@ int gm_aff_bin_ref(float nx, float ny);
 int gm_aff_bin(float nx, float ny);
 /* The affine-invariant key of p in frame f, or GM_KEY_EMPTY. */
 uint32_t gm_aframe_key(const gm_aframe *f, gm_point p);
+/* How many of a query's `have` corners (the strongest first) its triangles
+ * are drawn from: `want` (the level's density on the query's area), at least
+ * `least`, never more than it has.  (A near-blank view with 6 corners once
+ * got 12: the triangles read 6 points past the list.) */
+uint32_t gm_tri_corners_kept(uint32_t have, double want, uint32_t least);
 /* Counter-clockwise triangles (a, b, c) of pts whose sides ab and ac are in
  * [lmin, lmax] with sin(angle bac) >= min_sin, each kept with probability
  * prob (a hash of seed and the triangle), ordered by (a, b, c).  Caller

@@ -315,6 +315,24 @@ START_TEST(test_h_plausible)
 }
 END_TEST
 
+/* The query's triangle corners: never more than the query has (a view with
+ * 6 corners was given 12 and its triangles read past the list). */
+START_TEST(test_tri_corners_kept)
+{
+    ck_assert_uint_eq(gm_tri_corners_kept(6, 0.5, 12), 6);
+    ck_assert_uint_eq(gm_tri_corners_kept(6, 30.0, 12), 6);
+    ck_assert_uint_eq(gm_tri_corners_kept(12, 3.0, 12), 12);
+    ck_assert_uint_eq(gm_tri_corners_kept(40, 3.0, 12), 12);
+    ck_assert_uint_eq(gm_tri_corners_kept(40, 25.7, 12), 25);
+    ck_assert_uint_eq(gm_tri_corners_kept(40, 400.0, 12), 40);
+    ck_assert_uint_eq(gm_tri_corners_kept(0, 0.0, 12), 0);
+    ck_assert_uint_eq(gm_tri_corners_kept(5, NAN, 12), 5);
+    for (uint32_t have = 0; have < 40; have++)
+        for (double want = 0; want < 60; want += 0.75)
+            ck_assert_uint_le(gm_tri_corners_kept(have, want, 12), have);
+}
+END_TEST
+
 static Suite *affine_suite(void)
 {
     Suite *s = suite_create("affine");
@@ -328,6 +346,7 @@ static Suite *affine_suite(void)
     tcase_add_test(tc, test_affine_from_tris);
     tcase_add_test(tc, test_vote_finds_image);
     tcase_add_test(tc, test_h_plausible);
+    tcase_add_test(tc, test_tri_corners_kept);
     suite_add_tcase(s, tc);
     return s;
 }
