@@ -219,6 +219,122 @@ static double corner_dist(const double a[6], const double b[6], int w, int h)
     return d / 4;
 }
 
+/* The distinctiveness test's second under the answer's model.  A view with
+ * perspective fits a similarity only in part, so a second copy of the
+ * query's shapes in the reference (repeated drips in an illustration)
+ * explained 0.49 as a similarity where the answer's homography explained
+ * 1.0: the similarities compared, the copy passed for distinct; under the
+ * same model the two tie.  The rivals: GM_RIVALS of the refined
+ * similarities more than GM_DISTINCT_PX from the best and from each other,
+ * the most explaining first, from GM_RIVAL_FLOOR of what the best
+ * explained (a tilted view's similarity explains half of its homography or
+ * less); and the answers of the query's earlier draws (lv->seen), which a
+ * later draw may not have met.  Each is refined as the answer was: up the
+ * model ladder on level 0's map (the widest reach), again while that
+ * explains more (GM_RIVAL_ROUNDS at most: a homography from a similarity
+ * 50 source pixels off took three), then level by level to the answer's
+ * map (bf); where it is plausible and still another placement (each corner
+ * of the query more than GM_RIVAL_FAR of the query's diagonal on the
+ * reference from the answer's, and more than GM_DISTINCT_PX), its share of
+ * the whole query may be the second, judged by the same ratio.  Nearer
+ * rivals are left to the similarities' test: with eight degrees of freedom
+ * a homography refined 40 working pixels off fits a part of a tilted view
+ * (0.48 where the answer, right, explained 0.60: photo tier TwoWings). */
+#define GM_RIVALS 2
+#define GM_RIVAL_FLOOR 0.25
+#define GM_RIVAL_ROUNDS 4
+#define GM_RIVAL_FAR 0.5
+
+/* One rival h (working coordinates of q0 and of level 0; a similarity when
+ * from_sim, else already of the answer's model) refined as above; *v its
+ * test on the answer's map, 0 when that map was not reached. */
+static gm_status rival_refine(const gm_ref *r, void *lane, const side *q0, const gm_points *vq0,
+                              int bf, gm_model chosen, int from_sim, double h[9],
+                              gm_verify_score *v)
+{
+    const ref_level *pl = &r->lv[0];
+    gm_status st = GM_OK;
+    memset(v, 0, sizeof *v);
+    for (int m = from_sim ? GM_MODEL_SIMILARITY : (int)chosen; m <= (int)chosen && st == GM_OK; m++)
+        st = r->be->refine(lane, map_at(r, pl), vq0, (gm_model)m, h, GM_MODEL_ITERS, 1, v);
+    for (int k = 0; k < GM_RIVAL_ROUNDS && st == GM_OK; k++) {
+        gm_verify_score v2;
+        double h2[9];
+        memcpy(h2, h, sizeof h2);
+        st = r->be->refine(lane, map_at(r, pl), vq0, chosen, h2, GM_MODEL_ITERS, 1, &v2);
+        if (st != GM_OK || !(v2.whole > v->whole))
+            break;
+        memcpy(h, h2, sizeof h2);
+        *v = v2;
+    }
+    for (int k = 0; k < GM_FINE_LEVELS && pl->f > bf && st == GM_OK; k++) {
+        const ref_level *nl = &r->lv[GM_LEVELS + k];
+        double hs[9];
+        if (!nl->ok || nl->f < bf)
+            break;
+        h_work_to_source(h, q0->f, pl->f, hs);
+        h_source_to_work(hs, q0->f, nl->f, h);
+        pl = nl;
+        st = r->be->refine(lane, map_at(r, pl), vq0, chosen, h, GM_MODEL_ITERS, 1, v);
+    }
+    if (pl->f != bf)
+        memset(v, 0, sizeof *v);
+    return st;
+}
+
+static gm_status rival_whole(const gm_ref *r, void *lane, const search_state *ss,
+                             const gm_query_levels *lv, const side *q0, const gm_points *vq0,
+                             int bf, gm_model chosen, const double hw[9], double *second)
+{
+    double best_sim = 0;
+    for (int i = 0; i < ss->n_refined; i++)
+        if (corner_dist(ss->refined[i], ss->m0, q0->w, q0->h) <= GM_DISTINCT_PX)
+            best_sim = fmax(best_sim, ss->rconf[i]);
+    /* another placement: every corner moved by more than half the query's
+     * diagonal on the reference (the answer's map's pixels) */
+    double diag = 0;
+    {
+        const double cx[4] = {0, q0->w - 1.0, q0->w - 1.0, 0}, cy[4] = {0, 0, q0->h - 1.0, q0->h - 1.0};
+        double px[4], py[4];
+        for (int i = 0; i < 4; i++)
+            gm_h_apply(hw, cx[i], cy[i], &px[i], &py[i]);
+        diag = fmax(hypot(px[2] - px[0], py[2] - py[0]), hypot(px[3] - px[1], py[3] - py[1]));
+    }
+    const double far = fmax(GM_RIVAL_FAR * diag, GM_DISTINCT_PX * r->lv[0].f / bf);
+    int taken[GM_RIVALS], nt = 0;
+    for (int j = 0; j < GM_RIVALS + lv->n_seen; j++) {
+        double h[9];
+        int from_sim = j < GM_RIVALS;
+        if (from_sim) {
+            int bi = -1;
+            for (int i = 0; i < ss->n_refined; i++) {
+                if (ss->rconf[i] < GM_RIVAL_FLOOR * best_sim ||
+                    corner_dist(ss->refined[i], ss->m0, q0->w, q0->h) <= GM_DISTINCT_PX)
+                    continue;
+                int near = 0;
+                for (int t = 0; t < nt && !near; t++)
+                    near = corner_dist(ss->refined[i], ss->refined[taken[t]], q0->w, q0->h) <=
+                           GM_DISTINCT_PX;
+                if (!near && (bi < 0 || ss->rconf[i] > ss->rconf[bi]))
+                    bi = i;
+            }
+            if (bi < 0)
+                continue;
+            taken[nt++] = bi;
+            gm_h_from_m(ss->refined[bi], h);
+        } else {
+            h_source_to_work(lv->seen[j - GM_RIVALS], q0->f, r->lv[0].f, h);
+        }
+        gm_verify_score v;
+        gm_status st = rival_refine(r, lane, q0, vq0, bf, chosen, from_sim, h, &v);
+        if (st != GM_OK)
+            return st;
+        if (gm_h_plausible(h, q0->w, q0->h) && gm_corner_move(hw, h, q0->w, q0->h) > far)
+            *second = fmax(*second, v.whole);
+    }
+    return GM_OK;
+}
+
 /* The candidate that explains most of the query (gm_verify_score.whole) not yet taken (total UINT32_MAX marks
  * the taken and the unusable), marked taken; -1 when none is left. */
 static int take_best(gm_verify_score *sc, uint32_t nc)
@@ -942,8 +1058,18 @@ gm_status gm_match_forward(const gm_ref *r, gm_model model, gm_view query, uint6
          * whole query each explains */
         double rho = score.whole > 0 ? second / score.whole : 1.0;
         double distinct = fmin(1.0, fmax(0.0, (1.0 - rho) / (1.0 - GM_DISTINCT_RATIO)));
+        /* an answer that would be reported: its rivals under its model */
+        if (score.confidence * distinct >= p->min_confidence) {
+            double second_m = 0;
+            if ((st = rival_whole(r, lane, ss, lv, &q[0], &vq0, bf, chosen, hw, &second_m)) != GM_OK)
+                goto done;
+            double rho_m = score.whole > 0 ? second_m / score.whole : 1.0;
+            distinct = fmin(distinct, fmin(1.0, fmax(0.0, (1.0 - rho_m) / (1.0 - GM_DISTINCT_RATIO))));
+        }
         out->votes = (int)ss->votes;
         out->confidence = score.confidence * distinct;
+        if (lv->n_seen < GM_SEEN_MAX)
+            memcpy(lv->seen[lv->n_seen++], h, sizeof h);
         out->inliers = (int)score.hits;
         out->residual_px = rms * bf; /* working pixels of the reference level to its own */
         out->scale = hypot(out->m[0], out->m[3]);

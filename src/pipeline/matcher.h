@@ -164,10 +164,15 @@ void gm_side_free(side *s);
  * gm_match_forward on first use.  No seed changes them, so the draws of
  * one search (direction.c) share them: zero it before the first, free it
  * with gm_query_levels_free after the last (it also zeroes it). */
+#define GM_SEEN_MAX 8
 typedef struct {
     side q[GM_QUERY_LEVELS];
     int tried[GM_QUERY_LEVELS];
     gm_status st0; /* level 0's build, once tried: the others' outcome is tried[] and q[] */
+    /* each earlier draw's answer (its model, source pixels), found or not:
+     * a later draw's rivals in the distinctiveness test */
+    double seen[GM_SEEN_MAX][9];
+    int n_seen;
 } gm_query_levels;
 void gm_query_levels_free(gm_query_levels *lv);
 

@@ -8,8 +8,14 @@
 # correct answers (< 3 px mean corner error), wrong ones (>= 10 px) and
 # negatives, and what candidate thresholds keep.
 #
-# usage: tools/bench/calibrate_photo.sh GMATCH SEED [MODEL...]   (default models:
-#        similarity auto); needs python3-opencv and the network to Debian.
+# SET=repeats: instead, illustrations of repeated shapes, stripes and long
+# parallel curves from desktop-base and gnome-backgrounds (repeats_fetch in
+# wallpapers.sh), 6 crops and 4 tilted views each: the images where a second
+# placement explains a query nearly as well (docs/calibration.md).
+#
+# usage: [SET=repeats] tools/bench/calibrate_photo.sh GMATCH SEED [MODEL...]
+#        (default models: similarity auto); needs python3-opencv and the
+#        network to Debian.
 set -eu
 gm=$1 seed=$2
 shift 2
@@ -17,7 +23,14 @@ models=${*:-similarity auto}
 here=$(cd "$(dirname "$0")" && pwd)
 gen=$here/../../../shared/bench/gen_photo.py
 . "$here/wallpapers.sh"
+if [ "${SET:-}" = repeats ]; then
+    tmp=$(mktemp -d)
+    if [ -n "${KEEP:-}" ]; then echo "calibrate_photo.sh: keeping $tmp"; else trap 'rm -rf "$tmp"' EXIT; fi
+    repeats_fetch "$tmp"
+    refs=("${rep_refs[@]}") negs=("${rep_negs[@]}") crops=6 tilts=4
+else
 wallpapers_setup calibrate_photo.sh
+crops=4 tilts=3
 refs=("$w/Volna/contents/images/5120x2880.jpg" "$w/Shell/contents/images/5120x2880.jpg"
       "$w/SafeLanding/contents/images/5120x2880.jpg" "$w/MilkyWay/contents/images/5120x2880.png"
       "$w/Altai/contents/images/5120x2880.png" "$w/Canopee/contents/images/3840x2160.png"
@@ -27,7 +40,8 @@ negs=("$w/IceCold/contents/images/5120x2880.png" "$w/Opal/contents/images/3840x2
       "$b/goldfish.png" "$b/calla.png")
 mapfile -t refs < <(named "${refs[@]}")
 mapfile -t negs < <(named "${negs[@]}")
-/usr/bin/python3 "$gen" "$tmp/photo" "$seed" 4 3 "${refs[@]}" -- "${negs[@]}" >/dev/null
+fi
+/usr/bin/python3 "$gen" "$tmp/photo" "$seed" $crops $tilts "${refs[@]}" -- "${negs[@]}" >/dev/null
 man=$tmp/photo/manifest.jsonl
 echo "calibrate_photo.sh: $(wc -l < "$man") queries over ${#refs[@]} references, seed $seed, $(date -u +%Y-%m-%d)"
 for model in $models; do
