@@ -233,17 +233,24 @@ static double corner_dist(const double a[6], const double b[6], int w, int h)
  * model ladder on level 0's map (the widest reach), again while that
  * explains more (GM_RIVAL_ROUNDS at most: a homography from a similarity
  * 50 source pixels off took three), then level by level to the answer's
- * map (bf); where it is plausible and still another placement (each corner
- * of the query more than GM_RIVAL_FAR of the query's diagonal on the
- * reference from the answer's, and more than GM_DISTINCT_PX), its share of
- * the whole query may be the second, judged by the same ratio.  Nearer
- * rivals are left to the similarities' test: with eight degrees of freedom
- * a homography refined 40 working pixels off fits a part of a tilted view
- * (0.48 where the answer, right, explained 0.60: photo tier TwoWings). */
+ * map (bf).  Last, GM_PROBES probes: the answer with the query moved by
+ * 1/4 and 3/4 of its diagonal either way along its edges' main direction
+ * (the structure tensor of their normals), refined the same way: parallel
+ * planks place a query anywhere along them, no candidate had voted for
+ * those places, and answers came back 252 px (a wallpaper's planks) and 44
+ * px (test_matcher's) along them at 0.80 and 0.56.  Where a rival is
+ * plausible and still another placement, its share of the whole query may
+ * be the second, judged by the same ratio.  Another placement: more than
+ * GM_DISTINCT_PX from the answer at some corner and, for an affine or a
+ * homography, more than GM_RIVAL_FAR of the query's diagonal on the
+ * reference: with six or eight degrees of freedom a rival refined 40
+ * working pixels off fits a part of a tilted view (0.48 where the answer,
+ * right, explained 0.60: photo tier TwoWings). */
 #define GM_RIVALS 2
 #define GM_RIVAL_FLOOR 0.25
 #define GM_RIVAL_ROUNDS 4
 #define GM_RIVAL_FAR 0.5
+#define GM_PROBES 4
 
 /* One rival h (working coordinates of q0 and of level 0; a similarity when
  * from_sim, else already of the answer's model) refined as above; *v its
@@ -300,12 +307,33 @@ static gm_status rival_whole(const gm_ref *r, void *lane, const search_state *ss
             gm_h_apply(hw, cx[i], cy[i], &px[i], &py[i]);
         diag = fmax(hypot(px[2] - px[0], py[2] - py[0]), hypot(px[3] - px[1], py[3] - py[1]));
     }
-    const double far = fmax(GM_RIVAL_FAR * diag, GM_DISTINCT_PX * r->lv[0].f / bf);
+    const double far = chosen == GM_MODEL_SIMILARITY
+                           ? GM_DISTINCT_PX * r->lv[0].f / bf
+                           : fmax(GM_RIVAL_FAR * diag, GM_DISTINCT_PX * r->lv[0].f / bf);
+    /* the direction along the query's edges (the structure tensor of their
+     * normals, a sample of GM_VERIFY_POINTS, q0's working pixels) */
+    double sxx = 0, sxy = 0, syy = 0;
+    uint32_t stride = q0->all.n / GM_VERIFY_POINTS + 1;
+    for (uint32_t i = 0; i < q0->all.n; i += stride) {
+        double c = cos(q0->all.p[i].angle), sn = sin(q0->all.p[i].angle);
+        sxx += c * c, sxy += c * sn, syy += sn * sn;
+    }
+    double th = 0.5 * atan2(2 * sxy, sxx - syy) + GM_PI / 2; /* along the edges */
+    double ux = cos(th), uy = sin(th), qd = hypot(q0->w, q0->h);
+    double h0[9], hs0[9];
+    h_work_to_source(hw, q0->f, bf, hs0);
+    h_source_to_work(hs0, q0->f, r->lv[0].f, h0);
     int taken[GM_RIVALS], nt = 0;
-    for (int j = 0; j < GM_RIVALS + lv->n_seen; j++) {
+    for (int j = 0; j < GM_RIVALS + lv->n_seen + GM_PROBES; j++) {
         double h[9];
         int from_sim = j < GM_RIVALS;
-        if (from_sim) {
+        if (j >= GM_RIVALS + lv->n_seen) {
+            static const double step[GM_PROBES] = {-0.75, -0.25, 0.25, 0.75};
+            double d = step[j - GM_RIVALS - lv->n_seen] * qd, tx = d * ux, ty = d * uy;
+            memcpy(h, h0, sizeof h);
+            for (int k = 0; k < 3; k++)
+                h[3 * k + 2] += h0[3 * k] * tx + h0[3 * k + 1] * ty;
+        } else if (from_sim) {
             int bi = -1;
             for (int i = 0; i < ss->n_refined; i++) {
                 if (ss->rconf[i] < GM_RIVAL_FLOOR * best_sim ||
@@ -1048,10 +1076,16 @@ gm_status gm_match_forward(const gm_ref *r, gm_model model, gm_view query, uint6
          * two similarities may each fit a part about equally, while the
          * refined model fits the whole */
         /* edges that leave the transform free to slide (a straight edge, one
-         * smooth arc): the corners' uncertainty scales the confidence down
-         * past GM_SIGMA_MAX pixels */
+         * smooth arc) or let the answer's model slide the query along
+         * parallel edges (an affine shearing it along planks): the
+         * uncertainty, under that model, of the corners of the region the
+         * two share (gm_overlap_poly: a partial overlap's far corners are
+         * the homography's extrapolation, uncertain and unused) scales the
+         * confidence down past GM_SIGMA_MAX pixels */
         double rms;
-        double sigma = gm_corner_sigma_cpu(bmap, &vq0, hw, q[0].w, q[0].h, &rms);
+        double ex[16], ey[16];
+        int ne = gm_overlap_poly(hw, q[0].w, q[0].h, bmap->w, bmap->h, ex, ey);
+        double sigma = gm_corner_sigma_cpu(bmap, &vq0, chosen, hw, q[0].w, q[0].h, ex, ey, ne, &rms);
         if (sigma > GM_SIGMA_MAX)
             score_scale(&score, GM_SIGMA_MAX / sigma);
         /* the second against the best in the same units: the share of the

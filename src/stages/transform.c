@@ -1,5 +1,6 @@
 /* transform.c: similarity transforms [a -b tx; b a ty] (query -> reference). */
 #include <math.h>
+#include <string.h>
 
 #include "stages/transform.h"
 
@@ -178,15 +179,17 @@ int gm_h_horizon_crosses(const double h[9], int w, int hgt)
     return !(pos == 4 || neg == 4);
 }
 
-void gm_overlap(const double h[9], int qw, int qh, int rw, int rh, double share[2])
+static int overlap_poly(const double h[9], int qw, int qh, int rw, int rh, double px[16],
+                        double py[16], double *aq, double *ar_out)
 {
-    share[0] = share[1] = 0;
+    int best_n = 0;
+    *aq = *ar_out = 0;
     double hi[9];
     if (qw <= 0 || qh <= 0 || rw <= 0 || rh <= 0 || gm_h_invert(h, hi) != 0)
-        return;
+        return 0;
     for (int i = 0; i < 9; i++)
         if (!isfinite(h[i]) || !isfinite(hi[i]))
-            return;
+            return 0;
     /* A homography's line at infinity (w = h6 x + h7 y + h8 = 0) may cross
      * the query: a strongly tilted plane whose horizon is in view, or a
      * poster that fills a small part of a wide frame.  The query's points
@@ -209,7 +212,7 @@ void gm_overlap(const double h[9], int qw, int qh, int rw, int rh, double share[
             x[i] = (h[0] * tx[i] + h[1] * ty[i] + h[2]) / w;
             y[i] = (h[3] * tx[i] + h[4] * ty[i] + h[5]) / w;
             if (!isfinite(x[i]) || !isfinite(y[i]))
-                return;
+                return 0;
         }
         if ((n = clip_rect(x, y, n, rw, rh, tx, ty)) < 3)
             continue;
@@ -220,13 +223,32 @@ void gm_overlap(const double h[9], int qw, int qh, int rw, int rh, double share[
         for (int i = 0; i < n; i++) {
             double w = hi[6] * x[i] + hi[7] * y[i] + hi[8];
             if (!(fabs(w) > 0))
-                return;
+                return 0;
             tx[i] = (hi[0] * x[i] + hi[1] * y[i] + hi[2]) / w;
             ty[i] = (hi[3] * x[i] + hi[4] * y[i] + hi[5]) / w;
         }
         best_ar = ar;
         best_aq = poly_area(tx, ty, n);
+        memcpy(px, tx, n * sizeof *px);
+        memcpy(py, ty, n * sizeof *py);
+        best_n = n;
     }
+    *aq = best_aq, *ar_out = best_ar;
+    return best_n;
+}
+
+int gm_overlap_poly(const double h[9], int qw, int qh, int rw, int rh, double px[16], double py[16])
+{
+    double aq, ar;
+    return overlap_poly(h, qw, qh, rw, rh, px, py, &aq, &ar);
+}
+
+void gm_overlap(const double h[9], int qw, int qh, int rw, int rh, double share[2])
+{
+    double px[16], py[16], best_aq, best_ar;
+    share[0] = share[1] = 0;
+    if (overlap_poly(h, qw, qh, rw, rh, px, py, &best_aq, &best_ar) < 3)
+        return;
     share[0] = fmin(1.0, best_aq / ((double)qw * qh));
     share[1] = fmin(1.0, best_ar / ((double)rw * rh));
 }

@@ -45,6 +45,9 @@ int gm_h_invert(const double h[9], double hi[9]);
  * query).  Where the line at infinity of h crosses the query, the side
  * of it that shares more with the reference (the plane seen in front). */
 void gm_overlap(const double h[9], int qw, int qh, int rw, int rh, double share[2]);
+/* The region gm_overlap measures, in query pixels: its n vertices (at
+ * most 16) in px, py; 0 when the two share nothing. */
+int gm_overlap_poly(const double h[9], int qw, int qh, int rw, int rh, double px[16], double py[16]);
 /* 1 when the line at infinity of h (query pixels -> reference pixels)
  * crosses or touches the w x hgt query: part of the query is carried to
  * infinity and beyond, and the query's corners carried by h say nothing

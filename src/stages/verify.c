@@ -101,30 +101,57 @@ gm_verify_score gm_verify_strict_h_cpu(const gm_edge_map *map, const gm_points *
     return gm_score_of(q->n, in, hits, bg);
 }
 
-double gm_corner_sigma_cpu(const gm_edge_map *map, const gm_points *q, const double h[9], int w,
-                           int hgt, double *rms)
+/* The perturbation after h of gm_corner_sigma_cpu, about the mapped
+ * centre (dx, dy from it, in units of u pixels): its Jacobian rows in the
+ * model's np parameters, x (jx) and y (jy).  similarity (a, b, tx, ty):
+ * [a -b; b a] d + t; affine (a, b, tx, c, e, ty): [a b; c e] d + t;
+ * homography: the affine's, and (g, k) moving d by -d (g dx + k dy). */
+static int sigma_jac(gm_model model, double dx, double dy, double jx[8], double jy[8])
+{
+    if (model == GM_MODEL_SIMILARITY) {
+        const double x[4] = {dx, -dy, 1, 0}, y[4] = {dy, dx, 0, 1};
+        memcpy(jx, x, sizeof x);
+        memcpy(jy, y, sizeof y);
+        return 4;
+    }
+    const double x[8] = {dx, dy, 1, 0, 0, 0, -dx * dx, -dx * dy};
+    const double y[8] = {0, 0, 0, dx, dy, 1, -dx * dy, -dy * dy};
+    memcpy(jx, x, sizeof x);
+    memcpy(jy, y, sizeof y);
+    return model == GM_MODEL_AFFINE ? 6 : 8;
+}
+
+double gm_corner_sigma_cpu(const gm_edge_map *map, const gm_points *q, gm_model model,
+                           const double h[9], int w, int hgt, const double *ex, const double *ey,
+                           int ne, double *rms)
 {
     const gm_map_view v = view_of(map);
-    /* the perturbation: a similarity about the query's mapped centre after h,
-     * theta = (a, b, tx, ty): p' = h(x) + [a -b; b a] (h(x) - c0) + (tx, ty);
-     * every partner's point-to-line residual n . (p' - e) gives one row */
-    double c0x, c0y;
+    /* the perturbation after h (sigma_jac), about the query's mapped centre,
+     * distances in units of u (the query's mapped half diagonal: the
+     * homography's terms stay of the others' size); every partner's
+     * point-to-line residual n . (p' - e) gives one row */
+    double c0x, c0y, ax, ay, bx, by;
     gm_h_apply(h, (w - 1) / 2.0, (hgt - 1) / 2.0, &c0x, &c0y);
-    double n[4][4] = {{0}}, r2 = 0;
+    gm_h_apply(h, 0, 0, &ax, &ay);
+    gm_h_apply(h, w - 1.0, hgt - 1.0, &bx, &by);
+    double u = fmax(1.0, hypot(bx - ax, by - ay) / 2);
+    double n[8][8] = {{0}}, r2 = 0;
+    int np = 4;
     uint32_t pairs = 0;
     for (uint32_t k = 0; k < q->n; k++) {
         gm_point p = q->p[k];
         gm_corr c;
         if (!gm_refine_match(&v, h, p, cosf(p.angle), sinf(p.angle), 1, 1.0, &c))
             continue;
-        double x, y;
+        double x, y, jx[8], jy[8], g[8];
         gm_h_apply(h, p.x, p.y, &x, &y);
         double res = c.nx * (x - c.rx) + c.ny * (y - c.ry);
         r2 += res * res;
-        double dx = x - c0x, dy = y - c0y;
-        double g[4] = {c.nx * dx + c.ny * dy, -c.nx * dy + c.ny * dx, c.nx, c.ny};
-        for (int i = 0; i < 4; i++)
-            for (int j = 0; j < 4; j++)
+        np = sigma_jac(model, (x - c0x) / u, (y - c0y) / u, jx, jy);
+        for (int i = 0; i < np; i++)
+            g[i] = c.nx * jx[i] + c.ny * jy[i];
+        for (int i = 0; i < np; i++)
+            for (int j = 0; j < np; j++)
                 n[i][j] += g[i] * g[j];
         pairs++;
     }
@@ -136,30 +163,31 @@ double gm_corner_sigma_cpu(const gm_edge_map *map, const gm_points *q, const dou
      * GM_SIGMA_PIXELS_PER_OBS counts, each with GM_SIGMA_PX of noise */
     double scale = GM_SIGMA_PX * GM_SIGMA_PX * GM_SIGMA_PIXELS_PER_OBS;
     /* each corner's displacement covariance J N^-1 J^T (J: the corner's
-     * 2 x 4 Jacobian in theta), its larger eigenvalue */
+     * 2 x np Jacobian), its larger eigenvalue */
     const double cx[4] = {0, w - 1.0, w - 1.0, 0}, cy[4] = {0, 0, hgt - 1.0, hgt - 1.0};
+    if (ne < 3 || !ex || !ey)
+        ex = cx, ey = cy, ne = 4;
     double worst = 0;
-    for (int c = 0; c < 4; c++) {
-        double x, y;
-        gm_h_apply(h, cx[c], cy[c], &x, &y);
-        double dx = x - c0x, dy = y - c0y;
-        const double jx[4] = {dx, -dy, 1, 0}, jy[4] = {dy, dx, 0, 1};
-        double u[2][8]; /* N^-1 jx, N^-1 jy */
+    for (int c = 0; c < ne; c++) {
+        double x, y, jx[8], jy[8];
+        gm_h_apply(h, ex[c], ey[c], &x, &y);
+        np = sigma_jac(model, (x - c0x) / u, (y - c0y) / u, jx, jy);
+        double uu[2][8]; /* N^-1 jx, N^-1 jy */
         for (int e = 0; e < 2; e++) {
             double A[8][8], b[8];
-            for (int i = 0; i < 4; i++) {
-                for (int j = 0; j < 4; j++)
+            for (int i = 0; i < np; i++) {
+                for (int j = 0; j < np; j++)
                     A[i][j] = n[i][j];
                 b[i] = e ? jy[i] : jx[i];
             }
-            if (gm_solve_n(4, A, b, u[e]) != 0)
+            if (gm_solve_n(np, A, b, uu[e]) != 0)
                 return INFINITY; /* a direction the edges do not constrain at all */
         }
         double sxx = 0, sxy = 0, syy = 0;
-        for (int i = 0; i < 4; i++) {
-            sxx += jx[i] * u[0][i] * scale;
-            sxy += jx[i] * u[1][i] * scale;
-            syy += jy[i] * u[1][i] * scale;
+        for (int i = 0; i < np; i++) {
+            sxx += jx[i] * uu[0][i] * scale;
+            sxy += jx[i] * uu[1][i] * scale;
+            syy += jy[i] * uu[1][i] * scale;
         }
         double tr = sxx + syy, det = sxx * syy - sxy * sxy;
         double l1 = tr / 2 + sqrt(fmax(0, tr * tr / 4 - det));

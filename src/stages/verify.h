@@ -74,15 +74,19 @@ double gm_corner_move(const double a[9], const double b[9], int w, int hgt);
 /* How well the edges pin a transform down: the standard deviation, in the
  * map's pixels, of the worst-placed corner of a w x hgt query under h, from
  * the normal matrix of the point-to-line residuals of its partners (within
- * 1 pixel) for a small similarity after h.  Edges that all run one way (a
+ * 1 pixel) for a small change of the model after h (a similarity, an
+ * affine or a homography, as model says), taken at the ne points (ex, ey)
+ * of the query (the corners of the region it shares with the reference:
+ * gm_overlap_poly), or at its four corners when ne < 3.  Edges that all run one way (a
  * straight line) or along one arc leave a direction free and the corners
  * uncertain; INFINITY when a direction is unconstrained. */
 #define GM_SIGMA_PX 0.5             /* a partner's noise, pixels */
 #define GM_SIGMA_PIXELS_PER_OBS 8.0 /* edge pixels per independent measurement */
 /* rms (when not NULL): the root mean square point-to-line residual of those
  * partners, the same pixels (NAN for none). */
-double gm_corner_sigma_cpu(const gm_edge_map *map, const gm_points *q, const double h[9], int w,
-                           int hgt, double *rms);
+double gm_corner_sigma_cpu(const gm_edge_map *map, const gm_points *q, gm_model model,
+                           const double h[9], int w, int hgt, const double *ex, const double *ey,
+                           int ne, double *rms);
 
 #ifdef __cplusplus
 }

@@ -659,7 +659,7 @@ START_TEST(test_corner_sigma)
     const gm_edge_map map = v.map;
     double hid[9];
     gm_h_from_m(IDENT, hid);
-    double s_all = gm_corner_sigma_cpu(&map, &all, hid, w, h, NULL);
+    double s_all = gm_corner_sigma_cpu(&map, &all, GM_MODEL_SIMILARITY, hid, w, h, NULL, NULL, 0, NULL);
     if (!(s_all < 0.5))
         ck_abort_msg("every edge: sigma %.3f px", s_all);
     gm_point *one = malloc(all.n * sizeof *one);
@@ -668,30 +668,84 @@ START_TEST(test_corner_sigma)
         if (fabsf(cosf(all.p[k].angle)) > 0.999f)
             one[ow.n++] = all.p[k];
     EXPECT(ow.n >= 8);
-    double s_one = gm_corner_sigma_cpu(&map, &ow, hid, w, h, NULL);
+    double s_one = gm_corner_sigma_cpu(&map, &ow, GM_MODEL_SIMILARITY, hid, w, h, NULL, NULL, 0, NULL);
     if (!(s_one > 10 * s_all && s_one > 2.0))
         ck_abort_msg("edges one way: sigma %.3f px (every edge %.3f)", s_one, s_all);
     gm_points few = {all.p, 7};
-    EXPECT(isinf(gm_corner_sigma_cpu(&map, &few, hid, w, h, NULL)));
+    EXPECT(isinf(gm_corner_sigma_cpu(&map, &few, GM_MODEL_SIMILARITY, hid, w, h, NULL, NULL, 0, NULL)));
     /* the residual: the scene's own points on their own edges are on the
      * line (the map's points are these very points); shifted by 0.4 px in
      * x, the partners are still found within a pixel and their rms
      * point-to-line distance grows to the shift's normal part, between
      * 0.4 / sqrt(2) (normals in every direction) and 0.4 */
     double rms0 = -1, rms1 = -1;
-    (void)gm_corner_sigma_cpu(&map, &all, hid, w, h, &rms0);
+    (void)gm_corner_sigma_cpu(&map, &all, GM_MODEL_SIMILARITY, hid, w, h, NULL, NULL, 0, &rms0);
     double hs[9];
     memcpy(hs, hid, sizeof hs);
     hs[2] += 0.4;
-    (void)gm_corner_sigma_cpu(&map, &all, hs, w, h, &rms1);
+    (void)gm_corner_sigma_cpu(&map, &all, GM_MODEL_SIMILARITY, hs, w, h, NULL, NULL, 0, &rms1);
     if (!(rms0 >= 0 && rms0 < 0.05 && rms1 > 0.4 / sqrt(2.0) - 0.05 && rms1 < 0.45))
         ck_abort_msg("residual rms %.4f px on the truth, %.4f px shifted 0.4 px", rms0, rms1);
     double rms_few = -1;
     gm_points none = {all.p, 0};
-    (void)gm_corner_sigma_cpu(&map, &none, hid, w, h, &rms_few);
+    (void)gm_corner_sigma_cpu(&map, &none, GM_MODEL_SIMILARITY, hid, w, h, NULL, NULL, 0, &rms_few);
     EXPECT(isnan(rms_few));
     free(one);
     view_close(&v);
+}
+END_TEST
+
+/* gm_corner_sigma_cpu under each model, on point sets drawn directly (the
+ * query's points are the reference's, h the identity, every partner at 0):
+ * (a) circles, normals every way: every model's corners pinned, well under
+ * a pixel; (b) vertical lines only: the corners free along them, INFINITY
+ * under every model; (c) the lines with a short horizontal bar at the
+ * centre: a similarity is pinned (the bar fixes the slide along the lines,
+ * the lines the turn), an affine is not (a shear slides each line by its
+ * own amount and the bar at the centre cannot see it): its corners' sigma
+ * several times the similarity's. */
+static gm_points sigma_points(int circles, int lines, int bar)
+{
+    gm_points pts = {xmalloc(20000, sizeof(gm_point)), 0};
+    if (circles)
+        for (int c = 0; c < 9; c++)
+            for (int k = 0; k < 120; k++) {
+                double a = 2 * GM_PI * k / 120, cx = 40 + 60 * (c % 3), cy = 35 + 55 * (c / 3);
+                pts.p[pts.n++] = (gm_point){(float)(cx + 18 * cos(a)), (float)(cy + 18 * sin(a)),
+                                            (float)a, 1};
+            }
+    if (lines)
+        for (int x = 20; x < 220; x += 25)
+            for (int y = 10; y < 190; y++)
+                pts.p[pts.n++] = (gm_point){(float)x, (float)y, 0, 1};
+    if (bar)
+        for (int x = 100; x < 140; x++)
+            pts.p[pts.n++] = (gm_point){(float)x + 0.5f, 100, (float)(GM_PI / 2), 1};
+    return pts;
+}
+
+START_TEST(test_corner_sigma_models)
+{
+    const int w = 240, h = 200;
+    const double H[9] = {1, 0, 0, 0, 1, 0, 0, 0, 1};
+    static const gm_model models[] = {GM_MODEL_SIMILARITY, GM_MODEL_AFFINE, GM_MODEL_HOMOGRAPHY};
+    double sig[3][3];
+    for (int set = 0; set < 3; set++) {
+        gm_points pts = sigma_points(set == 0, set > 0, set == 2);
+        gm_edge_map map;
+        EXPECT_EQ(gm_edge_map_build_cpu(&pts, w, h, 2, &map), GM_OK);
+        for (int m = 0; m < 3; m++)
+            sig[set][m] = gm_corner_sigma_cpu(&map, &pts, models[m], H, w, h, NULL, NULL, 0, NULL);
+        gm_edge_map_free(&map);
+        free(pts.p);
+    }
+    for (int m = 0; m < 3; m++) {
+        ck_assert_msg(sig[0][m] < 1.0, "circles, model %d: sigma %.3f", m, sig[0][m]);
+        ck_assert_msg(!(sig[1][m] < 100.0), "lines, model %d: sigma %.3f", m, sig[1][m]);
+    }
+    ck_assert_msg(sig[2][0] < 2.0, "lines and a bar, similarity: sigma %.3f", sig[2][0]);
+    ck_assert_msg(sig[2][1] > 4 * sig[2][0], "lines and a bar: affine %.3f against similarity %.3f",
+                  sig[2][1], sig[2][0]);
 }
 END_TEST
 
@@ -717,6 +771,7 @@ static Suite *verify_suite(void)
     tcase_set_timeout(rf, 120);
     tcase_add_test(rf, test_refine_converges);
     tcase_add_test(rf, test_refine_models);
+    tcase_add_test(rf, test_corner_sigma_models);
     tcase_add_test(rf, test_grow_model);
     tcase_add_test(rf, test_corner_spread);
     tcase_add_test(rf, test_refine_few_points);
