@@ -51,6 +51,8 @@
  * up to GM_FINE_LEVELS + 1 on the fine ones, 2 with the query at a quarter;
  * the triangles' on level 0 and the fine ones, with the query at two sizes). */
 #define GM_SEARCH_MAX ((6 + GM_FINE_LEVELS + 2 * (1 + GM_FINE_LEVELS)) * GM_REFINE_CANDS)
+/* Verified candidates kept past the refinement's picks, as rivals. */
+#define GM_UNREF_KEEP 8
 /* --model auto: a model with more freedom is reported only when its strict
  * confidence beats the simpler one's by this much (a share of the query's
  * edge points that only it explains), a step at a time. */
@@ -188,6 +190,12 @@ typedef struct {
     double refined[GM_SEARCH_MAX][6];
     double rconf[GM_SEARCH_MAX];
     int n_refined;
+    /* the best verified candidates that were not refined (level-0 working
+     * coordinates, and their share of the whole query before refinement):
+     * more rivals for the distinctiveness test (rival_whole) */
+    double unref[GM_UNREF_KEEP][6];
+    double uconf[GM_UNREF_KEEP];
+    int n_unref;
     uint64_t seed; /* the query's draws (bases, triangles): gm_match_forward's */
     double m0[6]; /* the best in level-0 working coordinates */
     int has_h;    /* the best came from triangles: h is its final model, score strict */
@@ -228,8 +236,10 @@ static double corner_dist(const double a[6], const double b[6], int w, int h)
  * similarities more than GM_DISTINCT_PX from the best and from each other,
  * the most explaining first, from GM_RIVAL_FLOOR of what the best
  * explained (a tilted view's similarity explains half of its homography or
- * less); and the answers of the query's earlier draws (lv->seen), which a
- * later draw may not have met.  Each is refined as the answer was: up the
+ * less), then GM_RIVALS more of the candidates verified but not refined
+ * (ss->unref: a drip's twin among an illustration's repeated drips voted
+ * for but was never refined); and the answers of the query's earlier
+ * draws (lv->seen), which a later draw may not have met.  Each is refined as the answer was: up the
  * model ladder on level 0's map (the widest reach), again while that
  * explains more (GM_RIVAL_ROUNDS at most: a homography from a similarity
  * 50 source pixels off took three), then level by level to the answer's
@@ -323,35 +333,39 @@ static gm_status rival_whole(const gm_ref *r, void *lane, const search_state *ss
     double h0[9], hs0[9];
     h_work_to_source(hw, q0->f, bf, hs0);
     h_source_to_work(hs0, q0->f, r->lv[0].f, h0);
-    int taken[GM_RIVALS], nt = 0;
-    for (int j = 0; j < GM_RIVALS + lv->n_seen + GM_PROBES; j++) {
+    const double(*taken[2 * GM_RIVALS])[6];
+    int nt = 0;
+    const int n_sim = 2 * GM_RIVALS; /* GM_RIVALS refined, then GM_RIVALS not refined */
+    for (int j = 0; j < n_sim + lv->n_seen + GM_PROBES; j++) {
         double h[9];
-        int from_sim = j < GM_RIVALS;
-        if (j >= GM_RIVALS + lv->n_seen) {
+        int from_sim = j < n_sim;
+        if (j >= n_sim + lv->n_seen) {
             static const double step[GM_PROBES] = {-0.75, -0.25, 0.25, 0.75};
-            double d = step[j - GM_RIVALS - lv->n_seen] * qd, tx = d * ux, ty = d * uy;
+            double d = step[j - n_sim - lv->n_seen] * qd, tx = d * ux, ty = d * uy;
             memcpy(h, h0, sizeof h);
             for (int k = 0; k < 3; k++)
                 h[3 * k + 2] += h0[3 * k] * tx + h0[3 * k + 1] * ty;
         } else if (from_sim) {
-            int bi = -1;
-            for (int i = 0; i < ss->n_refined; i++) {
-                if (ss->rconf[i] < GM_RIVAL_FLOOR * best_sim ||
-                    corner_dist(ss->refined[i], ss->m0, q0->w, q0->h) <= GM_DISTINCT_PX)
+            /* from the refined (rconf) or the verified only (uconf) */
+            const double(*list)[6] = j < GM_RIVALS ? ss->refined : ss->unref;
+            const double *conf = j < GM_RIVALS ? ss->rconf : ss->uconf;
+            int n = j < GM_RIVALS ? ss->n_refined : ss->n_unref, bi = -1;
+            for (int i = 0; i < n; i++) {
+                if (conf[i] < GM_RIVAL_FLOOR * best_sim ||
+                    corner_dist(list[i], ss->m0, q0->w, q0->h) <= GM_DISTINCT_PX)
                     continue;
                 int near = 0;
                 for (int t = 0; t < nt && !near; t++)
-                    near = corner_dist(ss->refined[i], ss->refined[taken[t]], q0->w, q0->h) <=
-                           GM_DISTINCT_PX;
-                if (!near && (bi < 0 || ss->rconf[i] > ss->rconf[bi]))
+                    near = corner_dist(list[i], *taken[t], q0->w, q0->h) <= GM_DISTINCT_PX;
+                if (!near && (bi < 0 || conf[i] > conf[bi]))
                     bi = i;
             }
             if (bi < 0)
                 continue;
-            taken[nt++] = bi;
-            gm_h_from_m(ss->refined[bi], h);
+            taken[nt++] = &list[bi];
+            gm_h_from_m(list[bi], h);
         } else {
-            h_source_to_work(lv->seen[j - GM_RIVALS], q0->f, r->lv[0].f, h);
+            h_source_to_work(lv->seen[j - n_sim], q0->f, r->lv[0].f, h);
         }
         gm_verify_score v;
         gm_status st = rival_refine(r, lane, q0, vq0, bf, chosen, from_sim, h, &v);
@@ -521,6 +535,21 @@ static gm_status run_pairing(const gm_ref *r, void *lane, const ref_level *rl, c
         if (ss->n_done < GM_SEARCH_MAX)
             memcpy(ss->done[ss->n_done++], m0[bi], sizeof m0[bi]);
         pick[npick++] = bi;
+    }
+    /* the candidates left, the best kept as rivals (rival_whole) */
+    for (uint32_t c = 0; c < nc; c++) {
+        if (sc[c].total == UINT32_MAX || !(sc[c].whole > 0))
+            continue;
+        if (ss->n_unref == GM_UNREF_KEEP && !(sc[c].whole > ss->uconf[GM_UNREF_KEEP - 1]))
+            continue; /* full, and no better than the last */
+        int at = ss->n_unref < GM_UNREF_KEEP ? ss->n_unref++ : GM_UNREF_KEEP - 1;
+        while (at > 0 && ss->uconf[at - 1] < sc[c].whole) { /* sorted, the most explaining first */
+            ss->uconf[at] = ss->uconf[at - 1];
+            memcpy(ss->unref[at], ss->unref[at - 1], sizeof ss->unref[at]);
+            at--;
+        }
+        ss->uconf[at] = sc[c].whole;
+        memcpy(ss->unref[at], m0[c], sizeof ss->unref[at]);
     }
     /* ...refined side by side, then scored in order (thread-independent) */
     double hr[GM_REFINE_CANDS][9];
