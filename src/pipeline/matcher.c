@@ -212,6 +212,14 @@ typedef struct {
 #define GM_DISTINCT_PX 4.0
 #define GM_DISTINCT_RATIO 0.5
 
+/* The ratio test's factor for a second that explains `second` of the whole
+ * query where the best explains `whole`. */
+static double distinct_of(double second, double whole)
+{
+    double rho = whole > 0 ? second / whole : 1.0;
+    return fmin(1.0, fmax(0.0, (1.0 - rho) / (1.0 - GM_DISTINCT_RATIO)));
+}
+
 /* Mean distance, in pixels, between the images of a w x h query's corners
  * under two transforms. */
 static double corner_dist(const double a[6], const double b[6], int w, int h)
@@ -1119,15 +1127,13 @@ gm_status gm_match_forward(const gm_ref *r, gm_model model, gm_view query, uint6
             score_scale(&score, GM_SIGMA_MAX / sigma);
         /* the second against the best in the same units: the share of the
          * whole query each explains */
-        double rho = score.whole > 0 ? second / score.whole : 1.0;
-        double distinct = fmin(1.0, fmax(0.0, (1.0 - rho) / (1.0 - GM_DISTINCT_RATIO)));
+        double distinct = distinct_of(second, score.whole);
         /* an answer that would be reported: its rivals under its model */
         if (score.confidence * distinct >= p->min_confidence) {
             double second_m = 0;
             if ((st = rival_whole(r, lane, ss, lv, &q[0], &vq0, bf, chosen, hw, &second_m)) != GM_OK)
                 goto done;
-            double rho_m = score.whole > 0 ? second_m / score.whole : 1.0;
-            distinct = fmin(distinct, fmin(1.0, fmax(0.0, (1.0 - rho_m) / (1.0 - GM_DISTINCT_RATIO))));
+            distinct = fmin(distinct, distinct_of(second_m, score.whole));
         }
         out->votes = (int)ss->votes;
         out->confidence = score.confidence * distinct;
