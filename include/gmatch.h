@@ -235,7 +235,19 @@ typedef struct {
                                gm_ref_prepare only */
     gm_direction direction; /* default GM_DIRECTION_AUTO: which image may hold the other
                                (gm_direction); the others search one way only, faster */
+    double max_uncertainty; /* default GM_DEFAULT_MAX_UNCERTAINTY, reference pixels, 0
+                               meaning the default and INFINITY no bound: a match whose
+                               uncertainty_px exceeds it is GM_MATCH_NONE with
+                               GM_REASON_UNCERTAIN (docs/calibration.md) */
 } gm_params;
+
+/* The default max_uncertainty, reference pixels: above the largest bound of
+ * a right answer (within 3 px) on the calibration sets, 14.5 px (a tilted
+ * view of a 3840-pixel illustration; 10.6 on the public photo tier), so
+ * that the default withholds only answers looser than any right one seen
+ * (docs/calibration.md, "Uncertainty").  A caller who needs a tighter
+ * placement sets a smaller bound. */
+#define GM_DEFAULT_MAX_UNCERTAINTY 20.0
 
 #define GM_MAX_THREADS 4096
 #define GM_MIN_MAX_SIDE 64
@@ -316,6 +328,31 @@ GM_API gm_status gm_cuda_waits(uint64_t *count, double *ms);
 
 typedef enum { GM_MATCH_NONE = 0, GM_MATCH_FOUND = 1 } gm_match_status;
 
+/* Why a result is GM_MATCH_NONE (GM_REASON_FOUND for a match).  A hopeless
+ * pair reads no_edges or no_candidate; a near miss weak, ambiguous,
+ * uncertain, small_overlap or horizon (gm_reason_name). */
+typedef enum {
+    GM_REASON_FOUND = 0,      /* a match */
+    GM_REASON_NO_EDGES,       /* the query (or the reference) has too few edges to vote */
+    GM_REASON_NO_CANDIDATE,   /* no placement of the query was confirmed by the edges */
+    GM_REASON_WEAK,           /* the best placement explains too little of the query's
+                                 edges (its confidence before the checks below is under
+                                 min_confidence) */
+    GM_REASON_AMBIGUOUS,      /* a second placement, its corners far from the best's,
+                                 explains the edges nearly as well (stripes, repeats) */
+    GM_REASON_UNCERTAIN,      /* the edges leave the transform free to slide (parallel
+                                 edges, one arc, a part without edges): its spread or
+                                 uncertainty_px exceeds the bound */
+    GM_REASON_SMALL_OVERLAP,  /* the images share too small a part (or at too unequal
+                                 a scale) */
+    GM_REASON_HORIZON,        /* the transform carries part of the query to infinity (a
+                                 plane so tilted that its horizon is in view) */
+} gm_reason;
+/* "found", "no_edges", "no_candidate", "weak", "ambiguous", "uncertain",
+ * "small_overlap", "horizon" (one word each, for the text output's column);
+ * NULL for a value not listed. */
+GM_API const char *gm_reason_name(gm_reason r);
+
 /* Stage times of one call, in MILLISECONDS. */
 typedef struct {
     double edges, bases, tables, vote, reduce, verify, total;
@@ -344,6 +381,15 @@ typedef struct {
                             reference's area that the query covers */
     gm_direction direction; /* the search that answered: GM_DIRECTION_FORWARD or
                                GM_DIRECTION_REVERSE (when found) */
+    double uncertainty_px;  /* when found: a bound, in reference pixels, on the mean
+                               distance between the corners of the shared region where
+                               this result puts them and where they truly lie, which held
+                               for at least 95% of the matches of calibration sets
+                               (docs/calibration.md): the covariance of the refinement's
+                               point-to-edge fit carried to those corners, scaled by
+                               the fit's residual, with a floor for what the fit cannot
+                               see (resampling, blur) */
+    gm_reason reason;       /* GM_REASON_FOUND for a match; why not otherwise */
     gm_timing time;
     char error[256];     /* why gm_match failed, one line ("" on GM_OK) */
 } gm_result;

@@ -12,7 +12,7 @@
 # GM_GPU_BUILD (default build-gpu) and GM_GPU_DEV (default .device) name the
 # build and carry folders, so that several checkouts' work can travel apart;
 # GM_GPU_TESTS (a grep pattern, default all) picks the tests that run,
-# GM_GPU_BENCH (words: hash match scores video videolong fault soak sift gpus photo scene; default
+# GM_GPU_BENCH (words: hash match scores video videolong fault soak sift gpus photo scene seeds; default
 # hash match scores video sift fault) the
 # benchmarks; GM_GPU_NOBENCH=1 runs none, GM_GPU_NOSAN=1 no sanitizer.
 set -u
@@ -165,6 +165,26 @@ PY
           tee "$out/bench_match_photo_$m.log"
       done
     done
+    # seeds: the photo and scene tiers' stills under --seed 1-5 on the GPU
+    # (CPU = CUDA), every gmatch* program carried (variants built beside
+    # the default one), and how much the answers depend on the seed
+    # (tools/bench/seeds.py)
+    if want seeds; then
+      for g in "$dev"/bin/gmatch*; do
+        for s in ${GM_GPU_SEEDS:-1 2 3 4 5}; do
+          : > "$out/seeds-${g##*/}-$s.jsonl"
+          for tier in photo scene; do
+            [ -d "$dev/$tier-bench/$tier" ] || continue
+            "$dev/bench/run.sh" "$dev/$tier-bench" "$out/seeds-$tier.jsonl" "$g" --format json \
+              --device cuda --seed "$s" > "$out/seeds-${g##*/}-$tier-$s.txt" 2>&1
+            cat "$out/seeds-$tier.jsonl" >> "$out/seeds-${g##*/}-$s.jsonl"
+          done
+          grep -h "^wall\|SUMMARY" "$out/seeds-${g##*/}"-*-"$s".txt | sed "s/^/${g##*/} seed $s: /"
+        done
+        echo "== ${g##*/}: answers against the seed"
+        python3 tools/bench/seeds.py "$out/seeds-${g##*/}"-[0-9]*.jsonl | tee "$out/seeds-${g##*/}.txt"
+      done
+    fi
     if want video && [ -d "$dev/videos" ]; then
       echo "== video throughput (tools/bench/bench_video.sh)"
       BENCH=$dev/bench DEVICES="cuda cpu" REPS=3 SIFT=$(want sift && echo 1 || echo 0) tools/bench/bench_video.sh run "$dev/videos" "$dev/bin/gmatch" 2>&1 |

@@ -107,11 +107,18 @@ class Result:
                 query covers; None unless a match
     direction   "forward" (the query found in the reference) or "reverse" (the
                 reference found in the query); None unless a match
+    uncertainty_px  a bound, in reference pixels, on the mean error of the
+                corners of the region the two images share, which held for at
+                least 95% of the matches of calibration sets
+                (docs/calibration.md); None unless a match
+    reason      why not, for "none": "no_edges", "no_candidate", "weak",
+                "ambiguous", "uncertain", "small_overlap" or "horizon"
+                (gmatch.h, gm_reason); None for a match or an error
     """
 
     __slots__ = ("status", "matrix", "matrix3", "model", "confidence", "votes", "inliers",
                  "residual_px", "corners", "scale", "angle_deg", "time_ms", "query_size", "frame",
-                 "pts_s", "error", "overlap", "direction")
+                 "pts_s", "error", "overlap", "direction", "uncertainty_px", "reason")
 
     def __init__(self, raw=None, query_size=(0, 0), asked="similarity", frame=None, pts_s=None,
                  error=None):
@@ -119,17 +126,20 @@ class Result:
         self.frame, self.pts_s, self.error = frame, pts_s, error
         self.matrix = self.matrix3 = self.corners = self.scale = self.angle_deg = None
         self.residual_px = self.overlap = self.direction = None
+        self.uncertainty_px = self.reason = None
         if raw is None:  # an error item of a video
             self.status, self.model = "error", asked
             self.confidence, self.votes, self.inliers, self.time_ms = 0.0, 0, 0, 0.0
             return
         (found, model, h, self.confidence, self.votes, self.inliers, residual, self.time_ms,
-         overlap, direction) = raw
+         overlap, direction, uncertainty, reason) = raw
         self.status = "match" if found else "none"
         self.model = MODELS[model] if found and asked == "auto" else asked
         if not found:
+            self.reason = reason
             return
         self.residual_px = residual
+        self.uncertainty_px = uncertainty
         self.overlap = tuple(overlap)
         self.direction = DIRECTIONS[direction]
         H = np.array(h, dtype=np.float64).reshape(3, 3)
@@ -158,10 +168,11 @@ class Result:
             return f"Result({where}status='error', error={self.error!r})"
         if self.status == "none":
             return (f"Result({where}status='none', model={self.model!r}, "
-                    f"confidence={self.confidence:.3f})")
+                    f"confidence={self.confidence:.3f}, reason={self.reason!r})")
         return (f"Result({where}status='match', model={self.model!r}, "
                 f"confidence={self.confidence:.3f}, scale={self.scale:.4f}, "
-                f"angle_deg={self.angle_deg:.2f}, matrix={self.matrix.round(4).tolist()})")
+                f"angle_deg={self.angle_deg:.2f}, uncertainty_px={self.uncertainty_px:.2f}, "
+                f"matrix={self.matrix.round(4).tolist()})")
 
     def draw(self, reference, query, max_width=1600, rgb=False):
         """A picture of this result, to look at before trusting the numbers:
@@ -201,7 +212,7 @@ class Reference:
 
     Reference(image, *, model="auto", device="auto", min_confidence=0.3,
               seed=1, threads=0, max_pixels=100_000_000, rgb=False, frame=0,
-              **tuning)
+              direction="auto", max_uncertainty=20.0, **tuning)
 
     image           a numpy array (H x W uint8/uint16 gray, H x W x 3 BGR, H x W x 4
                     BGRA, any strides) or a path
@@ -215,6 +226,8 @@ class Reference:
                     prepared on each of those GPUs, the queries of threads
                     matching at once spread over them (the same results)
     min_confidence  below it a result is "none" (0..1)
+    max_uncertainty a match whose uncertainty_px exceeds it is "none" (reason
+                    "uncertain"); reference pixels, float("inf") for no bound
     seed            the same seed gives the same results, whatever the threads and
                     the device
     threads         CPU threads of each call, 0 = all cores
@@ -232,14 +245,15 @@ class Reference:
     words), gpus (how many GPUs the queries spread over, 0 on the CPU), backend
     ("cpu" or "cuda", now), fallback ("" or why the GPU gave
     way to the CPU: a query the GPU fails is matched again on the CPU, which
-    answers every later one), prepare_ms, model, min_confidence.
+    answers every later one), prepare_ms, model, min_confidence, max_uncertainty.
     """
 
     _TUNING = ("max_side", "ref_points", "query_points", "basis_points", "ref_basis_prob",
                "query_bases", "top_k")
 
     def __init__(self, image, *, model="auto", device="auto", min_confidence=None, seed=None,
-                 threads=None, max_pixels=None, rgb=False, frame=0, direction="auto", **tuning):
+                 threads=None, max_pixels=None, rgb=False, frame=0, direction="auto",
+                 max_uncertainty=None, **tuning):
         unknown = set(tuning) - set(self._TUNING)
         if unknown:
             raise TypeError(f"Reference() got unexpected keyword argument(s): "
@@ -254,13 +268,14 @@ class Reference:
             raise ValueError(f"direction {direction!r}: one of {', '.join(DIRECTIONS)}")
         p = dict(_DEFAULTS)
         for k, v in (("min_confidence", min_confidence), ("seed", seed), ("threads", threads),
-                     ("max_pixels", max_pixels)):
+                     ("max_pixels", max_pixels), ("max_uncertainty", max_uncertainty)):
             if v is not None:
                 p[k] = v
         p.update(tuning)
         self.model = model
         self.rgb = bool(rgb)
         self.min_confidence = float(p["min_confidence"])
+        self.max_uncertainty = float(p["max_uncertainty"])
         self._max_pixels = int(p["max_pixels"])
         (self._cap, self.width, self.height, self.device, self._backend, self.prepare_ms,
          self.gpus) = \
@@ -269,7 +284,7 @@ class Reference:
                             float(p["min_confidence"]), self._max_pixels, int(p["max_side"]),
                             int(p["ref_points"]), int(p["query_points"]), int(p["basis_points"]),
                             float(p["ref_basis_prob"]), int(p["query_bases"]), int(p["top_k"]),
-                            gpus, DIRECTIONS.index(direction))
+                            gpus, DIRECTIONS.index(direction), self.max_uncertainty)
 
     @property
     def backend(self):

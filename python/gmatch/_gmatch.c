@@ -184,18 +184,18 @@ static PyObject *py_defaults(PyObject *self, PyObject *noargs)
 {
     (void)self, (void)noargs;
     gm_params p = gm_params_default();
-    return Py_BuildValue("{s:K,s:i,s:i,s:i,s:d,s:L,s:i,s:i,s:i,s:i,s:d,s:i,s:i}", "seed",
+    return Py_BuildValue("{s:K,s:i,s:i,s:i,s:d,s:L,s:i,s:i,s:i,s:i,s:d,s:i,s:i,s:d}", "seed",
                          (unsigned long long)p.seed, "threads", p.threads, "device", (int)p.device,
                          "model", (int)p.model, "min_confidence", p.min_confidence, "max_pixels",
                          (long long)p.max_pixels, "max_side", p.max_side, "ref_points",
                          p.ref_points, "query_points", p.query_points, "basis_points",
                          p.basis_points, "ref_basis_prob", p.ref_basis_prob, "query_bases",
-                         p.query_bases, "top_k", p.top_k);
+                         p.query_bases, "top_k", p.top_k, "max_uncertainty", p.max_uncertainty);
 }
 
 /* prepare(image, frame, rgb, seed, threads, device, model, min_confidence,
  *         max_pixels, max_side, ref_points, query_points, basis_points,
- *         ref_basis_prob, query_bases, top_k, gpus, direction)
+ *         ref_basis_prob, query_bases, top_k, gpus, direction, max_uncertainty)
  *   -> (capsule, width, height, device, backend, ms, gpus)
  *   gpus: None or gm_params.gpus ("all", "0,2") in; the GPUs used out */
 static PyObject *py_prepare(PyObject *self, PyObject *args)
@@ -206,10 +206,11 @@ static PyObject *py_prepare(PyObject *self, PyObject *args)
     unsigned long long seed;
     long long max_pixels, frame;
     gm_params p = gm_params_default();
-    if (!PyArg_ParseTuple(args, "OLpKiiidLiiiidiizi:prepare", &image, &frame, &rgb, &seed,
+    if (!PyArg_ParseTuple(args, "OLpKiiidLiiiidiizid:prepare", &image, &frame, &rgb, &seed,
                           &p.threads, &device, &model, &p.min_confidence, &max_pixels,
                           &p.max_side, &p.ref_points, &p.query_points, &p.basis_points,
-                          &p.ref_basis_prob, &p.query_bases, &p.top_k, &p.gpus, &direction))
+                          &p.ref_basis_prob, &p.query_bases, &p.top_k, &p.gpus, &direction,
+                          &p.max_uncertainty))
         return NULL;
     p.direction = (gm_direction)direction;
     p.seed = seed;
@@ -243,16 +244,18 @@ static PyObject *py_prepare(PyObject *self, PyObject *args)
 }
 
 /* The result as a tuple: (found, model, h[9], confidence, votes, inliers,
- * residual_px, time_ms, (overlap[0], overlap[1]), direction); the Python
- * layer names the fields. */
+ * residual_px, time_ms, (overlap[0], overlap[1]), direction,
+ * uncertainty_px, reason); the Python layer names the fields. */
 static PyObject *result_tuple(const gm_result *res)
 {
-    return Py_BuildValue("(Ni(ddddddddd)diidd(dd)i)",
+    const char *reason = gm_reason_name(res->reason);
+    return Py_BuildValue("(Ni(ddddddddd)diidd(dd)ids)",
                          PyBool_FromLong(res->status == GM_MATCH_FOUND), (int)res->model,
                          res->h[0], res->h[1], res->h[2], res->h[3], res->h[4], res->h[5],
                          res->h[6], res->h[7], res->h[8], res->confidence, res->votes,
                          res->inliers, res->residual_px, res->time.total, res->overlap[0],
-                         res->overlap[1], (int)res->direction);
+                         res->overlap[1], (int)res->direction, res->uncertainty_px,
+                         reason ? reason : "unknown");
 }
 
 /* match(capsule, image, model, rgb, max_pixels) -> (result tuple, width, height) */

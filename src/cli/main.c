@@ -51,6 +51,7 @@ enum {
     OPT_THREADS,
     OPT_DEVICE,
     OPT_MIN_CONFIDENCE,
+    OPT_MAX_UNCERTAINTY,
     OPT_MODEL,
     OPT_DIRECTION,
     OPT_MAX_PIXELS,
@@ -133,6 +134,8 @@ static void usage(FILE *f)
             "                          where that finds nothing the reference inside the\n"
             "                          query; forward or reverse: one way only (faster)\n"
             "      --min-confidence X  report no match below this confidence, 0..1 (default %g)\n"
+            "      --max-uncertainty P report no match whose uncertainty_px exceeds P\n"
+            "                          reference pixels, 'inf' for no bound (default %g)\n"
             "      --max-pixels N      refuse images over N pixels (default %" PRId64 ")\n"
             "      --frames A:B        video frames A to B-1 (from 0; A: or :B open-ended)\n"
             "      --step N            every N-th of those frames (default 1)\n"
@@ -157,11 +160,13 @@ static void usage(FILE *f)
             "  -v, --verbose           print the device and the stage timings on stderr\n"
             "\n"
             "Text output: a '#' header line, then per query:\n"
-            "  query frame status votes confidence a b c d e f scale angle_deg\n"
+            "  query frame status votes confidence a b c d e f scale angle_deg uncertainty_px|reason\n"
             "status is match, none or error; [a b c; d e f] maps query pixel (x, y) to\n"
-            "reference pixel (a*x + b*y + c, d*x + e*y + f).\n"
+            "reference pixel (a*x + b*y + c, d*x + e*y + f); the last column: a match's\n"
+            "uncertainty in reference pixels, why not for none (no_edges, no_candidate,\n"
+            "weak, ambiguous, uncertain, small_overlap, horizon).\n"
             "Exit status: 0 all inputs processed, 1 some input failed, 2 usage error.\n",
-            d.seed, d.min_confidence, d.max_pixels > 0 ? d.max_pixels : GM_DEFAULT_MAX_PIXELS,
+            d.seed, d.min_confidence, d.max_uncertainty, d.max_pixels > 0 ? d.max_pixels : GM_DEFAULT_MAX_PIXELS,
             RUN_MANY);
 }
 
@@ -258,6 +263,7 @@ static void parse_options(int argc, char **argv, cli_opts *o)
         {"threads", required_argument, NULL, OPT_THREADS},
         {"device", required_argument, NULL, OPT_DEVICE},
         {"min-confidence", required_argument, NULL, OPT_MIN_CONFIDENCE},
+        {"max-uncertainty", required_argument, NULL, OPT_MAX_UNCERTAINTY},
         {"model", required_argument, NULL, OPT_MODEL},
         {"direction", required_argument, NULL, OPT_DIRECTION},
         {"max-pixels", required_argument, NULL, OPT_MAX_PIXELS},
@@ -383,6 +389,15 @@ static void parse_options(int argc, char **argv, cli_opts *o)
             if (parse_unit_real(optarg, &o->params.min_confidence) != 0)
                 usage_error("--min-confidence: '%s' is not a number from 0 to 1", optarg);
             break;
+        case OPT_MAX_UNCERTAINTY: {
+            char *end;
+            errno = 0;
+            double v = strtod(optarg, &end);
+            if (errno != 0 || end == optarg || *end != '\0' || !(v > 0))
+                usage_error("--max-uncertainty: '%s' is not a positive number of pixels", optarg);
+            o->params.max_uncertainty = v;
+            break;
+        }
         case OPT_MAX_PIXELS:
             if (parse_i64_range(optarg, 1, INT64_MAX, &o->params.max_pixels) != 0)
                 usage_error("--max-pixels: '%s' is not a positive integer", optarg);

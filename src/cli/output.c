@@ -154,6 +154,13 @@ int gm_output_write_name(FILE *f, const char *name)
 
 /* ---- records ------------------------------------------------------------- */
 
+/* A "none"'s reason (gm_reason_name); NULL where the result names none (a
+ * result made outside gm_match). */
+static const char *rec_reason(const gm_result *r)
+{
+    return r->reason == GM_REASON_FOUND ? NULL : gm_reason_name(r->reason);
+}
+
 static const char *rec_status(const gm_output_rec *rec)
 {
     if (rec->error || !rec->res)
@@ -198,8 +205,8 @@ int gm_output_header(FILE *f, gm_output_format fmt, gm_model model, int batch)
         fputs(batch ? " " : "# ", f);
     if (fmt == GM_OUTPUT_TEXT)
         fputs(model == GM_MODEL_HOMOGRAPHY || model == GM_MODEL_AUTO
-                  ? "query frame status votes confidence a b c d e f g h scale angle_deg\n"
-                  : "query frame status votes confidence a b c d e f scale angle_deg\n",
+                  ? "query frame status votes confidence a b c d e f g h scale angle_deg uncertainty_px|reason\n"
+                  : "query frame status votes confidence a b c d e f scale angle_deg uncertainty_px|reason\n",
               f);
     if (fflush(f) != 0 || ferror(f))
         return -1;
@@ -231,10 +238,13 @@ static int record_text(FILE *f, const gm_output_rec *rec)
             fprintf(f, " %.6f", round_dec(homog ? r->h[i] : r->m[i], 6));
         if (homog)
             fprintf(f, " %.10f %.10f", round_dec(r->h[6], 10), round_dec(r->h[7], 10));
-        fprintf(f, " %.6f %.3f", round_dec(r->scale, 6), round_dec(r->angle_deg, 3));
+        fprintf(f, " %.6f %.3f %.3f", round_dec(r->scale, 6), round_dec(r->angle_deg, 3),
+                round_dec(r->uncertainty_px, 3));
     } else {
         fputs(rec->wide || rec->model == GM_MODEL_HOMOGRAPHY || rec->model == GM_MODEL_AUTO
                   ? " - - - - - - - - - -" : " - - - - - - - -", f);
+        const char *why = ok ? rec_reason(rec->res) : NULL;
+        fprintf(f, " %s", why ? why : "-");
     }
     fputc('\n', f);
     if (fflush(f) != 0 || ferror(f))
@@ -319,11 +329,14 @@ static int record_json(FILE *f, const gm_output_rec *rec)
             set(o, "corners", c, &bad);
         }
         set(o, "residual_px", json_dec(r->residual_px, 3), &bad);
+        set(o, "uncertainty_px", json_dec(r->uncertainty_px, 3), &bad);
         set(o, "overlap", json_pack("[oo]", json_dec(r->overlap[0], 4), json_dec(r->overlap[1], 4)),
             &bad);
         set(o, "direction",
             json_string(r->direction == GM_DIRECTION_REVERSE ? "reverse" : "forward"), &bad);
     }
+    if (ok && !found && rec_reason(rec->res))
+        set(o, "reason", json_string(rec_reason(rec->res)), &bad);
     if (ok)
         set(o, "inliers", json_integer(rec->res->inliers), &bad);
     if (rec->ref_w > 0)

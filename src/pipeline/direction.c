@@ -70,6 +70,7 @@ void gm_answer_shared(gm_result *out, int qw, int qh, int rw, int rh)
         return;
     if (gm_h_horizon_crosses(out->h, qw, qh)) {
         out->status = GM_MATCH_NONE;
+        out->reason = GM_REASON_HORIZON;
         return;
     }
     gm_overlap(out->h, qw, qh, rw, rh, out->overlap);
@@ -80,8 +81,20 @@ void gm_answer_shared(gm_result *out, int qw, int qh, int rw, int rh)
      * a speck of the other */
     double aq = out->overlap[0] * qw * qh, ar = out->overlap[1] * rw * rh;
     const double k = GM_MAX_SCALE * GM_MAX_SCALE;
-    if (!(fmax(out->overlap[0], out->overlap[1]) >= GM_MIN_OVERLAP) || !(ar <= k * aq && aq <= k * ar))
+    if (!(fmax(out->overlap[0], out->overlap[1]) >= GM_MIN_OVERLAP) || !(ar <= k * aq && aq <= k * ar)) {
         out->status = GM_MATCH_NONE;
+        out->reason = GM_REASON_SMALL_OVERLAP;
+    }
+}
+
+/* A found answer whose uncertainty_px exceeds the reference's
+ * max_uncertainty is "none", uncertain. */
+static void answer_bounded(const gm_ref *r, gm_result *out)
+{
+    if (out->status == GM_MATCH_FOUND && !(out->uncertainty_px <= r->p.max_uncertainty)) {
+        out->status = GM_MATCH_NONE;
+        out->reason = GM_REASON_UNCERTAIN;
+    }
 }
 
 /* rev: the reference's image found in the query prepared as a reference
@@ -94,7 +107,11 @@ static void from_reverse(const gm_result *rev, gm_result *out)
     out->votes = rev->votes;
     out->confidence = rev->confidence;
     out->inliers = rev->inliers;
-    if (rev->status != GM_MATCH_FOUND || gm_h_invert(rev->h, hi) != 0)
+    out->reason = rev->reason;
+    if (rev->status != GM_MATCH_FOUND)
+        return;
+    out->reason = GM_REASON_UNCERTAIN; /* a matrix that does not invert */
+    if (gm_h_invert(rev->h, hi) != 0)
         return;
     for (int i = 0; i < 9; i++)
         if (!isfinite(hi[i]))
@@ -106,7 +123,9 @@ static void from_reverse(const gm_result *rev, gm_result *out)
     out->angle_deg = atan2(out->m[3], out->m[0]) * 180.0 / GM_PI;
     /* rev's residual is in query pixels: carried to the reference's */
     out->residual_px = rev->scale > 0 ? rev->residual_px / rev->scale : rev->residual_px;
+    out->uncertainty_px = rev->scale > 0 ? rev->uncertainty_px / rev->scale : INFINITY;
     out->status = out->scale > 0 ? GM_MATCH_FOUND : GM_MATCH_NONE;
+    out->reason = out->scale > 0 ? GM_REASON_FOUND : GM_REASON_UNCERTAIN;
 }
 
 static void time_add(gm_timing *a, const gm_timing *b)
@@ -201,11 +220,15 @@ gm_status gm_match_dirs(const gm_ref *r, gm_model model, gm_view query, gm_resul
          * second draw, the reverse search's homography right at 0.96) */
         if ((out->status == GM_MATCH_FOUND && out->confidence >= GM_DEFAULT_MIN_CONFIDENCE &&
              drawn == 0) ||
-            d == GM_DIRECTION_FORWARD || !r->keep.data)
+            d == GM_DIRECTION_FORWARD || !r->keep.data) {
+            answer_bounded(r, out);
             return GM_OK;
+        }
         if ((double)query.width * query.height < GM_REVERSE_MIN_AREA * rw * rh ||
-            query.width < GM_REVERSE_MIN_SIDE || query.height < GM_REVERSE_MIN_SIDE)
+            query.width < GM_REVERSE_MIN_SIDE || query.height < GM_REVERSE_MIN_SIDE) {
+            answer_bounded(r, out);
             return GM_OK;
+        }
     }
     gm_result rev;
     st = match_reverse(r, model, query, &rev);
@@ -229,5 +252,6 @@ gm_status gm_match_dirs(const gm_ref *r, gm_model model, gm_view query, gm_resul
             *out = fwd;
     }
     out->time = t;
+    answer_bounded(r, out);
     return GM_OK;
 }

@@ -870,8 +870,10 @@ gm_status gm_match_forward(const gm_ref *r, gm_model model, gm_view query, uint6
     gm_points vq0 = stride_sample(&q[0].all, GM_VERIFY_POINTS, vbuf);
     if ((st = r->be->points(lane, &vq0)) != GM_OK)
         goto done;
+    out->reason = GM_REASON_NO_EDGES;
     if (r->map.pts.n == 0 || q[0].all.n < 8)
         goto done; /* nothing to match: a successful "no match" */
+    out->reason = GM_REASON_NO_CANDIDATE;
     /* pairings (reference level, query level), most likely first: the
      * working levels, then each fine level coarse to fine with the query
      * at its working size, the finest also with the query at half; then
@@ -1042,6 +1044,10 @@ gm_status gm_match_forward(const gm_ref *r, gm_model model, gm_view query, uint6
          * poster: 10-19 reference pixels off at confidence 0.46-0.54 on the
          * scene tier), and its confidence falls with the distance, as the
          * spread's does below: "none" rather than a wrong match. */
+        /* what the edges explain before the checks of the answer's
+         * determinacy (the reason of a "none": weak below the threshold
+         * here, uncertain or ambiguous when the checks below take it there) */
+        const double explained = score.confidence;
         if ((model == GM_MODEL_SIMILARITY || model == GM_MODEL_AFFINE) &&
             score.confidence >= p->min_confidence) {
             double hm[9];
@@ -1137,6 +1143,11 @@ gm_status gm_match_forward(const gm_ref *r, gm_model model, gm_view query, uint6
         }
         out->votes = (int)ss->votes;
         out->confidence = score.confidence * distinct;
+        out->uncertainty_px = gm_uncertainty_px(sigma) * bf;
+        out->reason = out->confidence >= p->min_confidence   ? GM_REASON_FOUND
+                      : explained < p->min_confidence        ? GM_REASON_WEAK
+                      : score.confidence < p->min_confidence ? GM_REASON_UNCERTAIN
+                                                             : GM_REASON_AMBIGUOUS;
         if (lv->n_seen < GM_SEEN_MAX)
             memcpy(lv->seen[lv->n_seen++], h, sizeof h);
         out->inliers = (int)score.hits;
@@ -1146,7 +1157,9 @@ gm_status gm_match_forward(const gm_ref *r, gm_model model, gm_view query, uint6
         int finite = 1;
         for (int i = 0; i < 9; i++)
             finite &= isfinite(h[i]);
-        if (out->confidence >= p->min_confidence && finite && out->scale > 0)
+        if (out->reason == GM_REASON_FOUND && !(finite && out->scale > 0))
+            out->reason = GM_REASON_UNCERTAIN;
+        if (out->reason == GM_REASON_FOUND)
             out->status = GM_MATCH_FOUND;
     }
 done:

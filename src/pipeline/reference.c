@@ -41,6 +41,7 @@ gm_params gm_params_default(void)
     p.ref_basis_prob = 0.2;
     p.query_bases = 400;
     p.top_k = 32;
+    p.max_uncertainty = GM_DEFAULT_MAX_UNCERTAINTY;
     return p;
 }
 
@@ -319,6 +320,7 @@ static const char *params_check(const gm_params *p, char *buf, size_t len)
     RANGE(query_bases, 1, GM_MAX_QUERY_BASES)
     RANGE(top_k, 1, GM_MAX_TOP_K)
     RANGE(direction, GM_DIRECTION_AUTO, GM_DIRECTION_REVERSE)
+    RANGE(max_uncertainty, 0.0, INFINITY)
 #undef RANGE
     int list[GM_MAX_GPUS];
     if (p->gpus && gpu_list(p->gpus, -1, list, buf, len) < 0)
@@ -515,6 +517,8 @@ static gm_status ref_prepare(const gm_params *p, gm_view img, gm_ref *r)
     r->p = *p;
     r->p.gpus = NULL; /* read here only (gmatch.h): the caller's string need not outlive
                          this call, and the CPU's twin (gm_ref_failover) needs none */
+    if (r->p.max_uncertainty == 0)
+        r->p.max_uncertainty = GM_DEFAULT_MAX_UNCERTAINTY;
     if (params_check(p, r->err, sizeof r->err))
         return GM_ERR_INVALID;
     const gm_backend_ops *gpu = gm_backend_find(GM_DEVICE_CUDA);

@@ -1,4 +1,4 @@
-/* status.c: gm_status and gm_model names, the library's version, a
+/* status.c: gm_status, gm_model and gm_reason names, the library's version, a
  * result's corners. */
 #include "gmatch.h"
 
@@ -35,6 +35,21 @@ const char *gm_model_name(gm_model m)
         return "auto";
     }
     return "unknown";
+}
+
+const char *gm_reason_name(gm_reason r)
+{
+    switch (r) {
+    case GM_REASON_FOUND: return "found";
+    case GM_REASON_NO_EDGES: return "no_edges";
+    case GM_REASON_NO_CANDIDATE: return "no_candidate";
+    case GM_REASON_WEAK: return "weak";
+    case GM_REASON_AMBIGUOUS: return "ambiguous";
+    case GM_REASON_UNCERTAIN: return "uncertain";
+    case GM_REASON_SMALL_OVERLAP: return "small_overlap";
+    case GM_REASON_HORIZON: return "horizon";
+    }
+    return NULL;
 }
 
 void gm_result_corners(const gm_result *r, int qw, int qh, double xy[8])

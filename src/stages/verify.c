@@ -196,6 +196,11 @@ double gm_corner_sigma_cpu(const gm_edge_map *map, const gm_points *q, gm_model 
     return worst;
 }
 
+double gm_uncertainty_px(double sigma)
+{
+    return hypot(GM_UNC_K * sigma, GM_UNC_FLOOR);
+}
+
 gm_verify_score gm_verify_strict_cpu(const gm_edge_map *map, const gm_points *q, const double m[6])
 {
     double h[9];

@@ -87,6 +87,16 @@ double gm_corner_move(const double a[9], const double b[9], int w, int hgt);
 double gm_corner_sigma_cpu(const gm_edge_map *map, const gm_points *q, gm_model model,
                            const double h[9], int w, int hgt, const double *ex, const double *ey,
                            int ne, double *rms);
+/* The reported bound on the shared region's mean corner error, the map's
+ * pixels (gmatch.h, uncertainty_px), from gm_corner_sigma_cpu's sigma:
+ * GM_UNC_K sigmas, and GM_UNC_FLOOR map pixels for what the fit cannot see
+ * (the resampling of the levels, blur, the edges' own placement), added in
+ * quadrature.  Calibrated on sets of other images than the benches'
+ * (docs/calibration.md, "Uncertainty"): the fit's residual, tried as a
+ * scale of sigma, covered no more. */
+#define GM_UNC_K 2.0
+#define GM_UNC_FLOOR 0.5
+double gm_uncertainty_px(double sigma);
 
 #ifdef __cplusplus
 }

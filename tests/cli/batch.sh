@@ -204,7 +204,7 @@ printf 'id,ref,query,model,frames\n"a,1",imgs/bench/ref_cell.jpg,imgs/bench/q_ce
 (cd "$tmp" && "$gm" --batch m/p.csv --format text -o t.txt -q)
 rc=$?
 [ "$rc" -eq 0 ] || fail "csv: exit $rc"
-[ "$(head -1 "$tmp/t.txt")" = "# line id ref query frame status votes confidence a b c d e f g h scale angle_deg" ] || fail "csv: text header: $(head -1 "$tmp/t.txt")"
+[ "$(head -1 "$tmp/t.txt")" = "# line id ref query frame status votes confidence a b c d e f g h scale angle_deg uncertainty_px|reason" ] || fail "csv: text header: $(head -1 "$tmp/t.txt")"
 grep -q '^2 a,1 imgs/bench/ref_cell.jpg imgs/bench/q_cell_00_easy.jpg 0 match ' "$tmp/t.txt" || fail "csv: the first pair: $(sed -n 2p "$tmp/t.txt")"
 grep -q '^3 b2 imgs/bench/ref_cell.jpg imgs/bench/q_cell_02_medium.jpg 0 match ' "$tmp/t.txt" || fail "csv: the second pair: $(sed -n 3p "$tmp/t.txt")"
 head -c -40 "$tmp/t.txt" > "$tmp/t2.txt" # the last line cut short

@@ -124,19 +124,19 @@ check "bad --format names the value" grep -q 'xml' err
 expect_rc 2 "bad --model" --model conformal ref.png query.png
 check "bad --model names the value" grep -q 'conformal' err
 expect_rc 0 "--model homography" --model homography ref.png query.png
-check "--model homography: text header has the columns g h" grep -q '^# query frame status votes confidence a b c d e f g h scale angle_deg$' out
-check "--model homography: a row has 15 columns" test "$(rows | awk '{print NF}')" = 15
+check "--model homography: text header has the columns g h" grep -q '^# query frame status votes confidence a b c d e f g h scale angle_deg uncertainty_px|reason$' out
+check "--model homography: a row has 16 columns" test "$(rows | awk '{print NF}')" = 16
 expect_rc 0 "--model homography --format json" --model homography --format json ref.png query.png
 check "--model homography: JSON matrix is 3x3 with h33 = 1" python3 -c 'import json,sys; m=json.loads(open("out").readline())["matrix"]; sys.exit(not (len(m) == 3 and all(len(r) == 3 for r in m) and m[2][2] == 1))'
 check "--model homography: JSON says model homography" python3 -c 'import json,sys; sys.exit(json.loads(open("out").readline())["model"] != "homography")'
 expect_rc 0 "--model auto --format json" --model auto --format json ref.png query.png
 check "--model auto: the model key names a model and the matrix's shape" python3 -c 'import json,sys; r=json.loads(open("out").readline()); sys.exit(not (r["model"] in ("similarity", "affine", "homography") and len(r["matrix"]) == (3 if r["model"] == "homography" else 2)))'
 expect_rc 0 "--model auto: text" --model auto ref.png query.png
-check "--model auto: text header has the columns g h" grep -q '^# query frame status votes confidence a b c d e f g h scale angle_deg$' out
+check "--model auto: text header has the columns g h" grep -q '^# query frame status votes confidence a b c d e f g h scale angle_deg uncertainty_px|reason$' out
 expect_rc 0 "--model similarity: text" --model similarity ref.png query.png
 check "--model similarity: text header has six entries" \
-    test "$(head -n 1 out)" = "# query frame status votes confidence a b c d e f scale angle_deg"
-check "--model similarity: a row has 13 columns" test "$(rows | awk '{print NF}')" = 13
+    test "$(head -n 1 out)" = "# query frame status votes confidence a b c d e f scale angle_deg uncertainty_px|reason"
+check "--model similarity: a row has 14 columns" test "$(rows | awk '{print NF}')" = 14
 expect_rc 0 "--model similarity --format json" --model similarity --format json ref.png query.png
 check "--model similarity: JSON says similarity, matrix 2x3" python3 -c 'import json,sys; r=json.loads(open("out").readline()); sys.exit(not (r["model"] == "similarity" and len(r["matrix"]) == 2))'
 expect_rc 1 "--model affine --format json, a missing query" --model affine --format json ref.png missing.png
@@ -155,6 +155,19 @@ done
 for m in 0 -5 x; do
     expect_rc 2 "bad --max-pixels '$m'" --max-pixels "$m" ref.png query.png
 done
+for u in 0 -1 nan x ''; do
+    expect_rc 2 "bad --max-uncertainty '$u'" --max-uncertainty "$u" ref.png query.png
+done
+# --max-uncertainty: a match's uncertainty_px is its bound; under a bound
+# below it the same query is none, uncertain; 'inf' leaves it a match
+expect_rc 0 "--max-uncertainty inf" --max-uncertainty inf --format json ref.png query.png
+u=$(python3 -c 'import json; print(json.loads(open("out").readline())["uncertainty_px"])')
+expect_rc 0 "--max-uncertainty below the match's own" --max-uncertainty "$(python3 -c "print($u / 2)")" ref.png query.png
+check "--max-uncertainty below it: none, uncertain" test "$(col query.png 3) $(col query.png 16)" = "none uncertain"
+expect_rc 0 "--max-uncertainty above it" --max-uncertainty "$(python3 -c "print($u * 2)")" ref.png query.png
+check "--max-uncertainty above it: a match" test "$(col query.png 3)" = match
+expect_rc 0 "a query without edges" --format json ref.png flat.png
+check "a query without edges: none, no_edges" python3 -c 'import json,sys; r=json.loads(open("out").readline()); sys.exit(not (r["status"] == "none" and r["reason"] == "no_edges"))'
 expect_rc 2 "bad --device" --device tpu ref.png query.png
 for d in gpu CPU '' nvdec2; do
     expect_rc 2 "bad --decode '$d'" --decode "$d" ref.png query.png
@@ -188,9 +201,9 @@ check "--device auto: the same lines as --device cpu" \
 expect_rc 0 "one query" ref.png query.png
 # the default model is auto: the header has a homography's eight entries
 check "text: header line first" \
-    test "$(head -n 1 out)" = "# query frame status votes confidence a b c d e f g h scale angle_deg"
+    test "$(head -n 1 out)" = "# query frame status votes confidence a b c d e f g h scale angle_deg uncertainty_px|reason"
 check "text: one row per query" test "$(nrows)" -eq 1
-check "text: 15 columns" test "$(rows | awk '{ print NF }')" = 15
+check "text: 16 columns" test "$(rows | awk '{ print NF }')" = 16
 check "text: query is not an error" test "$(col query.png 3)" != error
 check "text: default prints nothing on stderr" test ! -s err
 
@@ -254,10 +267,10 @@ cat > jsoncheck.py <<'EOF'
 import json, sys
 KEYS = {
     "match": ["query", "frame", "status", "model", "votes", "confidence", "matrix", "scale", "angle_deg",
-              "corners", "residual_px", "overlap", "direction", "inliers", "ref_size", "query_size",
-              "time_ms"],
-    "none": ["query", "frame", "status", "model", "votes", "confidence", "inliers", "ref_size",
-             "query_size", "time_ms"],
+              "corners", "residual_px", "uncertainty_px", "overlap", "direction", "inliers",
+              "ref_size", "query_size", "time_ms"],
+    "none": ["query", "frame", "status", "model", "votes", "confidence", "reason", "inliers",
+             "ref_size", "query_size", "time_ms"],
     "error": ["query", "frame", "status", "model", "votes", "confidence", "ref_size", "time_ms", "error"],
 }
 ok = True
@@ -291,6 +304,11 @@ for raw in lines[:-1]:
                 print("  corner (%g, %g) of %r is not the matrix at (%g, %g)" % (x, y, d["corners"], qx, qy)); ok = False
         if not 0 <= d["residual_px"] < 1 or d["inliers"] <= 0:
             print("  residual_px %r, inliers %r" % (d["residual_px"], d["inliers"])); ok = False
+        if not 0 < d["uncertainty_px"] < 10:
+            print("  uncertainty_px %r" % d["uncertainty_px"]); ok = False
+    elif d["status"] == "none" and d["reason"] not in ("no_edges", "no_candidate", "weak", "ambiguous",
+                                                       "uncertain", "small_overlap", "horizon"):
+        print("  reason %r" % d["reason"]); ok = False
     if "ref_size" in d and d["ref_size"] != [320, 240]:
         print("  ref_size %r, want [320, 240]" % d["ref_size"]); ok = False
 sys.exit(0 if ok else 1)
@@ -334,11 +352,11 @@ check "json: non-UTF-8 name: valid JSON with U+FFFD" \
 expect_rc 0 "text: odd file names" -- ref.png "${names[@]}"
 check "text: a name with a space is quoted" grep -q '^"with space.png" 0 ' out
 check "text: a name with a tab is quoted and escaped" grep -q '^"tab\\ttab.png" 0 ' out
-check "text: every odd name gives 15 columns" \
+check "text: every odd name gives 16 columns" \
     python3 -c '
 import shlex, sys
 rows = [l for l in open("out", encoding="utf-8") if not l.startswith("#")]
-sys.exit(len(rows) != 8 or any(len(shlex.split(l)) != 15 for l in rows))'
+sys.exit(len(rows) != 8 or any(len(shlex.split(l)) != 16 for l in rows))'
 
 # ---- output file ---------------------------------------------------------------
 expect_rc 0 "-o FILE" -o result.txt ref.png query.png

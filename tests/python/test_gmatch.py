@@ -71,6 +71,7 @@ def test_result_fields(sample):
     assert np.allclose(res.corners[2], p[:2] / p[2])
     assert 0.3 <= res.confidence <= 1 and res.votes > 0 and res.inliers > 0
     assert 0 <= res.residual_px < 1
+    assert 0 < res.uncertainty_px < 10 and res.reason is None
     assert res.time_ms > 0 and res.query_size == (w, h)
     assert res.frame is None and res.error is None
     d = res.to_dict()
@@ -138,6 +139,9 @@ def test_bench_pairs_within_3px():
         res = refs[r["ref"]].match(q)
         if r["expect"] == "none":
             assert res.status == "none", r["query"]
+            assert res.reason in ("no_edges", "no_candidate", "weak", "ambiguous", "uncertain",
+                                  "small_overlap", "horizon"), (r["query"], res.reason)
+            assert res.uncertainty_px is None
             continue
         if res:
             found += 1

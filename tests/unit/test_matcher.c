@@ -660,6 +660,11 @@ START_TEST(test_repeat_tilted_ambiguous)
         if (res.status != GM_MATCH_NONE)
             ck_abort_msg("model %d: a match %.1f px from the first copy at confidence %.3f",
                          (int)models[k], h_corner_gap(res.h, H, qw, qh), res.confidence);
+        /* and it says why: the second copy (a similarity fits the tilted
+         * view only in part: weak) */
+        ck_assert_msg(res.reason == (models[k] == GM_MODEL_SIMILARITY ? GM_REASON_WEAK
+                                                                      : GM_REASON_AMBIGUOUS),
+                      "model %d: none, reason %s", (int)models[k], gm_reason_name(res.reason));
     }
     free(q);
     free(ref);
@@ -723,6 +728,15 @@ START_TEST(test_planks_slide)
             if (res.status == GM_MATCH_FOUND && !(e < 3.0))
                 ck_abort_msg("seed %d model %d: a match %.1f px off at confidence %.3f", (int)seed,
                              (int)models[k], e, res.confidence);
+            /* a match within its bound; a none for the planks' slide or
+             * what the noise leaves, not for want of a candidate */
+            if (res.status == GM_MATCH_FOUND && !(e <= res.uncertainty_px))
+                ck_abort_msg("seed %d model %d: %.2f px off, beyond its uncertainty %.2f px",
+                             (int)seed, (int)models[k], e, res.uncertainty_px);
+            if (res.status == GM_MATCH_NONE && res.reason != GM_REASON_AMBIGUOUS &&
+                res.reason != GM_REASON_UNCERTAIN && res.reason != GM_REASON_WEAK)
+                ck_abort_msg("seed %d model %d: none, reason %s", (int)seed, (int)models[k],
+                             gm_reason_name(res.reason));
         }
         free(grain);
         free(tmp);

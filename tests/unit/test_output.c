@@ -56,6 +56,7 @@ static gm_result match_result(void)
     r.overlap[0] = 1.0;
     r.overlap[1] = 0.10194;
     r.direction = GM_DIRECTION_FORWARD;
+    r.uncertainty_px = 0.6789;
     return r;
 }
 
@@ -67,6 +68,8 @@ static gm_result none_result(void)
     r.votes = 4;
     r.confidence = 0.03125;
     r.m[0] = 123.0; /* garbage that must not be printed */
+    r.uncertainty_px = 5.0; /* nor this */
+    r.reason = GM_REASON_AMBIGUOUS;
     return r;
 }
 
@@ -134,7 +137,8 @@ END_TEST
 START_TEST(test_text_header)
 {
     char *s = render(GM_OUTPUT_TEXT, NULL);
-    ck_assert_str_eq(s, "# query frame status votes confidence a b c d e f scale angle_deg\n");
+    ck_assert_str_eq(s, "# query frame status votes confidence a b c d e f scale angle_deg "
+                        "uncertainty_px|reason\n");
     free(s);
     s = render(GM_OUTPUT_JSON, NULL);
     ck_assert_str_eq(s, "");
@@ -148,7 +152,7 @@ START_TEST(test_text_match)
     gm_output_rec rec = {.query = "q1.jpg", .frame = 0, .res = &r, .time_ms = 12.5};
     char *s = render(GM_OUTPUT_TEXT, &rec);
     ck_assert_str_eq(s, "q1.jpg 0 match 57 0.8125 1.057727 0.028525 90.173634 -0.028525 "
-                        "1.057727 178.792245 1.058112 -1.545\n");
+                        "1.057727 178.792245 1.058112 -1.545 0.679\n");
     free(s);
 }
 END_TEST
@@ -158,17 +162,17 @@ START_TEST(test_text_none_error)
     gm_result r = none_result();
     gm_output_rec rec = {.query = "q2.jpg", .frame = 3, .res = &r, .time_ms = 1};
     char *s = render(GM_OUTPUT_TEXT, &rec);
-    ck_assert_str_eq(s, "q2.jpg 3 none 4 0.0313 - - - - - - - -\n");
+    ck_assert_str_eq(s, "q2.jpg 3 none 4 0.0313 - - - - - - - - ambiguous\n");
     free(s);
     gm_result m = match_result(); /* ignored: error wins */
     gm_output_rec err = {.query = "x.jpg", .error = "cannot open", .res = &m};
     s = render(GM_OUTPUT_TEXT, &err);
-    ck_assert_str_eq(s, "x.jpg 0 error 0 0.0000 - - - - - - - -\n");
+    ck_assert_str_eq(s, "x.jpg 0 error 0 0.0000 - - - - - - - - -\n");
     free(s);
     /* No result and no message is still an error row, not a crash. */
     gm_output_rec nores = {.query = "y.jpg"};
     s = render(GM_OUTPUT_TEXT, &nores);
-    ck_assert_str_eq(s, "y.jpg 0 error 0 0.0000 - - - - - - - -\n");
+    ck_assert_str_eq(s, "y.jpg 0 error 0 0.0000 - - - - - - - - -\n");
     free(s);
 }
 END_TEST
@@ -217,7 +221,7 @@ START_TEST(test_text_names)
     gm_result r = none_result();
     gm_output_rec rec = {.query = "my photo.jpg", .res = &r};
     char *s = render(GM_OUTPUT_TEXT, &rec);
-    ck_assert_str_eq(s, "\"my photo.jpg\" 0 none 4 0.0313 - - - - - - - -\n");
+    ck_assert_str_eq(s, "\"my photo.jpg\" 0 none 4 0.0313 - - - - - - - - ambiguous\n");
     free(s);
 }
 END_TEST
@@ -237,11 +241,11 @@ START_TEST(test_json_match)
                         "\"confidence\":0.8125,\"matrix\":[[1.057727,0.028525,90.173634],"
                         "[-0.028525,1.057727,178.792245]],\"scale\":1.058112,"
                         "\"angle_deg\":-1.5447,\"corners\":[[90.174,178.792],[224.505,175.17],"
-                        "[227.985,304.212],[93.654,307.835]],\"residual_px\":0.214,\"overlap\":[1.0,0.1019],\"direction\":\"forward\",\"inliers\":300,"
+                        "[227.985,304.212],[93.654,307.835]],\"residual_px\":0.214,\"uncertainty_px\":0.679,\"overlap\":[1.0,0.1019],\"direction\":\"forward\",\"inliers\":300,"
                         "\"ref_size\":[480,360],\"query_size\":[128,123],\"time_ms\":12.346}\n");
     json_t *j = parse_line(s);
     assert_keys(j, "query,frame,status,model,votes,confidence,matrix,scale,angle_deg,corners,"
-                   "residual_px,overlap,direction,inliers,ref_size,query_size,time_ms");
+                   "residual_px,uncertainty_px,overlap,direction,inliers,ref_size,query_size,time_ms");
     ck_assert_str_eq(json_string_value(json_object_get(j, "query")), "q1.jpg");
     ck_assert(json_is_integer(json_object_get(j, "frame")));
     ck_assert_int_eq(json_integer_value(json_object_get(j, "frame")), 0);
@@ -308,8 +312,11 @@ START_TEST(test_json_none)
                          .ref_w = 480, .ref_h = 360, .q_w = 64, .q_h = 48};
     char *s = render(GM_OUTPUT_JSON, &rec);
     json_t *j = parse_line(s);
-    /* none: no matrix, corners or residual; the inliers and both sizes */
-    assert_keys(j, "query,frame,status,model,votes,confidence,inliers,ref_size,query_size,time_ms");
+    /* none: no matrix, corners, residual or uncertainty; why, the inliers
+     * and both sizes */
+    assert_keys(j, "query,frame,status,model,votes,confidence,reason,inliers,ref_size,query_size,"
+                   "time_ms");
+    ck_assert_str_eq(json_string_value(json_object_get(j, "reason")), "ambiguous");
     json_t *qs = json_object_get(j, "query_size");
     ck_assert_int_eq(json_integer_value(json_array_get(qs, 0)), 64);
     ck_assert_int_eq(json_integer_value(json_array_get(qs, 1)), 48);
@@ -320,6 +327,22 @@ START_TEST(test_json_none)
     ck_assert_double_eq(real_at(j, "confidence"), 0.03125);
     ck_assert_double_eq(real_at(j, "time_ms"), 9.87);
     json_decref(j);
+    free(s);
+    /* every reason by its name, one word each (the text's column) */
+    static const char *names[] = {"found", "no_edges", "no_candidate", "weak", "ambiguous",
+                                  "uncertain", "small_overlap", "horizon"};
+    for (int k = 0; k <= (int)GM_REASON_HORIZON; k++) {
+        ck_assert_str_eq(gm_reason_name((gm_reason)k), names[k]);
+        ck_assert_ptr_null(strchr(names[k], ' '));
+    }
+    ck_assert_ptr_null(gm_reason_name((gm_reason)99));
+    /* a none that names no reason (made outside the library): no key, '-' */
+    r.reason = GM_REASON_FOUND;
+    s = render(GM_OUTPUT_JSON, &rec);
+    ck_assert_ptr_null(strstr(s, "reason"));
+    free(s);
+    s = render(GM_OUTPUT_TEXT, &rec);
+    ck_assert_str_eq(s, "q2.jpg 7 none 4 0.0313 - - - - - - - - -\n");
     free(s);
 }
 END_TEST
@@ -353,7 +376,7 @@ START_TEST(test_json_pts)
     char *s = render(GM_OUTPUT_JSON, &rec);
     json_t *j = parse_line(s);
     assert_keys(j, "query,frame,pts_s,status,model,votes,confidence,matrix,scale,angle_deg,"
-                   "residual_px,overlap,direction,inliers,time_ms"); /* no sizes given: no corners or sizes */
+                   "residual_px,uncertainty_px,overlap,direction,inliers,time_ms"); /* no sizes given: no corners or sizes */
     ck_assert_double_eq(real_at(j, "pts_s"), 1.0);
     json_decref(j);
     free(s);

@@ -749,6 +749,88 @@ START_TEST(test_corner_sigma_models)
 }
 END_TEST
 
+/* The bound of a fit on drawn edges with known noise: the circles' points
+ * moved along their normals by N(0, GM_SIGMA_PX) noise, one draw for every
+ * GM_SIGMA_PIXELS_PER_OBS neighbours (the independence the covariance
+ * assumes), the similarity refined from the truth (the identity) and its
+ * corners' error set against gm_uncertainty_px of the fit's sigma: within
+ * it in at least 90% of 40 trials (the promise is 95% over real images),
+ * and not vacuous (the median error at least a tenth of the bound).  Then
+ * parallel lines with a short bar: the bound of an affine, which the bar
+ * cannot pin along the lines, several times the similarity's; lines alone:
+ * no bound; a perfect fit: the floor. */
+START_TEST(test_uncertainty_bound)
+{
+    const int w = 240, h = 200;
+    const double H0[9] = {1, 0, 0, 0, 1, 0, 0, 0, 1};
+    gm_points ref = sigma_points(1, 0, 0);
+    gm_edge_map map;
+    EXPECT_EQ(gm_edge_map_build_cpu(&ref, w, h, 2, &map), GM_OK);
+    gm_point *buf = xmalloc(ref.n, sizeof *buf);
+    gm_points q = {buf, ref.n};
+    uint64_t st = 12345;
+    int within = 0, trials = 40;
+    double ratio[40];
+    for (int t = 0; t < trials; t++) {
+        double n = 0;
+        for (uint32_t k = 0; k < ref.n; k++) {
+            if (k % (uint32_t)GM_SIGMA_PIXELS_PER_OBS == 0) { /* Box-Muller */
+                st = gm_mix64(st + 1);
+                double u1 = ((st >> 11) + 0.5) / 9007199254740992.0;
+                st = gm_mix64(st + 1);
+                double u2 = ((st >> 11) + 0.5) / 9007199254740992.0;
+                n = GM_SIGMA_PX * sqrt(-2 * log(u1)) * cos(2 * GM_PI * u2);
+            }
+            gm_point p = ref.p[k];
+            p.x += (float)(n * cos(p.angle));
+            p.y += (float)(n * sin(p.angle));
+            buf[k] = p;
+        }
+        double H[9];
+        memcpy(H, H0, sizeof H);
+        gm_refine_model_cpu(&map, &q, GM_MODEL_SIMILARITY, H, 10);
+        double sigma = gm_corner_sigma_cpu(&map, &q, GM_MODEL_SIMILARITY, H, w, h, NULL, NULL, 0, NULL);
+        double u = gm_uncertainty_px(sigma), e = 0;
+        const double cx[4] = {0, w - 1.0, w - 1.0, 0}, cy[4] = {0, 0, h - 1.0, h - 1.0};
+        for (int c = 0; c < 4; c++) {
+            double x, y;
+            gm_h_apply(H, cx[c], cy[c], &x, &y);
+            e += hypot(x - cx[c], y - cy[c]) / 4;
+        }
+        within += e <= u;
+        ratio[t] = e / u;
+    }
+    for (int i = 1; i < trials; i++) /* insertion sort for the median */
+        for (int j = i; j > 0 && ratio[j] < ratio[j - 1]; j--) {
+            double x = ratio[j];
+            ratio[j] = ratio[j - 1], ratio[j - 1] = x;
+        }
+    ck_assert_msg(within >= 36, "error within the bound in %d of %d trials", within, trials);
+    ck_assert_msg(ratio[trials / 2] >= 0.1, "median error / bound %.3f: a vacuous bound",
+                  ratio[trials / 2]);
+    gm_edge_map_free(&map);
+    free(buf);
+    free(ref.p);
+    /* lines and a bar: affine against similarity; lines alone: no bound */
+    for (int bar = 1; bar >= 0; bar--) {
+        gm_points pts = sigma_points(0, 1, bar);
+        EXPECT_EQ(gm_edge_map_build_cpu(&pts, w, h, 2, &map), GM_OK);
+        double us = gm_uncertainty_px(
+            gm_corner_sigma_cpu(&map, &pts, GM_MODEL_SIMILARITY, H0, w, h, NULL, NULL, 0, NULL));
+        double ua = gm_uncertainty_px(
+            gm_corner_sigma_cpu(&map, &pts, GM_MODEL_AFFINE, H0, w, h, NULL, NULL, 0, NULL));
+        if (bar)
+            ck_assert_msg(isfinite(us) && ua > 3 * us, "lines and a bar: affine %.3f, similarity %.3f",
+                          ua, us);
+        else
+            ck_assert_msg(isinf(us) && isinf(ua), "lines alone: %.3f, %.3f", us, ua);
+        gm_edge_map_free(&map);
+        free(pts.p);
+    }
+    ck_assert_double_eq_tol(gm_uncertainty_px(0), GM_UNC_FLOOR, 1e-12);
+}
+END_TEST
+
 static Suite *verify_suite(void)
 {
     Suite *s = suite_create("verify");
@@ -772,6 +854,7 @@ static Suite *verify_suite(void)
     tcase_add_test(rf, test_refine_converges);
     tcase_add_test(rf, test_refine_models);
     tcase_add_test(rf, test_corner_sigma_models);
+    tcase_add_test(rf, test_uncertainty_bound);
     tcase_add_test(rf, test_grow_model);
     tcase_add_test(rf, test_corner_spread);
     tcase_add_test(rf, test_refine_few_points);
