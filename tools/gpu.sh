@@ -165,12 +165,14 @@ PY
           tee "$out/bench_match_photo_$m.log"
       done
     done
-    # seeds: the photo and scene tiers' stills under --seed 1-5 on the GPU
-    # (CPU = CUDA), every gmatch* program carried (variants built beside
-    # the default one), and how much the answers depend on the seed
+    # seeds: the photo and scene tiers' stills under --seed 1-5
+    # (GM_GPU_SEEDS) on the GPU (CPU = CUDA), every gmatch* program carried
+    # (variants built beside the default one; GM_GPU_SEED_PROGS names
+    # some), and how much the answers depend on the seed
     # (tools/bench/seeds.py)
     if want seeds; then
-      for g in "$dev"/bin/gmatch*; do
+      for g in ${GM_GPU_SEED_PROGS:-"$dev"/bin/gmatch*}; do
+        case $g in */*) ;; *) g=$dev/bin/$g ;; esac
         for s in ${GM_GPU_SEEDS:-1 2 3 4 5}; do
           : > "$out/seeds-${g##*/}-$s.jsonl"
           for tier in photo scene; do

@@ -150,6 +150,39 @@ def test_bench_pairs_within_3px():
     assert found >= 0.9 * sum(r["expect"] == "match" for r in rows)
 
 
+def test_seeds_and_invisible_changes():
+    """The same answer under seeds 1-5 (issue 29): data/bench's pairs and the
+    sample pair, the same status for every seed and the corners within 0.5
+    px; and for the reference as decoded, as a colour array whose gray
+    differs from it by a level in a pixel out of 50 (the difference between
+    a gray and a colour save of one picture), and with every pixel's value
+    moved by at most one level.  Measured (docs/calibration.md, "Seeds"):
+    data/scene's q_inside and data/large's q_tilt0 do change with the seed,
+    which is why they are not here: issue 29 stays open for them."""
+    rows = [json.loads(l) for l in open(os.path.join(DATA, "bench", "manifest.jsonl"))]
+    pairs = [(os.path.join(DATA, "bench", r["ref"]), os.path.join(DATA, "bench", r["query"]))
+             for r in rows]
+    pairs.append((os.path.join(DATA, "ref.jpg"), os.path.join(DATA, "query.jpg")))
+    rng = np.random.default_rng(29)
+    for ref_path, q_path in pairs:
+        q = gray(q_path)
+        base = gray(ref_path)
+        colour = np.repeat(base[:, :, None], 3, axis=2)
+        hit = rng.random(base.shape) < 0.02
+        colour[hit, 1] = np.minimum(colour[hit, 1].astype(int) + 2, 255).astype(np.uint8)
+        nudged = np.clip(base.astype(int) + rng.integers(-1, 2, base.shape), 0, 255).astype(np.uint8)
+        answers = []
+        for seed in range(1, 6):
+            answers.append(gmatch.Reference(base, model="auto", device="cpu", seed=seed).match(q))
+        for img in (colour, nudged):
+            answers.append(gmatch.Reference(img, model="auto", device="cpu").match(q))
+        st = [a.status for a in answers]
+        assert len(set(st)) == 1, (q_path, st, [round(a.confidence, 3) for a in answers])
+        if st[0] == "match":
+            for a in answers[1:]:
+                assert np.abs(a.corners - answers[0].corners).max() < 0.5, q_path
+
+
 def test_per_call_model(sample):
     ref, query, want = sample
     for m in gmatch.MODELS:
