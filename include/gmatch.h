@@ -24,9 +24,11 @@
  *         if (gm_match(r, gm_image_view(&qry), &res) != GM_OK)  // once per query
  *             fprintf(stderr, "q.png: %s\n", res.error);
  *         else if (res.status == GM_MATCH_FOUND)
- *             printf("%s [%g %g %g; %g %g %g] %.2f\n", gm_model_name(res.model),
- *                    res.m[0], res.m[1], res.m[2], res.m[3], res.m[4], res.m[5],
- *                    res.confidence);
+ *             printf("%s [%g %g %g; %g %g %g] %.2f, within %.1f px\n",
+ *                    gm_model_name(res.model), res.m[0], res.m[1], res.m[2], res.m[3],
+ *                    res.m[4], res.m[5], res.confidence, res.uncertainty_px);
+ *         else
+ *             printf("none: %s\n", gm_reason_name(res.reason));  // e.g. "ambiguous"
  *         gm_image_free(&qry);
  *     }
  *     gm_ref_free(r);

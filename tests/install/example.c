@@ -2,8 +2,9 @@
  * builds it against an installed gmatch through pkg-config and through
  * find_package, with the shared and with the static library).
  *
- *     example REF QUERY      prints the query's transform in the reference,
- *                            or "none"; exit 1 on any error
+ *     example REF QUERY      prints the query's transform in the reference
+ *                            and its uncertainty, or "none" and why; exit 1
+ *                            on any error
  */
 #include <stdio.h>
 
@@ -48,11 +49,12 @@ int main(int argc, char **argv)
     if (st != GM_OK)
         fprintf(stderr, "%s: %s\n", argv[2], res.error);
     else if (res.status == GM_MATCH_FOUND)
-        printf("gmatch %s (library %s): %s [%.4f %.4f %.2f; %.4f %.4f %.2f] confidence %.3f\n",
+        printf("gmatch %s (library %s): %s [%.4f %.4f %.2f; %.4f %.4f %.2f] confidence %.3f "
+               "uncertainty %.2f px\n",
                GMATCH_VERSION, gm_version(), gm_model_name(res.model), res.m[0], res.m[1],
-               res.m[2], res.m[3], res.m[4], res.m[5], res.confidence);
+               res.m[2], res.m[3], res.m[4], res.m[5], res.confidence, res.uncertainty_px);
     else
-        printf("none\n");
+        printf("none (%s)\n", gm_reason_name(res.reason));
     gm_ref_free(r);
     gm_image_free(&ref);
     gm_image_free(&qry);

@@ -7,9 +7,9 @@
 #   c       compiled against this build's libgmatch.so and run; it must
 #           print a match
 #   text    the text output shown: it must be what gmatch prints for the
-#           sample pair
-#   json    the JSON line shown: the same values gmatch prints (time_ms
-#           apart)
+#           sample pair and data/bench's gravel negative (SAMPLES)
+#   json    the JSON lines shown: the same values gmatch prints for them
+#           (time_ms apart)
 #   python  run by tests/python/test_readme.py (the installed module)
 #   (none)  commands run elsewhere: each must be listed, with what runs
 #           it, in tests/readme/elsewhere.txt
@@ -38,6 +38,8 @@ cc_flags = sys.argv[6:]
 work = os.path.join(tmp, "work")
 env = dict(os.environ, PATH=os.path.join(tmp, "bin") + os.pathsep + os.environ["PATH"])
 fails, ran = [], 0
+# the queries of the output shown: the sample pair's match and a negative's none
+SAMPLES = ["data/ref.jpg", "data/query.jpg", "data/bench/q_gravel_neg.jpg"]
 
 def fail(msg):
     fails.append(msg)
@@ -104,14 +106,14 @@ for lang, body in blocks:
         if not ok:
             fail("the C example: exit %d, %r %r" % (r.returncode, r.stdout, r.stderr[-400:]))
     elif lang == "text":
-        got = run(["gmatch", "data/ref.jpg", "data/query.jpg"]).stdout
+        got = run(["gmatch"] + SAMPLES).stdout
         ran += 1
         if got.strip() != body.strip():
             fail("the text output shown is not gmatch's:\n%s\ngmatch prints:\n%s" % (body, got))
         else:
             print("ok   the text output shown")
     elif lang == "json":
-        got = run(["gmatch", "--format", "json", "data/ref.jpg", "data/query.jpg"]).stdout
+        got = run(["gmatch", "--format", "json"] + SAMPLES).stdout
         ran += 1
         shown = [json.loads(l) for l in body.strip().splitlines()]
         real = [json.loads(l) for l in got.strip().splitlines()]
