@@ -79,6 +79,12 @@ static inline int cmp_u32(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
+static inline int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
 /* ---- transforms --------------------------------------------------------------- */
 
 /* The similarity [a -b tx; b a ty], a = scale cos(deg), b = scale sin(deg). */

@@ -239,16 +239,18 @@ static int parse_i64_range(const char *s, int64_t lo, int64_t hi, int64_t *out)
     return 0;
 }
 
-static int parse_unit_real(const char *s, double *out)
+/* A number in [lo, hi] ("inf" where hi is INFINITY; never NaN). */
+static int parse_real(const char *s, double lo, double hi, double *out)
 {
     char *end;
     errno = 0;
     double v = strtod(s, &end);
-    if (errno != 0 || end == s || *end != '\0' || !isfinite(v) || v < 0.0 || v > 1.0)
+    if (errno != 0 || end == s || *end != '\0' || !(v >= lo && v <= hi))
         return -1;
     *out = v;
     return 0;
 }
+
 
 /* ---- options ------------------------------------------------------------- */
 
@@ -386,18 +388,14 @@ static void parse_options(int argc, char **argv, cli_opts *o)
                 usage_error("--direction: '%s' is not auto, forward or reverse", optarg);
             break;
         case OPT_MIN_CONFIDENCE:
-            if (parse_unit_real(optarg, &o->params.min_confidence) != 0)
+            if (parse_real(optarg, 0.0, 1.0, &o->params.min_confidence) != 0)
                 usage_error("--min-confidence: '%s' is not a number from 0 to 1", optarg);
             break;
-        case OPT_MAX_UNCERTAINTY: {
-            char *end;
-            errno = 0;
-            double v = strtod(optarg, &end);
-            if (errno != 0 || end == optarg || *end != '\0' || !(v > 0))
+        case OPT_MAX_UNCERTAINTY:
+            if (parse_real(optarg, 0.0, INFINITY, &o->params.max_uncertainty) != 0 ||
+                !(o->params.max_uncertainty > 0))
                 usage_error("--max-uncertainty: '%s' is not a positive number of pixels", optarg);
-            o->params.max_uncertainty = v;
             break;
-        }
         case OPT_MAX_PIXELS:
             if (parse_i64_range(optarg, 1, INT64_MAX, &o->params.max_pixels) != 0)
                 usage_error("--max-pixels: '%s' is not a positive integer", optarg);

@@ -335,8 +335,9 @@ static int record_json(FILE *f, const gm_output_rec *rec)
         set(o, "direction",
             json_string(r->direction == GM_DIRECTION_REVERSE ? "reverse" : "forward"), &bad);
     }
-    if (ok && !found && rec_reason(rec->res))
-        set(o, "reason", json_string(rec_reason(rec->res)), &bad);
+    const char *why = ok && !found ? rec_reason(rec->res) : NULL;
+    if (why)
+        set(o, "reason", json_string(why), &bad);
     if (ok)
         set(o, "inliers", json_integer(rec->res->inliers), &bad);
     if (rec->ref_w > 0)

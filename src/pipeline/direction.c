@@ -196,7 +196,8 @@ static gm_status match_reverse(const gm_ref *r, gm_model model, gm_view query, g
     return st;
 }
 
-gm_status gm_match_dirs(const gm_ref *r, gm_model model, gm_view query, gm_result *out)
+/* gm_match_dirs before the bound on the answer's uncertainty. */
+static gm_status match_dirs(const gm_ref *r, gm_model model, gm_view query, gm_result *out)
 {
     const gm_direction d = r->p.direction;
     const int rw = r->keep.width, rh = r->keep.height;
@@ -220,15 +221,11 @@ gm_status gm_match_dirs(const gm_ref *r, gm_model model, gm_view query, gm_resul
          * second draw, the reverse search's homography right at 0.96) */
         if ((out->status == GM_MATCH_FOUND && out->confidence >= GM_DEFAULT_MIN_CONFIDENCE &&
              drawn == 0) ||
-            d == GM_DIRECTION_FORWARD || !r->keep.data) {
-            answer_bounded(r, out);
+            d == GM_DIRECTION_FORWARD || !r->keep.data)
             return GM_OK;
-        }
         if ((double)query.width * query.height < GM_REVERSE_MIN_AREA * rw * rh ||
-            query.width < GM_REVERSE_MIN_SIDE || query.height < GM_REVERSE_MIN_SIDE) {
-            answer_bounded(r, out);
+            query.width < GM_REVERSE_MIN_SIDE || query.height < GM_REVERSE_MIN_SIDE)
             return GM_OK;
-        }
     }
     gm_result rev;
     st = match_reverse(r, model, query, &rev);
@@ -252,6 +249,13 @@ gm_status gm_match_dirs(const gm_ref *r, gm_model model, gm_view query, gm_resul
             *out = fwd;
     }
     out->time = t;
-    answer_bounded(r, out);
     return GM_OK;
+}
+
+gm_status gm_match_dirs(const gm_ref *r, gm_model model, gm_view query, gm_result *out)
+{
+    gm_status st = match_dirs(r, model, query, out);
+    if (st == GM_OK)
+        answer_bounded(r, out);
+    return st;
 }

@@ -768,19 +768,14 @@ START_TEST(test_uncertainty_bound)
     EXPECT_EQ(gm_edge_map_build_cpu(&ref, w, h, 2, &map), GM_OK);
     gm_point *buf = xmalloc(ref.n, sizeof *buf);
     gm_points q = {buf, ref.n};
-    uint64_t st = 12345;
+    rng_state = 12345;
     int within = 0, trials = 40;
     double ratio[40];
     for (int t = 0; t < trials; t++) {
         double n = 0;
         for (uint32_t k = 0; k < ref.n; k++) {
-            if (k % (uint32_t)GM_SIGMA_PIXELS_PER_OBS == 0) { /* Box-Muller */
-                st = gm_mix64(st + 1);
-                double u1 = ((st >> 11) + 0.5) / 9007199254740992.0;
-                st = gm_mix64(st + 1);
-                double u2 = ((st >> 11) + 0.5) / 9007199254740992.0;
-                n = GM_SIGMA_PX * sqrt(-2 * log(u1)) * cos(2 * GM_PI * u2);
-            }
+            if (k % (uint32_t)GM_SIGMA_PIXELS_PER_OBS == 0) /* Box-Muller */
+                n = GM_SIGMA_PX * sqrt(-2 * log(1 - rng_unit())) * cos(2 * GM_PI * rng_unit());
             gm_point p = ref.p[k];
             p.x += (float)(n * cos(p.angle));
             p.y += (float)(n * sin(p.angle));
@@ -800,11 +795,7 @@ START_TEST(test_uncertainty_bound)
         within += e <= u;
         ratio[t] = e / u;
     }
-    for (int i = 1; i < trials; i++) /* insertion sort for the median */
-        for (int j = i; j > 0 && ratio[j] < ratio[j - 1]; j--) {
-            double x = ratio[j];
-            ratio[j] = ratio[j - 1], ratio[j - 1] = x;
-        }
+    qsort(ratio, (size_t)trials, sizeof *ratio, cmp_double);
     ck_assert_msg(within >= 36, "error within the bound in %d of %d trials", within, trials);
     ck_assert_msg(ratio[trials / 2] >= 0.1, "median error / bound %.3f: a vacuous bound",
                   ratio[trials / 2]);
