@@ -14,7 +14,8 @@
 # GM_GPU_TESTS (a grep pattern, default all) picks the tests that run,
 # GM_GPU_BENCH (words: hash match scores video videolong fault soak sift gpus photo scene seeds; default
 # hash match scores video sift fault) the
-# benchmarks; GM_GPU_NOBENCH=1 runs none, GM_GPU_NOSAN=1 no sanitizer.
+# benchmarks; GM_GPU_NOBENCH=1 runs none, GM_GPU_NOSAN=1 no sanitizer;
+# GM_GPU_INVISIBLE=0 leaves the seeds bench's invisible-change run out.
 set -u
 cd "$(dirname "$0")/.."
 build=${GM_GPU_BUILD:-build-gpu}
@@ -185,6 +186,21 @@ PY
         done
         echo "== ${g##*/}: answers against the seed"
         python3 tools/bench/seeds.py "$out/seeds-${g##*/}"-[0-9]*.jsonl | tee "$out/seeds-${g##*/}.txt"
+        # the same queries with a change nobody sees (tools/bench/invisible.py:
+        # one grey level in 2% of the pixels, saved as PNG), under the first seed
+        [ "${GM_GPU_INVISIBLE:-1}" = 1 ] || continue
+        s=$(echo ${GM_GPU_SEEDS:-1} | cut -d' ' -f1)
+        for tier in photo scene; do
+          inv=$dev/invisible-bench/$tier
+          [ -d "$dev/$tier-bench/$tier" ] && [ ! -d "$inv" ] &&
+            python3 tools/bench/invisible.py "$dev/$tier-bench/$tier" "$inv"
+        done
+        "$dev/bench/run.sh" "$dev/invisible-bench" "$out/invis-${g##*/}.jsonl" "$g" --format json \
+          --device cuda --seed "$s" > "$out/invis-${g##*/}-score.txt" 2>&1
+        grep -h "^wall\|SUMMARY" "$out/invis-${g##*/}-score.txt" | sed "s/^/${g##*/} invisible: /"
+        echo "== ${g##*/}: answers against an invisible change"
+        python3 tools/bench/seeds.py "$out/seeds-${g##*/}-$s.jsonl" "$out/invis-${g##*/}.jsonl" |
+          tee "$out/invis-${g##*/}.txt"
       done
     fi
     if want video && [ -d "$dev/videos" ]; then

@@ -6,7 +6,8 @@ positions within 0.5 px).
 usage: seeds.py RUN1.jsonl RUN2.jsonl [RUN...]
 
 Each RUN: gmatch --format json lines of the same queries under another
---seed.  Prints the share of queries whose status is the same in every run,
+--seed, or of tools/bench/invisible.py's copy of them (queries are matched
+by their name without its extension).  Prints the share of queries whose status is the same in every run,
 the queries whose status differs (M match, n none, per run, and the
 confidences), and the matches whose corners lie more than 0.5 px apart
 between runs.  Standard library only.
@@ -22,7 +23,8 @@ def load(path):
     for line in open(path):
         if line.startswith("{"):
             r = json.loads(line)
-            out[(os.path.basename(r["query"]), r.get("frame", 0))] = r
+            stem = os.path.splitext(os.path.basename(r["query"]))[0]
+            out[(stem, r.get("frame", 0))] = r
     return out
 
 
