@@ -172,37 +172,42 @@ PY
     # some), and how much the answers depend on the seed
     # (tools/bench/seeds.py)
     if want seeds; then
+      seeds=${GM_GPU_SEEDS:-1 2 3 4 5}
+      first=${seeds%% *}
+      # the same queries with a change nobody sees (tools/bench/invisible.py:
+      # one grey level in 2% of the pixels, saved as PNG), made once, run
+      # under the first seed (GM_GPU_INVISIBLE=0: not at all)
+      invisible=${GM_GPU_INVISIBLE:-1}
+      if [ "$invisible" = 1 ]; then
+        for tier in photo scene; do
+          [ -d "$dev/$tier-bench/$tier" ] && [ ! -d "$dev/invisible-bench/$tier" ] &&
+            python3 tools/bench/invisible.py "$dev/$tier-bench/$tier" "$dev/invisible-bench/$tier"
+        done
+      fi
       for g in ${GM_GPU_SEED_PROGS:-"$dev"/bin/gmatch*}; do
         case $g in */*) ;; *) g=$dev/bin/$g ;; esac
-        for s in ${GM_GPU_SEEDS:-1 2 3 4 5}; do
-          : > "$out/seeds-${g##*/}-$s.jsonl"
+        p=${g##*/}
+        for s in $seeds; do
+          : > "$out/seeds-$p-$s.jsonl"
           for tier in photo scene; do
             [ -d "$dev/$tier-bench/$tier" ] || continue
             "$dev/bench/run.sh" "$dev/$tier-bench" "$out/seeds-$tier.jsonl" "$g" --format json \
-              --device cuda --seed "$s" > "$out/seeds-${g##*/}-$tier-$s.txt" 2>&1
-            cat "$out/seeds-$tier.jsonl" >> "$out/seeds-${g##*/}-$s.jsonl"
+              --device cuda --seed "$s" > "$out/seeds-$p-$tier-$s.txt" 2>&1
+            cat "$out/seeds-$tier.jsonl" >> "$out/seeds-$p-$s.jsonl"
           done
-          grep -h "^wall\|SUMMARY" "$out/seeds-${g##*/}"-*-"$s".txt | sed "s/^/${g##*/} seed $s: /"
+          grep -h "^wall\|SUMMARY" "$out/seeds-$p"-*-"$s".txt | sed "s/^/$p seed $s: /"
         done
-        if [ "$(echo ${GM_GPU_SEEDS:-1 2 3 4 5} | wc -w)" -gt 1 ]; then
-          echo "== ${g##*/}: answers against the seed"
-          python3 tools/bench/seeds.py "$out/seeds-${g##*/}"-[0-9]*.jsonl | tee "$out/seeds-${g##*/}.txt"
+        if [ "$first" != "$seeds" ]; then
+          echo "== $p: answers against the seed"
+          python3 tools/bench/seeds.py "$out/seeds-$p"-[0-9]*.jsonl | tee "$out/seeds-$p.txt"
         fi
-        # the same queries with a change nobody sees (tools/bench/invisible.py:
-        # one grey level in 2% of the pixels, saved as PNG), under the first seed
-        [ "${GM_GPU_INVISIBLE:-1}" = 1 ] || continue
-        s=$(echo ${GM_GPU_SEEDS:-1 2 3 4 5} | cut -d' ' -f1)
-        for tier in photo scene; do
-          inv=$dev/invisible-bench/$tier
-          [ -d "$dev/$tier-bench/$tier" ] && [ ! -d "$inv" ] &&
-            python3 tools/bench/invisible.py "$dev/$tier-bench/$tier" "$inv"
-        done
-        "$dev/bench/run.sh" "$dev/invisible-bench" "$out/invis-${g##*/}.jsonl" "$g" --format json \
-          --device cuda --seed "$s" > "$out/invis-${g##*/}-score.txt" 2>&1
-        grep -h "^wall\|SUMMARY" "$out/invis-${g##*/}-score.txt" | sed "s/^/${g##*/} invisible: /"
-        echo "== ${g##*/}: answers against an invisible change"
-        python3 tools/bench/seeds.py "$out/seeds-${g##*/}-$s.jsonl" "$out/invis-${g##*/}.jsonl" |
-          tee "$out/invis-${g##*/}.txt"
+        [ "$invisible" = 1 ] || continue
+        "$dev/bench/run.sh" "$dev/invisible-bench" "$out/invis-$p.jsonl" "$g" --format json \
+          --device cuda --seed "$first" > "$out/invis-$p-score.txt" 2>&1
+        grep -h "^wall\|SUMMARY" "$out/invis-$p-score.txt" | sed "s/^/$p invisible: /"
+        echo "== $p: answers against an invisible change"
+        python3 tools/bench/seeds.py "$out/seeds-$p-$first.jsonl" "$out/invis-$p.jsonl" |
+          tee "$out/invis-$p.txt"
       done
     fi
     if want video && [ -d "$dev/videos" ]; then

@@ -251,7 +251,6 @@ static int parse_real(const char *s, double lo, double hi, double *out)
     return 0;
 }
 
-
 /* ---- options ------------------------------------------------------------- */
 
 static void parse_options(int argc, char **argv, cli_opts *o)

@@ -28,14 +28,11 @@ def perturb(src, dst, share):
     if img is None:
         raise SystemExit("invisible.py: %s: not an image OpenCV reads" % src)
     rng = np.random.default_rng(zlib.crc32(os.path.basename(src).encode()))
-    mask = rng.random(img.shape[:2]) < share
-    step = rng.choice(np.array([-1, 1], dtype=np.int16), size=img.shape[:2])
-    out = img.astype(np.int16)
-    if out.ndim == 3:
-        out[mask] += step[mask][:, None]
-    else:
-        out[mask] += step[mask]
-    cv2.imwrite(dst, np.clip(out, 0, 255).astype(np.uint8))
+    # one step a pixel, every channel alike: -1 or +1 in a share of them, else 0
+    step = np.where(rng.random(img.shape[:2]) < share,
+                    rng.choice(np.array([-1, 1], dtype=np.int16), size=img.shape[:2]), 0)
+    step = step.reshape(img.shape[:2] + (1,) * (img.ndim - 2))
+    cv2.imwrite(dst, np.clip(img.astype(np.int16) + step, 0, 255).astype(np.uint8))
 
 
 def main():
@@ -44,7 +41,7 @@ def main():
     src, dst = sys.argv[1], sys.argv[2]
     share = float(sys.argv[3]) if len(sys.argv) == 4 else 0.02
     os.makedirs(dst, exist_ok=True)
-    done = set()
+    done = set()  # the references linked and the queries written
     for man in sorted(f for f in os.listdir(src) if f.endswith(".jsonl")):
         with open(os.path.join(src, man)) as fin, open(os.path.join(dst, man), "w") as fout:
             for line in fin:

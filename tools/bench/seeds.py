@@ -7,10 +7,10 @@ usage: seeds.py RUN1.jsonl RUN2.jsonl [RUN...]
 
 Each RUN: gmatch --format json lines of the same queries under another
 --seed, or of tools/bench/invisible.py's copy of them (queries are matched
-by their name without its extension).  Prints the share of queries whose status is the same in every run,
-the queries whose status differs (M match, n none, per run, and the
-confidences), and the matches whose corners lie more than 0.5 px apart
-between runs.  Standard library only.
+by their name without its extension).  Prints the share of queries whose
+status is the same in every run, the queries whose status differs (M
+match, n none, per run, and the confidences), and the matches whose
+corners lie more than 0.5 px apart between runs.  Standard library only.
 """
 import json
 import math
