@@ -791,7 +791,33 @@ static int query_level(const gm_ref *r, void *lane, gm_view query, int ql,
  * coarse-to-fine registration.  The polished model replaces hw when it
  * verifies better on bl and its corners moved at most GM_POLISH_MOVE
  * level-0 pixels (a refinement that slides along one edge, or collapses the
- * query onto a point, moves much further). */
+ * query onto a point, moves much further).  A model grown from triangles
+ * starts further off: the growth stops where its steps find no partners
+ * within reach, and the perspective terms carry the far corners 10-30
+ * pixels off (a tilted view of the photo tier, LadyBird tilt02 with one
+ * grey level changed in 2% of its pixels: 0.36, 32 px off, where level 0
+ * brings it to 0.81 within a pixel, its corners moving 2.5% of the
+ * diagonal).  Its bound is GM_POLISH_GROWN_SHARE of the query's mapped
+ * diagonal, for a polished view that keeps the scale (within
+ * GM_POLISH_SCALE: a collapse does not) and a plausible camera
+ * (gm_h_plausible). */
+static double polish_bound(const double hw[9], const double hp[9], const side *q0,
+                           gm_model model, const ref_level *l0, const ref_level *bl)
+{
+    double bound = GM_POLISH_MOVE * l0->f / bl->f; /* bl's pixels */
+    if (model == GM_MODEL_SIMILARITY)
+        return bound;
+    double d0 = fabs(hw[0] * hw[4] - hw[1] * hw[3]), d1 = fabs(hp[0] * hp[4] - hp[1] * hp[3]);
+    double k = d0 > 0 ? sqrt(d1 / d0) : 0;
+    if (!(k >= 1 / GM_POLISH_SCALE && k <= GM_POLISH_SCALE) ||
+        !gm_h_plausible(hp, q0->w, q0->h))
+        return bound;
+    double ax, ay, bx, by;
+    gm_h_apply(hw, 0, 0, &ax, &ay);
+    gm_h_apply(hw, q0->w - 1.0, q0->h - 1.0, &bx, &by);
+    return fmax(bound, GM_POLISH_GROWN_SHARE * hypot(bx - ax, by - ay));
+}
+
 gm_status gm_polish_answer(const gm_ref *r, void *lane, const side *q0, const gm_points *vq0,
                            const ref_level *bl, gm_model model, double hw[9],
                            gm_verify_score *score)
@@ -819,7 +845,7 @@ gm_status gm_polish_answer(const gm_ref *r, void *lane, const side *q0, const gm
     }
     if (pl != bl || !(v.confidence > score->confidence))
         return GM_OK;
-    if (gm_corner_move(hw, hp, q0->w, q0->h) > GM_POLISH_MOVE * l0->f / bl->f)
+    if (gm_corner_move(hw, hp, q0->w, q0->h) > polish_bound(hw, hp, q0, model, l0, bl))
         return GM_OK;
     memcpy(hw, hp, sizeof hp);
     *score = v;

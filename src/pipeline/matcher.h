@@ -190,9 +190,14 @@ gm_status gm_match_forward(const gm_ref *r, gm_model model, gm_view query, uint6
  * model in the working coordinates of the query's level q0 and of bl, and
  * score, its strict test on bl, are replaced when the polished model
  * verifies better on bl and its corners moved at most GM_POLISH_MOVE
- * level-0 pixels; otherwise left alone, as for an answer on a working
- * level.  vq0: the query points the refinements use (on the lane's device). */
+ * level-0 pixels (a model grown from triangles, affine or homography: at
+ * most GM_POLISH_GROWN_SHARE of the query's mapped diagonal, where that is
+ * more, its scale within GM_POLISH_SCALE of the start's and the view
+ * plausible); otherwise left alone, as for an answer on a working level.
+ * vq0: the query points the refinements use (on the lane's device). */
 #define GM_POLISH_MOVE 3.0
+#define GM_POLISH_GROWN_SHARE 0.05
+#define GM_POLISH_SCALE 1.25
 gm_status gm_polish_answer(const gm_ref *r, void *lane, const side *q0, const gm_points *vq0,
                            const ref_level *bl, gm_model model, double hw[9],
                            gm_verify_score *score);

@@ -35,11 +35,11 @@ typedef struct {
     void *lane;
 } fixture;
 
-static void setup(fixture *fx)
+static void setup_query(fixture *fx, const char *query)
 {
     memset(fx, 0, sizeof *fx);
     fx->ref_img = load_data("data/large/ref_mosaic.jpg");
-    fx->q_img = load_data("data/large/q_crop0.jpg");
+    fx->q_img = load_data(query);
     gm_params p = gm_params_default();
     p.device = GM_DEVICE_CPU;
     ck_assert_int_eq(gm_ref_prepare(&p, gm_image_view(&fx->ref_img), &fx->r), GM_OK);
@@ -59,6 +59,11 @@ static void setup(fixture *fx)
     fx->vq0.p = fx->buf;
     for (uint32_t k = 0; k < n; k += step)
         fx->buf[fx->vq0.n++] = fx->q0.all.p[k];
+}
+
+static void setup(fixture *fx)
+{
+    setup_query(fx, "data/large/q_crop0.jpg");
 }
 
 static void teardown(fixture *fx)
@@ -150,6 +155,86 @@ START_TEST(test_polish_bounded)
 }
 END_TEST
 
+/* data/large/manifest.jsonl, q_tilt0.jpg: a tilted view, query source ->
+ * reference source (at factor 1 on both sides: the fine level's pixels) */
+static const double k_tilt[9] = {1.3452914798206284, 0.44877677164672697, 55.42600896860985,
+                                 0, 1.568987308897623, 80.0,
+                                 0, 0.0016621361912841743, 1.0};
+
+/* k_tilt after a perspective change about the query's centre: the far
+ * corners carried off as a growth that stopped short leaves them */
+static void off_tilt(const fixture *fx, double g, double k, double h[9])
+{
+    double cx = (fx->q0.w - 1) / 2.0, cy = (fx->q0.h - 1) / 2.0;
+    /* p -> p / (1 + g (x - cx) + k (y - cy)) about the centre */
+    const double pp[9] = {1, 0, 0, 0, 1, 0, g, k, 1 - g * cx - k * cy};
+    const double t[9] = {1, 0, cx, 0, 1, cy, 0, 0, 1}, ti[9] = {1, 0, -cx, 0, 1, -cy, 0, 0, 1};
+    double a[9], b[9];
+    for (int i = 0; i < 3; i++)
+        for (int j = 0; j < 3; j++) {
+            a[3 * i + j] = 0;
+            for (int l = 0; l < 3; l++)
+                a[3 * i + j] += pp[3 * i + l] * ti[3 * l + j];
+        }
+    for (int i = 0; i < 3; i++)
+        for (int j = 0; j < 3; j++) {
+            b[3 * i + j] = 0;
+            for (int l = 0; l < 3; l++)
+                b[3 * i + j] += t[3 * i + l] * a[3 * l + j];
+        }
+    for (int i = 0; i < 3; i++)
+        for (int j = 0; j < 3; j++) {
+            h[3 * i + j] = 0;
+            for (int l = 0; l < 3; l++)
+                h[3 * i + j] += k_tilt[3 * i + l] * b[3 * l + j];
+        }
+}
+
+/* A homography grown from triangles, its far corners further off than a
+ * similarity's bound (GM_POLISH_MOVE level-0 pixels) and within
+ * GM_POLISH_GROWN_SHARE of the diagonal: polished to within a pixel under
+ * the homography, left where it was under a similarity's bound; a
+ * homography shrunk by a fifth (a collapse under way) moves no further than
+ * the similarity's bound. */
+START_TEST(test_polish_grown_homography)
+{
+    fixture fx;
+    setup_query(&fx, "data/large/q_tilt0.jpg");
+    ck_assert_int_eq(fx.q0.f, 1);
+    double small = GM_POLISH_MOVE * fx.r->lv[0].f / fx.fine->f;
+    static const double starts[][2] = {{2.5e-4, -2.0e-4}, {-1.5e-4, 1.5e-4}, {0.8e-4, 0.8e-4}, {1.2e-4, -0.6e-4}};
+    for (size_t i = 0; i < sizeof starts / sizeof *starts; i++) {
+        double h[9];
+        off_tilt(&fx, starts[i][0], starts[i][1], h);
+        double gap0 = h_corner_gap(h, k_tilt, fx.q0.w, fx.q0.h);
+        ck_assert_msg(gap0 > small + 1, "start %zu only %.2f px off", i, gap0);
+        gm_verify_score s0 = gm_verify_strict_h_cpu(&fx.fine->map, &fx.vq0, h), s = s0;
+        ck_assert_int_eq(gm_polish_answer(fx.r, fx.lane, &fx.q0, &fx.vq0, fx.fine,
+                                          GM_MODEL_HOMOGRAPHY, h, &s),
+                         GM_OK);
+        double gap = h_corner_gap(h, k_tilt, fx.q0.w, fx.q0.h);
+        ck_assert_msg(gap < 1.0, "start %zu: polished %.2f px off (start %.2f)", i, gap, gap0);
+        ck_assert_msg(s.confidence > s0.confidence, "start %zu: polished %.3f, start %.3f", i,
+                      s.confidence, s0.confidence);
+    }
+    double shrunk[9];
+    memcpy(shrunk, k_tilt, sizeof shrunk);
+    for (int j = 0; j < 2; j++) /* the query's coordinates scaled by 0.8 */
+        for (int i = 0; i < 3; i++)
+            shrunk[3 * i + j] *= 0.8;
+    double h[9];
+    memcpy(h, shrunk, sizeof h);
+    gm_verify_score s = gm_verify_strict_h_cpu(&fx.fine->map, &fx.vq0, h);
+    ck_assert_int_eq(gm_polish_answer(fx.r, fx.lane, &fx.q0, &fx.vq0, fx.fine,
+                                      GM_MODEL_HOMOGRAPHY, h, &s),
+                     GM_OK);
+    double moved = h_corner_gap(h, shrunk, fx.q0.w, fx.q0.h);
+    ck_assert_msg(moved <= small + 1e-9 || h_corner_gap(h, k_tilt, fx.q0.w, fx.q0.h) < 1.0,
+                  "a shrunk start moved %.2f px (bound %.1f) and not to the truth", moved, small);
+    teardown(&fx);
+}
+END_TEST
+
 /* An answer on level 0 (a working level) is not polished. */
 START_TEST(test_polish_working_level)
 {
@@ -175,6 +260,7 @@ int main(void)
     tcase_add_test(tc, test_polish_reaches_truth);
     tcase_add_test(tc, test_polish_bounded);
     tcase_add_test(tc, test_polish_working_level);
+    tcase_add_test(tc, test_polish_grown_homography);
     suite_add_tcase(s, tc);
     return run_suite(s);
 }
