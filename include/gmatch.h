@@ -196,8 +196,11 @@ GM_API const char *gm_model_name(gm_model m);
  * outside the range given here.  The defaults are the measured choices
  * (docs/benchmarks.md, docs/); the last seven shape the search and are for experiments. */
 typedef struct {
-    uint64_t seed;          /* default 1, any value: the same seed gives the same output,
-                               whatever the thread count and the device */
+    uint64_t seed;          /* default 1, any value: salts the hash tables' functions (where
+                               an entry lies, never which entries there are); the search's
+                               draws are a fixed function of the images, so every seed
+                               gives the same output, whatever the thread count and the
+                               device */
     int threads;            /* default 0: CPU threads of this reference's calls, 0 = OpenMP's
                                default (all cores unless OMP_NUM_THREADS says otherwise);
                                0..GM_MAX_THREADS.  Set for each call through num_threads
@@ -408,7 +411,7 @@ GM_API gm_status gm_match(const gm_ref *r, gm_view query, gm_result *out);
  * builds the three-point bases' tables) answers any of the four; one
  * prepared for similarity answers similarity only (GM_ERR_INVALID
  * otherwise, with out->error saying so).  The same result as a reference
- * prepared with that model, for the same seed. */
+ * prepared with that model. */
 GM_API gm_status gm_match_model(const gm_ref *r, gm_view query, gm_model model, gm_result *out);
 
 /* The corners (0, 0), (qw-1, 0), (qw-1, qh-1), (0, qh-1) of a qw x qh query

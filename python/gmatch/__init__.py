@@ -228,8 +228,9 @@ class Reference:
     min_confidence  below it a result is "none" (0..1)
     max_uncertainty a match whose uncertainty_px exceeds it is "none" (reason
                     "uncertain"); reference pixels, float("inf") for no bound
-    seed            the same seed gives the same results, whatever the threads and
-                    the device
+    seed            the hash tables' functions; every seed gives the same results
+                    (the search's draws are a function of the images), whatever
+                    the threads and the device
     threads         CPU threads of each call, 0 = all cores
     max_pixels      refuse larger images (reference and queries)
     rgb             3- and 4-channel arrays are R, G, B(, A) instead of OpenCV's B, G, R

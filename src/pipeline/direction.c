@@ -136,29 +136,28 @@ static void time_add(gm_timing *a, const gm_timing *b)
 
 /* The search (gm_match_forward) of query in r, drawn again while its best
  * answer is below the default threshold, up to `tries` draws in all: which
- * of the query's bases and triangles vote is a draw (the seed), and a view
+ * of the query's bases and triangles vote is a draw (its key), and a view
  * that leaves the right candidate few votes among many (a tilted poster,
  * small, in clutter; a crop of a large photograph) is found by one draw
- * and not by the next (docs/scene.md, "Draws").  Each draw's seed follows
- * from r's, so the answer stays a function of the seed; a later draw's
+ * and not by the next (docs/scene.md, "Draws").  Each draw's key follows
+ * from GM_DRAW_KEY, so the answer is a function of the images; a later draw's
  * answer replaces the first's when it is more confident and reaches
  * GM_DRAW_MIN_CONFIDENCE; the time is the sum of all; *drawn (when not
  * NULL) the draw that answered, 0 the first.  The draws share the query's
- * levels (gm_query_levels: edges, points and corners, which no seed
+ * levels (gm_query_levels: edges, points and corners, which no draw
  * changes), built by the first draw that needs each. */
 static gm_status search_draws(const gm_ref *r, gm_model model, gm_view query, int tries,
                               gm_result *out, int *drawn)
 {
-    const uint64_t seed = r->p.seed;
     gm_query_levels levels;
     memset(&levels, 0, sizeof levels);
-    gm_status st = gm_match_forward(r, model, query, seed, &levels, out);
+    gm_status st = gm_match_forward(r, model, query, GM_DRAW_KEY, &levels, out);
     int d = 0;
     for (int t = 1; t < tries && st == GM_OK &&
                     !(out->status == GM_MATCH_FOUND && out->confidence >= GM_DEFAULT_MIN_CONFIDENCE);
          t++) {
         gm_result again;
-        st = gm_match_forward(r, model, query, gm_mix64(seed ^ GM_SALT_RETRY ^ (uint64_t)t),
+        st = gm_match_forward(r, model, query, gm_mix64(GM_DRAW_KEY ^ GM_SALT_RETRY ^ (uint64_t)t),
                               &levels, &again);
         time_add(&again.time, &out->time);
         if (again.status == GM_MATCH_FOUND && again.confidence >= GM_DRAW_MIN_CONFIDENCE &&

@@ -196,7 +196,7 @@ typedef struct {
     double unref[GM_UNREF_KEEP][6];
     double uconf[GM_UNREF_KEEP];
     int n_unref;
-    uint64_t seed; /* the query's draws (bases, triangles): gm_match_forward's */
+    uint64_t key; /* the query's draws (bases, triangles): gm_match_forward's */
     double m0[6]; /* the best in level-0 working coordinates */
     int has_h;    /* the best came from triangles: h is its final model, score strict */
     double h[9];
@@ -466,9 +466,9 @@ static gm_status run_pairing(const gm_ref *r, void *lane, const ref_level *rl, c
     float qdiag = sqrtf((float)qs->w * qs->w + (float)qs->h * qs->h);
     float lmin = (float)(rl->lmin / ratio) * 1.25f;
     float lmax = fminf((float)(rl->lmax / ratio) * 0.8f, 0.8f * qdiag);
-    if ((st = gm_bases_select_cpu(&qs->corners, lmin, lmax, 1.0, ss->seed, &all_b)) != GM_OK)
+    if ((st = gm_bases_select_cpu(&qs->corners, lmin, lmax, 1.0, ss->key, &all_b)) != GM_OK)
         goto done;
-    /* m of them at random (a hash of the seed and the pair: thread-independent) */
+    /* m of them at random (a hash of the draw's key and the pair: thread-independent) */
     sel = malloc((all_b.n ? all_b.n : 1) * sizeof *sel);
     if (!sel) {
         st = GM_ERR_NOMEM;
@@ -479,10 +479,10 @@ static gm_status run_pairing(const gm_ref *r, void *lane, const ref_level *rl, c
         double prob = all_b.n > (uint32_t)p->query_bases ? (double)p->query_bases / all_b.n : 1.0;
         uint64_t thr = gm_prob_threshold(prob);
         for (uint32_t i = 0; i < all_b.n; i++)
-            if (gm_mix64(ss->seed ^ GM_SALT_QUERY_PICK ^ ((uint64_t)all_b.key[i] << 20)) <= thr)
+            if (gm_mix64(ss->key ^ GM_SALT_QUERY_PICK ^ ((uint64_t)all_b.key[i] << 20)) <= thr)
                 sel[nsel++] = all_b.key[i];
     }
-    if ((st = r->be->index(lane, sel, nsel, ss->seed ^ GM_SALT_QUERY_INDEX, &qidx)) != GM_OK)
+    if ((st = r->be->index(lane, sel, nsel, r->p.seed ^ GM_SALT_QUERY_INDEX, &qidx)) != GM_OK)
         goto done;
     uint32_t n_q = qidx.u, n_ref = rl->bases.u;
     t1 = gm_now_ms();
@@ -665,14 +665,14 @@ static gm_status run_affine_pairing(const gm_ref *r, gm_model model, void *lane,
                   ((double)qs->w * qs->h) / (ratio * ratio);
     qc.n = gm_tri_corners_kept(qc.n, want, GM_TRI_MIN_CORNERS);
     if ((st = gm_tris_select_cpu(&qc, lmin, lmax, GM_TRI_MIN_SIN * 0.8f, 1.0,
-                                 ss->seed, &all)) != GM_OK)
+                                 ss->key, &all)) != GM_OK)
         goto done;
-    /* m of them at random (a hash of the seed and the triangle), in place */
+    /* m of them at random (a hash of the draw's key and the triangle), in place */
     uint32_t nsel = 0, m = (uint32_t)p->query_bases;
     uint64_t thr = gm_prob_threshold(all.n > m ? (double)m / all.n : 1.0);
     for (uint32_t i = 0; i < all.n; i++) {
         const gm_tri t = all.t[i];
-        if (gm_mix64(ss->seed ^ GM_SALT_QUERY_TRIS ^ ((uint64_t)t.a << 40 | (uint64_t)t.b << 20 | t.c)) <= thr)
+        if (gm_mix64(ss->key ^ GM_SALT_QUERY_TRIS ^ ((uint64_t)t.a << 40 | (uint64_t)t.b << 20 | t.c)) <= thr)
             all.t[nsel++] = t;
     }
     const gm_tri *sel = all.t;
@@ -859,7 +859,7 @@ void gm_query_levels_free(gm_query_levels *lv)
     memset(lv, 0, sizeof *lv);
 }
 
-gm_status gm_match_forward(const gm_ref *r, gm_model model, gm_view query, uint64_t seed,
+gm_status gm_match_forward(const gm_ref *r, gm_model model, gm_view query, uint64_t key,
                            gm_query_levels *levels, gm_result *out)
 {
     memset(out, 0, sizeof *out);
@@ -892,7 +892,7 @@ gm_status gm_match_forward(const gm_ref *r, gm_model model, gm_view query, uint6
         st = GM_ERR_NOMEM;
         goto done;
     }
-    ss->seed = seed;
+    ss->key = key;
     gm_points vq0 = stride_sample(&q[0].all, GM_VERIFY_POINTS, vbuf);
     if ((st = r->be->points(lane, &vq0)) != GM_OK)
         goto done;

@@ -124,8 +124,20 @@ const gm_ref *gm_ref_current(const gm_ref *r);
  * cannot be made (then the failure stands). */
 const gm_ref *gm_ref_failover(const gm_ref *r, const char *dev_err);
 
-/* The salts of the seed, one per use, so that no two draws share a stream
- * (gm_mix64(seed ^ salt ^ ...)); named once here for both backends. */
+/* The key of the search's draws: which corner pairs and triangles of a
+ * reference level enter its tables, which of the query's vote, and the
+ * further draws of a search (direction.c).  A constant: an answer is a
+ * function of the two images and the parameters that shape the search, not
+ * of the seed (issue 29: seeds 1-5 gave one status to 84% of the photo and
+ * scene tiers' queries).  The seed (gm_params.seed) salts the hash tables'
+ * functions only, which move where an entry lies and never which entries
+ * there are.  1: the draws that the default seed made before, so the
+ * default's answers are unchanged. */
+#define GM_DRAW_KEY 1ull
+
+/* The salts of a key, one per use, so that no two draws or tables share a
+ * stream (gm_mix64(key ^ salt ^ ...)); named once here for both backends.
+ * The draws take GM_DRAW_KEY, the tables the seed. */
 #define GM_SALT_QUERY_PICK 0x51EC7ull  /* which query bases vote */
 #define GM_SALT_QUERY_INDEX 0x0Bull    /* the query bases' two-way index */
 #define GM_SALT_QUERY_TRIS 0x3A1ull    /* which query triangles vote */
@@ -161,7 +173,7 @@ gm_status gm_side_build_f(const gm_backend_ops *be, void *lane, gm_view img, int
 void gm_side_free(side *s);
 
 /* A query's levels (0: the working size, 1: half, 2: a quarter), built by
- * gm_match_forward on first use.  No seed changes them, so the draws of
+ * gm_match_forward on first use.  No draw changes them, so the draws of
  * one search (direction.c) share them: zero it before the first, free it
  * with gm_query_levels_free after the last (it also zeroes it). */
 #define GM_SEEN_MAX 8
@@ -177,12 +189,13 @@ typedef struct {
 void gm_query_levels_free(gm_query_levels *lv);
 
 /* The search of a query inside reference r (matcher.c): the pipeline of
- * docs/design.md, the query's bases and triangles drawn with seed (r's
- * own tables were drawn with r->p.seed).  levels: the query's levels as
+ * docs/design.md, the query's bases and triangles drawn with key (the
+ * first draw GM_DRAW_KEY, a further draw its own; r's bases and triangles
+ * were drawn with GM_DRAW_KEY).  levels: the query's levels as
  * earlier draws of this query on r's parameters left them (built here
  * where missing, kept for the next), or NULL (built and freed here).
  * gm_match_model runs it through gm_match_dirs. */
-gm_status gm_match_forward(const gm_ref *r, gm_model model, gm_view query, uint64_t seed,
+gm_status gm_match_forward(const gm_ref *r, gm_model model, gm_view query, uint64_t key,
                            gm_query_levels *levels, gm_result *out);
 
 /* An answer found on fine level bl of r, polished coarse to fine (matcher.c:

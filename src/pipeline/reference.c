@@ -130,7 +130,7 @@ static gm_status level_build_tris(const gm_params *p, const side *s, ref_level *
     l->tlmax = GM_FINE_LMAX_REL * diag0;
     uint32_t *keys = NULL, *vals = NULL, n = 0;
     gm_status st = gm_tris_select_cpu(&s->corners, l->tlmin, l->tlmax, GM_TRI_MIN_SIN, GM_TRI_PROB,
-                                      p->seed ^ GM_SALT_TRIS ^ (uint64_t)l->f << 48, &l->tris);
+                                      GM_DRAW_KEY ^ GM_SALT_TRIS ^ (uint64_t)l->f << 48, &l->tris);
     if (st == GM_OK)
         st = gm_tri_items_cpu(&s->corners, &l->tris, &s->cloud, &keys, &vals, &n);
     if (st == GM_OK)
@@ -163,7 +163,7 @@ static gm_status level_build(const gm_backend_ops *be, void *lane, const gm_para
     gm_status st;
     double prob = p->ref_basis_prob * (l->fine ? GM_FINE_BASIS_SHARE : 1.0);
     if ((st = (l->fine ? gm_bases_select_local_cpu : gm_bases_select_cpu)(
-             &s->corners, l->lmin, l->lmax, prob, p->seed ^ (uint64_t)l->f << 56, &b)) != GM_OK)
+             &s->corners, l->lmin, l->lmax, prob, GM_DRAW_KEY ^ (uint64_t)l->f << 56, &b)) != GM_OK)
         goto done;
     /* at most (2 GM_UV_HALF)^2 x 16 distinct keys exist: size the table by that bound */
     const uint32_t key_bound = 2 * GM_UV_HALF * 2 * GM_UV_HALF * GM_ANGLE_BINS;
