@@ -59,8 +59,14 @@
 #define GM_AUTO_GAIN 0.03
 /* A fine level's answer refined on the finest level is kept at this share
  * of its strict confidence or more (the finer map, 1-pixel test, counts a
- * little fewer hits on blurred photographs). */
+ * little fewer hits on blurred photographs).  A working level's answer,
+ * whose map has a reference pixel of 2 or more source pixels, is kept there
+ * only when it verifies at least as well (GM_FINEST_KEEP_WORKING): at 0.8
+ * the photo tier's crops moved to worse optima with it (TwoWings crop02
+ * 0.69 -> 2.03 px at 0.80 -> 0.55), and 2 of 52 matches came out beyond
+ * their uncertainty (score.py); at 1.0, none. */
 #define GM_FINEST_KEEP 0.8
+#define GM_FINEST_KEEP_WORKING 1.0
 /* The corners' standard deviation (gm_corner_sigma_cpu, working pixels)
  * above which the confidence falls: correct answers on the public and
  * photo tiers measured 0.1 to 0.5 (clouds, sand), a crop of a flat-shaded
@@ -963,11 +969,16 @@ gm_status gm_match_forward(const gm_ref *r, gm_model model, gm_view query, uint6
         /* found on a fine level: polished coarse to fine (gm_polish_answer),
          * then refined again on the finest, whose pixels
          * are the reference's own (a level at factor 2 places edges to 2
-         * source pixels); kept when its strict test is not much worse */
+         * source pixels); kept when its strict test is not much worse.  An
+         * answer on a working level of a reference with finer levels too
+         * (a crop or a tilted view of a large photograph that the working
+         * levels found): the finest's test counts the hits that its coarse
+         * map blurs (data/large's tilted view: 0.28 on level 0, 0.42 and
+         * within a pixel on the finest) */
         if ((st = gm_polish_answer(r, lane, &q[0], &vq0, bl, chosen, hw, &score)) != GM_OK)
             goto done;
         const ref_level *fl = finest_level(r);
-        if ((bl->fine || r->borrowed) && fl && fl->f < bl->f) {
+        if (fl && fl->f < bl->f) {
             double hs[9], hf[9];
             h_work_to_source(hw, q[0].f, bl->f, hs);
             h_source_to_work(hs, q[0].f, fl->f, hf);
@@ -975,7 +986,8 @@ gm_status gm_match_forward(const gm_ref *r, gm_model model, gm_view query, uint6
             if ((st = r->be->refine(lane, map_at(r, fl), &vq0, chosen, hf, GM_MODEL_ITERS, 1,
                                     &vf)) != GM_OK)
                 goto done;
-            if (vf.confidence >= GM_FINEST_KEEP * score.confidence) {
+            double keep = bl->fine || r->borrowed ? GM_FINEST_KEEP : GM_FINEST_KEEP_WORKING;
+            if (vf.confidence >= keep * score.confidence) {
                 memcpy(hw, hf, sizeof hw);
                 score = vf;
                 bl = fl;
