@@ -123,6 +123,14 @@ static inline double h_corner_gap(const double a[9], const double b[9], int qw, 
     return box_corner_gap(a, b, 0, 0, qw - 1.0, qh - 1.0);
 }
 
+/* The 3x3 product a * b (row-major). */
+static inline void h_mul(const double a[9], const double b[9], double out[9])
+{
+    for (int i = 0; i < 3; i++)
+        for (int j = 0; j < 3; j++)
+            out[3 * i + j] = a[3 * i] * b[j] + a[3 * i + 1] * b[3 + j] + a[3 * i + 2] * b[6 + j];
+}
+
 /* ---- images ------------------------------------------------------------------ */
 
 /* A host image with a stride wider than the row, the padding filled with

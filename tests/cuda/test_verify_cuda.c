@@ -135,14 +135,6 @@ static gm_points query_rendered(const double H[9], int qw, int qh)
 
 /* ---- candidates ---------------------------------------------------------------- */
 
-/* The 3x3 product a * b. */
-static void h_mul(const double a[9], const double b[9], double out[9])
-{
-    for (int i = 0; i < 3; i++)
-        for (int j = 0; j < 3; j++)
-            out[3 * i + j] = a[3 * i] * b[j] + a[3 * i + 1] * b[3 + j] + a[3 * i + 2] * b[6 + j];
-}
-
 /* Candidate c of a batch around the true transform H (3x3) of a query whose
  * points lie around (qcx, qcy), in a reference of w x h: kind c % 4 is
  * 0 the truth (c = 0) or a small perturbation, 1 a larger one (up to 5 px and

@@ -76,6 +76,13 @@ static void teardown(fixture *fx)
     gm_image_free(&fx->ref_img);
 }
 
+/* h (and its score s) polished as an answer found on the fine level */
+static void polish_fine(fixture *fx, gm_model model, double h[9], gm_verify_score *s)
+{
+    ck_assert_int_eq(gm_polish_answer(fx->r, fx->lane, &fx->q0, &fx->vq0, fx->fine, model, h, s),
+                     GM_OK);
+}
+
 /* The truth turned by deg about the query's centre and shifted by (dx, dy)
  * query pixels: at factor 1 on both sides, working = source pixels. */
 static void off_truth(const fixture *fx, double deg, double dx, double dy, double h[9])
@@ -108,9 +115,7 @@ START_TEST(test_polish_reaches_truth)
         ck_assert_msg(gap0 > 3.0 && gap0 < GM_POLISH_MOVE * fx.r->lv[0].f,
                       "start %zu %.2f px off", i, gap0);
         gm_verify_score s0 = gm_verify_strict_h_cpu(&fx.fine->map, &fx.vq0, h), s = s0;
-        ck_assert_int_eq(gm_polish_answer(fx.r, fx.lane, &fx.q0, &fx.vq0, fx.fine,
-                                          GM_MODEL_SIMILARITY, h, &s),
-                         GM_OK);
+        polish_fine(&fx, GM_MODEL_SIMILARITY, h, &s);
         double gap = h_corner_gap(h, k_truth, fx.q0.w, fx.q0.h);
         ck_assert_msg(gap < 1.0, "start %zu: polished %.2f px off (start %.2f)", i, gap, gap0);
         ck_assert_msg(s.confidence > s0.confidence + 0.1, "start %zu: polished %.3f, start %.3f",
@@ -142,9 +147,7 @@ START_TEST(test_polish_bounded)
         double h[9];
         memcpy(h, starts[i], sizeof h);
         gm_verify_score s0 = gm_verify_strict_h_cpu(&fx.fine->map, &fx.vq0, h), s = s0;
-        ck_assert_int_eq(gm_polish_answer(fx.r, fx.lane, &fx.q0, &fx.vq0, fx.fine,
-                                          GM_MODEL_SIMILARITY, h, &s),
-                         GM_OK);
+        polish_fine(&fx, GM_MODEL_SIMILARITY, h, &s);
         double moved = h_corner_gap(h, starts[i], fx.q0.w, fx.q0.h);
         ck_assert_msg(moved <= bound + 1e-9, "start %d moved %.2f px (bound %.1f)", i, moved,
                       bound);
@@ -161,33 +164,18 @@ static const double k_tilt[9] = {1.3452914798206284, 0.44877677164672697, 55.426
                                  0, 1.568987308897623, 80.0,
                                  0, 0.0016621361912841743, 1.0};
 
-/* k_tilt after a perspective change about the query's centre: the far
- * corners carried off as a growth that stopped short leaves them */
+/* k_tilt after a perspective change about the query's centre c:
+ * p -> c + (p - c) / (1 + g (x - cx) + k (y - cy)), the far corners carried
+ * off as a growth that stopped short leaves them */
 static void off_tilt(const fixture *fx, double g, double k, double h[9])
 {
     double cx = (fx->q0.w - 1) / 2.0, cy = (fx->q0.h - 1) / 2.0;
-    /* p -> p / (1 + g (x - cx) + k (y - cy)) about the centre */
-    const double pp[9] = {1, 0, 0, 0, 1, 0, g, k, 1 - g * cx - k * cy};
     const double t[9] = {1, 0, cx, 0, 1, cy, 0, 0, 1}, ti[9] = {1, 0, -cx, 0, 1, -cy, 0, 0, 1};
+    const double p[9] = {1, 0, 0, 0, 1, 0, g, k, 1};
     double a[9], b[9];
-    for (int i = 0; i < 3; i++)
-        for (int j = 0; j < 3; j++) {
-            a[3 * i + j] = 0;
-            for (int l = 0; l < 3; l++)
-                a[3 * i + j] += pp[3 * i + l] * ti[3 * l + j];
-        }
-    for (int i = 0; i < 3; i++)
-        for (int j = 0; j < 3; j++) {
-            b[3 * i + j] = 0;
-            for (int l = 0; l < 3; l++)
-                b[3 * i + j] += t[3 * i + l] * a[3 * l + j];
-        }
-    for (int i = 0; i < 3; i++)
-        for (int j = 0; j < 3; j++) {
-            h[3 * i + j] = 0;
-            for (int l = 0; l < 3; l++)
-                h[3 * i + j] += k_tilt[3 * i + l] * b[3 * l + j];
-        }
+    h_mul(p, ti, a);
+    h_mul(t, a, b);
+    h_mul(k_tilt, b, h);
 }
 
 /* A homography grown from triangles, its far corners further off than a
@@ -209,9 +197,7 @@ START_TEST(test_polish_grown_homography)
         double gap0 = h_corner_gap(h, k_tilt, fx.q0.w, fx.q0.h);
         ck_assert_msg(gap0 > small + 1, "start %zu only %.2f px off", i, gap0);
         gm_verify_score s0 = gm_verify_strict_h_cpu(&fx.fine->map, &fx.vq0, h), s = s0;
-        ck_assert_int_eq(gm_polish_answer(fx.r, fx.lane, &fx.q0, &fx.vq0, fx.fine,
-                                          GM_MODEL_HOMOGRAPHY, h, &s),
-                         GM_OK);
+        polish_fine(&fx, GM_MODEL_HOMOGRAPHY, h, &s);
         double gap = h_corner_gap(h, k_tilt, fx.q0.w, fx.q0.h);
         ck_assert_msg(gap < 1.0, "start %zu: polished %.2f px off (start %.2f)", i, gap, gap0);
         ck_assert_msg(s.confidence > s0.confidence, "start %zu: polished %.3f, start %.3f", i,
@@ -225,9 +211,7 @@ START_TEST(test_polish_grown_homography)
     double h[9];
     memcpy(h, shrunk, sizeof h);
     gm_verify_score s = gm_verify_strict_h_cpu(&fx.fine->map, &fx.vq0, h);
-    ck_assert_int_eq(gm_polish_answer(fx.r, fx.lane, &fx.q0, &fx.vq0, fx.fine,
-                                      GM_MODEL_HOMOGRAPHY, h, &s),
-                     GM_OK);
+    polish_fine(&fx, GM_MODEL_HOMOGRAPHY, h, &s);
     double moved = h_corner_gap(h, shrunk, fx.q0.w, fx.q0.h);
     ck_assert_msg(moved <= small + 1e-9 || h_corner_gap(h, k_tilt, fx.q0.w, fx.q0.h) < 1.0,
                   "a shrunk start moved %.2f px (bound %.1f) and not to the truth", moved, small);
