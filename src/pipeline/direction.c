@@ -164,6 +164,12 @@ static gm_status search_draws(const gm_ref *r, gm_model model, gm_view query, in
             again.confidence > out->confidence) {
             *out = again;
             d = t;
+        } else if (out->status != GM_MATCH_FOUND && again.status != GM_MATCH_FOUND &&
+                   again.reason == GM_REASON_AMBIGUOUS && out->reason != GM_REASON_AMBIGUOUS) {
+            /* no draw answers, and this one found the query twice: its
+             * reason says more than a weak or uncertain first draw's (a
+             * tilted view of a point-symmetric illustration) */
+            *out = again;
         } else {
             out->time = again.time;
         }

@@ -28,10 +28,6 @@
 #include "stages/transform.h"
 #include "stages/verify.h"
 
-/* Points tested per candidate: a sample of the query's edge pixels. */
-#ifndef GM_VERIFY_POINTS
-#define GM_VERIFY_POINTS 2000
-#endif
 /* IRLS iterations of a candidate's refinement, and of the final model's. */
 #define GM_REFINE_ITERS 6
 #define GM_MODEL_ITERS 10
@@ -75,8 +71,7 @@
 /* A pairing whose refined best reaches this confidence ends the search. */
 #define GM_EARLY_STOP 0.5
 
-/* Every k-th point so that at most `cap` remain (keeps the spread along edges). */
-static gm_points stride_sample(const gm_points *all, uint32_t cap, gm_point *buf)
+gm_points gm_stride_sample(const gm_points *all, uint32_t cap, gm_point *buf)
 {
     gm_points out = {buf, 0};
     uint32_t step = all->n > cap ? (all->n + cap - 1) / cap : 1;
@@ -313,6 +308,42 @@ static gm_status rival_refine(const gm_ref *r, void *lane, const side *q0, const
     return st;
 }
 
+/* The rivals S h0 of the reference's self-maps S (selfmap.h; h0 the
+ * answer in level 0's working coordinates): each scored as it stands on
+ * level 0's map beside the answer, and those that explain at least
+ * GM_RIVAL_FLOOR of what the answer explains there refined as the other
+ * rivals (rival_refine) and judged the same way (another placement, more
+ * than `far` from the answer). */
+static gm_status self_rivals(const gm_ref *r, void *lane, const side *q0, const gm_points *vq0,
+                             int bf, gm_model chosen, const double hw[9], const double h0[9],
+                             double far, double *second)
+{
+    if (r->n_self == 0)
+        return GM_OK;
+    double hs[1 + 2 * GM_SELF_MAX][9];
+    gm_verify_score vs[1 + 2 * GM_SELF_MAX];
+    memcpy(hs[0], h0, sizeof hs[0]);
+    for (int k = 0; k < r->n_self; k++) {
+        mat3_mul(r->self[k], h0, hs[1 + k]);
+        for (int i = 0; i < 9; i++)
+            hs[1 + k][i] /= hs[1 + k][8];
+    }
+    gm_status st = r->be->refine(lane, map_at(r, &r->lv[0]), vq0, chosen, &hs[0][0], 0,
+                                 (uint32_t)(1 + r->n_self), vs);
+    for (int k = 0; k < r->n_self && st == GM_OK; k++) {
+        if (!(vs[1 + k].whole >= GM_RIVAL_FLOOR * vs[0].whole) || !(vs[1 + k].whole > 0))
+            continue;
+        double h[9];
+        gm_verify_score v;
+        memcpy(h, hs[1 + k], sizeof h);
+        if ((st = rival_refine(r, lane, q0, vq0, bf, chosen, 0, h, &v)) != GM_OK)
+            break;
+        if (gm_h_plausible(h, q0->w, q0->h) && gm_corner_move(hw, h, q0->w, q0->h) > far)
+            *second = fmax(*second, v.whole);
+    }
+    return st;
+}
+
 static gm_status rival_whole(const gm_ref *r, void *lane, const search_state *ss,
                              const gm_query_levels *lv, const side *q0, const gm_points *vq0,
                              int bf, gm_model chosen, const double hw[9], double *second)
@@ -388,7 +419,7 @@ static gm_status rival_whole(const gm_ref *r, void *lane, const search_state *ss
         if (gm_h_plausible(h, q0->w, q0->h) && gm_corner_move(hw, h, q0->w, q0->h) > far)
             *second = fmax(*second, v.whole);
     }
-    return GM_OK;
+    return self_rivals(r, lane, q0, vq0, bf, chosen, hw, h0, far, second);
 }
 
 /* The candidate that explains most of the query (gm_verify_score.whole) not yet taken (total UINT32_MAX marks
@@ -899,7 +930,7 @@ gm_status gm_match_forward(const gm_ref *r, gm_model model, gm_view query, uint6
         goto done;
     }
     ss->key = key;
-    gm_points vq0 = stride_sample(&q[0].all, GM_VERIFY_POINTS, vbuf);
+    gm_points vq0 = gm_stride_sample(&q[0].all, GM_VERIFY_POINTS, vbuf);
     if ((st = r->be->points(lane, &vq0)) != GM_OK)
         goto done;
     out->reason = GM_REASON_NO_EDGES;

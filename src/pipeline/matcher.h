@@ -41,6 +41,9 @@
 #endif
 #define GM_MIN_LEVEL_SIDE 48 /* a level smaller than this a side is skipped */
 
+/* Self-maps of a reference kept (selfmap.h), before their inverses. */
+#define GM_SELF_MAX 4
+
 typedef struct {
     int ok;            /* the level exists (image big enough) */
     int f;             /* downscale factor: working pixel X is source pixel f*X + (f-1)/2 */
@@ -93,6 +96,11 @@ struct gm_ref {
      * device is not closed with it, and its level-0 map lives on lv[0]'s
      * device copy (the device's own map is its reference's). */
     int borrowed;
+    /* Where level 0 repeats itself (selfmap.h): similarities in its working
+     * coordinates on both sides, each with its inverse; none on a borrowed
+     * reference (the reverse search's). */
+    double self[2 * GM_SELF_MAX][9];
+    int n_self;
 };
 
 /* img prepared as a reference on host's device and lanes, with host's
@@ -146,6 +154,15 @@ const gm_ref *gm_ref_failover(const gm_ref *r, const char *dev_err);
 #define GM_SALT_TRIS 0x7219ull         /* a level's triangles */
 #define GM_SALT_TRI_TABLE 0xAFF1ull    /* their table */
 #define GM_SALT_RETRY 0x2E7Dull        /* a search drawn again (direction.c) */
+#define GM_SALT_SELF 0x5E1Full         /* level 0's pairs that vote for its self-maps */
+
+/* Points tested per candidate: a sample of the query's edge pixels. */
+#ifndef GM_VERIFY_POINTS
+#define GM_VERIFY_POINTS 2000
+#endif
+/* Every k-th point of all so that at most cap remain (keeps the spread
+ * along edges), in buf (room for cap). */
+gm_points gm_stride_sample(const gm_points *all, uint32_t cap, gm_point *buf);
 
 /* Verification radius in working pixels: JPEG, noise and one cell of
  * quantization move edges by about a pixel. */

@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "pipeline/matcher.h"
+#include "pipeline/selfmap.h"
 #include "stages/resample.h"
 #include "stages/sobel.h"
 #include "stages/compact.h"
@@ -216,6 +217,12 @@ static gm_status ref_build(gm_ref *r, gm_view img)
             diag0 = sqrtf((float)s.w * s.w + (float)s.h * s.h);
         if (st == GM_OK)
             st = level_build(be, lane, p, &s, &r->lv[lv], diag0, lv == 0);
+        /* where level 0 repeats itself (selfmap.h); not for the reverse
+         * search's reference, a query prepared for one search */
+        if (lv == 0 && st == GM_OK && !r->borrowed) {
+            st = gm_selfmaps_find(be, lane, &r->lv[0], &s, (gm_map_at){&r->map, NULL}, r->self,
+                                  &r->n_self);
+        }
         if (lv == 0 && st == GM_OK && r->borrowed)
             st = be->map(r->dev, lane, r->lv[0].dev, &r->map);
         gm_side_free(&s);

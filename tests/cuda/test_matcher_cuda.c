@@ -15,6 +15,8 @@
 
 #include "cuda/gm_cuda.h"
 #include "gmatch.h"
+#include "pipeline/matcher.h"
+#include "stages/transform.h"
 
 #include "test_util.h"
 
@@ -150,6 +152,52 @@ START_TEST(test_large)
 }
 END_TEST
 
+/* The reference's self-maps (src/pipeline/selfmap.c: a vote of level 0 in
+ * its own table, the rows refined on its own edges) on both devices: the
+ * same count, each within 0.01 working px over the level; on data/large's
+ * reference and on a point-symmetric one made from it (its right half the
+ * left turned half a turn), which has one at least. */
+START_TEST(test_selfmaps)
+{
+    gm_image plain = load("data/large/ref_mosaic.jpg"), sym = plain;
+    const int w = plain.width, h = plain.height;
+    sym.data = malloc((size_t)w * h);
+    ck_assert_ptr_nonnull(sym.data);
+    sym.stride = w;
+    for (int y = 0; y < h; y++)
+        for (int x = 0; x < w; x++)
+            sym.data[(size_t)y * w + x] = x < w / 2 ? plain.data[(size_t)y * plain.stride + x]
+                                                    : plain.data[(size_t)(h - 1 - y) * plain.stride + w - 1 - x];
+    const gm_image *imgs[2] = {&plain, &sym};
+    int n_sym = 0;
+    for (int i = 0; i < 2; i++) {
+        gm_ref *rc = NULL, *rg = NULL;
+        prepare_both(imgs[i], GM_MODEL_SIMILARITY, &rc, &rg);
+        if (rc->n_self != rg->n_self)
+            ck_abort_msg("image %d: %d self-maps on the cpu, %d on cuda", i, rc->n_self, rg->n_self);
+        const ref_level *l = &rc->lv[0];
+        for (int k = 0; k < rc->n_self; k++) {
+            double gap = 0;
+            for (int c = 0; c < 4; c++) {
+                double x = c & 1 ? l->w - 1.0 : 0, y = c & 2 ? l->h - 1.0 : 0, ax, ay, bx, by;
+                gm_h_apply(rc->self[k], x, y, &ax, &ay);
+                gm_h_apply(rg->self[k], x, y, &bx, &by);
+                gap = fmax(gap, hypot(ax - bx, ay - by));
+            }
+            if (!(gap <= 0.01))
+                ck_abort_msg("image %d: self-map %d %.4g px apart", i, k, gap);
+        }
+        if (i == 1)
+            n_sym = rc->n_self;
+        gm_ref_free(rc);
+        gm_ref_free(rg);
+    }
+    EXPECT(n_sym > 0); /* something compared */
+    free(sym.data);
+    gm_image_free(&plain);
+}
+END_TEST
+
 /* One reference, many queries of different sizes through the same buffers:
  * each equals a fresh CPU match. */
 START_TEST(test_reuse)
@@ -261,6 +309,7 @@ static Suite *make_suite(void)
     tcase_add_test(tc, test_pairs_similarity);
     tcase_add_test(tc, test_pairs_models);
     tcase_add_test(tc, test_large);
+    tcase_add_test(tc, test_selfmaps);
     tcase_add_test(tc, test_reuse);
     tcase_add_test(tc, test_concurrent);
     suite_add_tcase(s, tc);

@@ -53,12 +53,9 @@ static void setup_query(fixture *fx, const char *query)
                                    &fx->q0, err, sizeof err),
                      GM_OK);
     ck_assert_int_eq(fx->q0.f, 1);
-    /* every k-th edge point, at most 2000, as the matcher samples them */
-    uint32_t n = fx->q0.all.n, step = n > 2000 ? (n + 1999) / 2000 : 1;
-    fx->buf = xmalloc(n, sizeof *fx->buf);
-    fx->vq0.p = fx->buf;
-    for (uint32_t k = 0; k < n; k += step)
-        fx->buf[fx->vq0.n++] = fx->q0.all.p[k];
+    /* every k-th edge point, at most GM_VERIFY_POINTS, as the matcher samples them */
+    fx->buf = xmalloc(GM_VERIFY_POINTS, sizeof *fx->buf);
+    fx->vq0 = gm_stride_sample(&fx->q0.all, GM_VERIFY_POINTS, fx->buf);
 }
 
 static void setup(fixture *fx)
