@@ -344,7 +344,8 @@ typedef enum {
                                  edges (its confidence before the checks below is under
                                  min_confidence) */
     GM_REASON_AMBIGUOUS,      /* a second placement, its corners far from the best's,
-                                 explains the edges nearly as well (stripes, repeats) */
+                                 explains the edges nearly as well (stripes, repeats, a
+                                 reference symmetric under a turn) */
     GM_REASON_UNCERTAIN,      /* the edges leave the transform free to slide (parallel
                                  edges, one arc, a part without edges): its spread or
                                  uncertainty_px exceeds the bound */
