@@ -34,6 +34,7 @@
 #include "stages/points.h"
 #include "stages/bases.h"
 #include "stages/vote.h"
+#include "stages/reduce_core.h"
 #include "cuda/items_cuda.h"
 
 #define IT_THREADS 256
@@ -185,7 +186,7 @@ static __global__ void k_share_div(const uint32_t *count, uint32_t nb, uint32_t 
 {
     uint32_t b = blockIdx.x * blockDim.x + threadIdx.x;
     if (b < nb)
-        share[b] = (float)count[b] / (float)(n ? n : 1);
+        share[b] = gm_basis_share(count[b], n);
 }
 
 extern "C" gm_status gm_basis_share_cuda(const uint32_t *d_vals, uint32_t n_items, uint32_t nb,

@@ -24,6 +24,7 @@
 #include "stages/bases.h"
 #include "stages/vote.h"
 #include "stages/reduce.h"
+#include "stages/reduce_core.h"
 #include "cuda/vote_cuda.h"
 
 #define GM_VOTE_THREADS 256
@@ -88,8 +89,8 @@ static __device__ void vote_row(uint32_t *counts, gm_cuckoo_view t, uint32_t n_r
             d_votes[(size_t)q * n_ref + r] = (uint16_t)(v > 65535u ? 65535u : v);
         if (v == 0)
             continue;
-        float l = __fmul_rn((float)total, share[r]);
-        float z = __fdiv_rn(__fsub_rn((float)v, l), __fsqrt_rn(__fadd_rn(l, 1.0f)));
+        float l = gm_cell_chance(total, share[r]);
+        float z = gm_cell_score(gm_cell_excess(v, l), l);
         mine = better(mine, best_cell{z, r});
     }
     for (int off = 16; off > 0; off >>= 1) {

@@ -10,6 +10,7 @@
 
 #include "common/common.h"
 #include "stages/reduce.h"
+#include "stages/reduce_core.h"
 
 #define GM_REDUCE_BLOCK 16
 
@@ -70,7 +71,7 @@ gm_candidate gm_reduce_row_cpu(const uint16_t *row, const float *share, uint32_t
                     continue;
                 any = 0;
                 for (uint32_t i = 0; i < GM_REDUCE_BLOCK; i++)
-                    any |= (float)row[r0 + i] - (float)total * share[r0 + i] > bs;
+                    any |= gm_cell_excess(row[r0 + i], gm_cell_chance(total, share[r0 + i])) > bs;
             } else {
                 for (uint32_t i = 0; i < GM_REDUCE_BLOCK; i++)
                     any |= row[r0 + i] != 0;
@@ -81,15 +82,15 @@ gm_candidate gm_reduce_row_cpu(const uint16_t *row, const float *share, uint32_t
         for (uint32_t r = r0; r < end; r++) {
             if (row[r] == 0)
                 continue;
-            float l = (float)total * share[r];
-            float d = (float)row[r] - l;
+            float l = gm_cell_chance(total, share[r]);
+            float d = gm_cell_excess(row[r], l);
             /* the divisor sqrt(l + 1) is 1 or more, so z is at most d when
              * d >= 0 (rounding is monotone): once the best is positive, a
              * cell whose d does not pass it cannot, and its square root and
              * division are skipped.  The same best, exactly. */
             if (bs >= 0.0f && d <= bs)
                 continue;
-            float z = d / sqrtf(l + 1.0f);
+            float z = gm_cell_score(d, l);
             if (z > bs) {
                 bs = z;
                 bi = r;
@@ -126,12 +127,17 @@ uint32_t gm_reduce_select_cpu(gm_candidate *best, uint32_t n_q, uint32_t k, gm_c
 
 float *gm_item_shares(const uint32_t *vals, uint32_t n, uint32_t nb)
 {
-    float *share = calloc(nb ? nb : 1, sizeof *share);
-    if (!share)
-        return NULL;
-    for (uint32_t i = 0; i < n; i++)
-        share[vals[i]] += 1.0f;
-    for (uint32_t i = 0; i < nb; i++)
-        share[i] /= (float)(n ? n : 1);
+    float *share = malloc((nb ? nb : 1) * sizeof *share);
+    uint32_t *count = calloc(nb ? nb : 1, sizeof *count);
+    if (share && count) {
+        for (uint32_t i = 0; i < n; i++)
+            count[vals[i]]++;
+        for (uint32_t i = 0; i < nb; i++)
+            share[i] = gm_basis_share(count[i], n);
+    } else {
+        free(share);
+        share = NULL;
+    }
+    free(count);
     return share;
 }
