@@ -187,8 +187,12 @@ typedef enum {
                                 the query (gm_result.model says which) */
 } gm_model;
 
-/* "similarity", "affine" or "homography" ("unknown" otherwise). */
+/* "similarity", "affine", "homography" or "auto" ("unknown" otherwise). */
 GM_API const char *gm_model_name(gm_model m);
+/* The model that gm_model_name calls name, in *out: GM_OK, or
+ * GM_ERR_INVALID for any other word (NULL included; *out untouched).  The
+ * command line, its batch files and Python read model names through it. */
+GM_API gm_status gm_model_from_name(const char *name, gm_model *out);
 
 /* The parameters of a reference, fixed when it is prepared.  Start from
  * gm_params_default() and change what you need; gm_ref_prepare answers

@@ -43,7 +43,7 @@ __all__ = ["Reference", "Result", "match", "MODELS", "DEVICES", "video_available
 __version__ = _gmatch.version()
 
 #: The models a match can report (gmatch.h, gm_model), in the library's order.
-MODELS = ("similarity", "affine", "homography", "auto")
+MODELS = _gmatch.models()
 #: The devices a reference can run on (gmatch.h, gm_device).
 DEVICES = ("auto", "cpu", "cuda")
 #: Which image is looked for in which (gmatch.h, gm_direction), in the library's order.

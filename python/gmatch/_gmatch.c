@@ -495,6 +495,26 @@ static PyObject *py_video_lost(PyObject *self, PyObject *vcap)
 
 /* ---- the module ------------------------------------------------------------------ */
 
+/* The model names (gm_model_name) in the library's order: the one list
+ * that gmatch.MODELS and every model argument are checked against. */
+static PyObject *py_models(PyObject *self, PyObject *noargs)
+{
+    (void)self, (void)noargs;
+    static const gm_model models[] = {GM_MODEL_SIMILARITY, GM_MODEL_AFFINE, GM_MODEL_HOMOGRAPHY,
+                                      GM_MODEL_AUTO};
+    PyObject *t = PyTuple_New(4);
+    for (Py_ssize_t i = 0; t && i < 4; i++) {
+        PyObject *name = PyUnicode_FromString(gm_model_name(models[i]));
+        if (!name || (int)models[i] != (int)i) {
+            Py_XDECREF(name);
+            Py_DECREF(t);
+            return name ? PyErr_Format(PyExc_RuntimeError, "gm_model's order changed") : NULL;
+        }
+        PyTuple_SET_ITEM(t, i, name);
+    }
+    return t;
+}
+
 static PyObject *py_version(PyObject *self, PyObject *noargs)
 {
     (void)self, (void)noargs;
@@ -595,6 +615,7 @@ static PyMethodDef methods[] = {
     {"video_next", py_video_next, METH_O, "The next selected frame's result (None at the end)."},
     {"video_lost", py_video_lost, METH_O, "What the video lost (gm_video_error), or None."},
     {"version", py_version, METH_NOARGS, "The C library's version (gm_version)."},
+    {"models", py_models, METH_NOARGS, "The model names (gm_model_name), in the library's order."},
     {"video_available", py_video_available, METH_NOARGS, "Whether videos can be read (FFmpeg)."},
     {"backend_available", py_backend_available, METH_O, "gm_backend_available."},
     {"to_gray", py_to_gray, METH_VARARGS, "An image as the library sees it: 8-bit gray bytes."},

@@ -104,13 +104,8 @@ int gm_parse_frames(const char *s, int64_t *first, int64_t *last)
 
 static int parse_model(const char *s)
 {
-    static const char *names[] = {"similarity", "affine", "homography", "auto"};
-    static const gm_model models[] = {GM_MODEL_SIMILARITY, GM_MODEL_AFFINE, GM_MODEL_HOMOGRAPHY,
-                                      GM_MODEL_AUTO};
-    for (int i = 0; i < 4; i++)
-        if (strcmp(s, names[i]) == 0)
-            return (int)models[i];
-    return -1;
+    gm_model m;
+    return gm_model_from_name(s, &m) == GM_OK ? (int)m : -1;
 }
 
 /* ---- pairs ---------------------------------------------------------------- */

@@ -365,15 +365,7 @@ static void parse_options(int argc, char **argv, cli_opts *o)
             }
             break;
         case OPT_MODEL:
-            if (strcmp(optarg, "similarity") == 0)
-                o->params.model = GM_MODEL_SIMILARITY;
-            else if (strcmp(optarg, "affine") == 0)
-                o->params.model = GM_MODEL_AFFINE;
-            else if (strcmp(optarg, "homography") == 0)
-                o->params.model = GM_MODEL_HOMOGRAPHY;
-            else if (strcmp(optarg, "auto") == 0)
-                o->params.model = GM_MODEL_AUTO;
-            else
+            if (gm_model_from_name(optarg, &o->params.model) != GM_OK)
                 usage_error("--model: '%s' is not similarity, affine, homography or auto", optarg);
             break;
         case OPT_DIRECTION:

@@ -1,5 +1,7 @@
 /* status.c: gm_status, gm_model and gm_reason names, the library's version, a
  * result's corners. */
+#include <string.h>
+
 #include "gmatch.h"
 
 const char *gm_version(void) { return GMATCH_VERSION; }
@@ -35,6 +37,18 @@ const char *gm_model_name(gm_model m)
         return "auto";
     }
     return "unknown";
+}
+
+gm_status gm_model_from_name(const char *name, gm_model *out)
+{
+    static const gm_model models[] = {GM_MODEL_SIMILARITY, GM_MODEL_AFFINE, GM_MODEL_HOMOGRAPHY,
+                                      GM_MODEL_AUTO};
+    for (size_t i = 0; name && i < sizeof models / sizeof *models; i++)
+        if (strcmp(name, gm_model_name(models[i])) == 0) {
+            *out = models[i];
+            return GM_OK;
+        }
+    return GM_ERR_INVALID;
 }
 
 const char *gm_reason_name(gm_reason r)

@@ -336,6 +336,22 @@ START_TEST(test_json_none)
         ck_assert_ptr_null(strchr(names[k], ' '));
     }
     ck_assert_ptr_null(gm_reason_name((gm_reason)99));
+    /* every model by its name and back (gm_model_from_name: the command
+     * line's, the batch files' and Python's one parser) */
+    static const char *models[] = {"similarity", "affine", "homography", "auto"};
+    for (int k = 0; k <= (int)GM_MODEL_AUTO; k++) {
+        gm_model m = (gm_model)99;
+        ck_assert_str_eq(gm_model_name((gm_model)k), models[k]);
+        ck_assert_int_eq(gm_model_from_name(models[k], &m), GM_OK);
+        ck_assert_int_eq((int)m, k);
+    }
+    static const char *not_models[] = {"", "Affine", "homography ", "unknown", "proj"};
+    for (size_t k = 0; k < sizeof not_models / sizeof *not_models; k++) {
+        gm_model m = GM_MODEL_AFFINE;
+        ck_assert_int_eq(gm_model_from_name(not_models[k], &m), GM_ERR_INVALID);
+        ck_assert_int_eq((int)m, (int)GM_MODEL_AFFINE); /* untouched */
+    }
+    ck_assert_int_eq(gm_model_from_name(NULL, &(gm_model){GM_MODEL_AUTO}), GM_ERR_INVALID);
     /* a none that names no reason (made outside the library): no key, '-' */
     r.reason = GM_REASON_FOUND;
     s = render(GM_OUTPUT_JSON, &rec);
