@@ -6,6 +6,7 @@
 #include "pipeline/selfmap.h"
 #include "stages/bases.h"
 #include "stages/transform.h"
+#include "stages/verify.h"
 
 static int key_cmp(const void *a, const void *b)
 {
@@ -19,20 +20,6 @@ static double moved(const double h[9], double x, double y, double tx, double ty)
     double ox, oy;
     gm_h_apply(h, x, y, &ox, &oy);
     return hypot(ox - tx, oy - ty);
-}
-
-/* The largest distance between two transforms' images of the w x h
- * level's corners. */
-static double far_apart(const double a[9], const double b[9], int w, int h)
-{
-    const double cx[4] = {0, w - 1.0, w - 1.0, 0}, cy[4] = {0, 0, h - 1.0, h - 1.0};
-    double d = 0;
-    for (int i = 0; i < 4; i++) {
-        double bx, by;
-        gm_h_apply(b, cx[i], cy[i], &bx, &by);
-        d = fmax(d, moved(a, cx[i], cy[i], bx, by));
-    }
-    return d;
 }
 
 /* The corner pairs that vote: those of the table's length band that the
@@ -51,16 +38,16 @@ static gm_status self_bases(const ref_level *l, uint32_t **sel, uint32_t *nsel)
         goto done;
     memcpy(in, l->bases.unique, nin * sizeof *in);
     qsort(in, nin, sizeof *in, key_cmp);
+    /* those outside the table, then GM_SELF_BASES of them in place */
     uint32_t nout = 0;
     for (uint32_t i = 0; i < all.n; i++)
         if (!bsearch(&all.key[i], in, nin, sizeof *in, key_cmp))
-            nout++;
+            (*sel)[nout++] = all.key[i];
     double prob = nout > GM_SELF_BASES ? (double)GM_SELF_BASES / nout : 1.0;
     uint64_t thr = gm_prob_threshold(prob);
-    for (uint32_t i = 0; i < all.n; i++)
-        if (!bsearch(&all.key[i], in, nin, sizeof *in, key_cmp) &&
-            gm_mix64(GM_DRAW_KEY ^ GM_SALT_SELF ^ ((uint64_t)all.key[i] << 20)) <= thr)
-            (*sel)[(*nsel)++] = all.key[i];
+    for (uint32_t i = 0; i < nout; i++)
+        if (gm_mix64(GM_DRAW_KEY ^ GM_SALT_SELF ^ ((uint64_t)(*sel)[i] << 20)) <= thr)
+            (*sel)[(*nsel)++] = (*sel)[i];
 done:
     free(all.key);
     free(in);
@@ -148,7 +135,7 @@ gm_status gm_selfmaps_find(const gm_backend_ops *be, void *lane, const ref_level
         const double *hg = h[order[i]];
         int dup = 0;
         for (int k = 0; k < *n && !dup; k++)
-            dup = far_apart(out[k], hg, l->w, l->h) <= near;
+            dup = gm_corner_move(out[k], hg, l->w, l->h) <= near;
         if (dup)
             continue;
         memcpy(out[(*n)++], hg, 9 * sizeof(double));
@@ -157,7 +144,7 @@ gm_status gm_selfmaps_find(const gm_backend_ops *be, void *lane, const ref_level
         double hi[9];
         int dup = gm_h_invert(out[k], hi) != 0;
         for (int j = 0; j < *n && !dup; j++)
-            dup = far_apart(out[j], hi, l->w, l->h) <= near;
+            dup = gm_corner_move(out[j], hi, l->w, l->h) <= near;
         if (!dup)
             memcpy(out[(*n)++], hi, sizeof hi);
     }
