@@ -481,6 +481,54 @@ static double band_ratio(const gm_ref *r, const ref_level *rl, const side *qs, c
     return (double)rl->f / qs->f;
 }
 
+/* The best few of a pairing's nc verified candidates (sc; level-0 working
+ * coordinates m0) to refine: at most GM_REFINE_CANDS, each with a loose
+ * confidence of at least floor, none within 2 pixels at the query's corners
+ * of a transform refined before (remembered in ss->done).  Their indices
+ * into pick, their count returned; the picked are marked taken in sc. */
+static int pick_to_refine(search_state *ss, gm_verify_score *sc, double (*m0)[6],
+                          uint32_t nc, const side *q0, double floor,
+                          int pick[GM_REFINE_CANDS])
+{
+    int npick = 0;
+    while (npick < GM_REFINE_CANDS) {
+        int bi = take_best(sc, nc);
+        if (bi < 0 || sc[bi].confidence < floor)
+            break;
+        int dup = 0;
+        for (int d = 0; d < ss->n_done && !dup; d++)
+            dup = corner_dist(m0[bi], ss->done[d], q0->w, q0->h) < 2.0;
+        if (dup)
+            continue;
+        if (ss->n_done < GM_SEARCH_MAX)
+            memcpy(ss->done[ss->n_done++], m0[bi], sizeof m0[bi]);
+        pick[npick++] = bi;
+    }
+    return npick;
+}
+
+/* The candidates not taken, the ones that explain most kept in ss->unref
+ * (at most GM_UNREF_KEEP, sorted, the most explaining first) as rivals
+ * for the distinctiveness test (rival_whole). */
+static void keep_unrefined(search_state *ss, const gm_verify_score *sc, double (*m0)[6],
+                           uint32_t nc)
+{
+    for (uint32_t c = 0; c < nc; c++) {
+        if (sc[c].total == UINT32_MAX || !(sc[c].whole > 0))
+            continue;
+        if (ss->n_unref == GM_UNREF_KEEP && !(sc[c].whole > ss->uconf[GM_UNREF_KEEP - 1]))
+            continue; /* full, and no better than the last */
+        int at = ss->n_unref < GM_UNREF_KEEP ? ss->n_unref++ : GM_UNREF_KEEP - 1;
+        while (at > 0 && ss->uconf[at - 1] < sc[c].whole) {
+            ss->uconf[at] = ss->uconf[at - 1];
+            memcpy(ss->unref[at], ss->unref[at - 1], sizeof ss->unref[at]);
+            at--;
+        }
+        ss->uconf[at] = sc[c].whole;
+        memcpy(ss->unref[at], m0[c], sizeof ss->unref[at]);
+    }
+}
+
 /* One (reference level, query level) pairing: bases, votes, top-k, each
  * candidate verified at level 0 (q0: the query's level-0 points), the best
  * few refined.  Updates st->best. */
@@ -567,35 +615,9 @@ static gm_status run_pairing(const gm_ref *r, void *lane, const ref_level *rl, c
     if ((st = r->be->verify(lane, map_at(r, rl), vq0, &ms[0][0], nc, sc)) != GM_OK)
         goto done;
     /* the best few that do not repeat an already refined transform... */
-    int pick[GM_REFINE_CANDS], npick = 0;
-    while (npick < GM_REFINE_CANDS) {
-        int bi = take_best(sc, nc);
-        if (bi < 0 || sc[bi].confidence < GM_REFINE_MIN_LOOSE * p->min_confidence)
-            break;
-        int dup = 0;
-        for (int d = 0; d < ss->n_done && !dup; d++)
-            dup = corner_dist(m0[bi], ss->done[d], q0->w, q0->h) < 2.0;
-        if (dup)
-            continue;
-        if (ss->n_done < GM_SEARCH_MAX)
-            memcpy(ss->done[ss->n_done++], m0[bi], sizeof m0[bi]);
-        pick[npick++] = bi;
-    }
-    /* the candidates left, the best kept as rivals (rival_whole) */
-    for (uint32_t c = 0; c < nc; c++) {
-        if (sc[c].total == UINT32_MAX || !(sc[c].whole > 0))
-            continue;
-        if (ss->n_unref == GM_UNREF_KEEP && !(sc[c].whole > ss->uconf[GM_UNREF_KEEP - 1]))
-            continue; /* full, and no better than the last */
-        int at = ss->n_unref < GM_UNREF_KEEP ? ss->n_unref++ : GM_UNREF_KEEP - 1;
-        while (at > 0 && ss->uconf[at - 1] < sc[c].whole) { /* sorted, the most explaining first */
-            ss->uconf[at] = ss->uconf[at - 1];
-            memcpy(ss->unref[at], ss->unref[at - 1], sizeof ss->unref[at]);
-            at--;
-        }
-        ss->uconf[at] = sc[c].whole;
-        memcpy(ss->unref[at], m0[c], sizeof ss->unref[at]);
-    }
+    int pick[GM_REFINE_CANDS];
+    int npick = pick_to_refine(ss, sc, m0, nc, q0, GM_REFINE_MIN_LOOSE * p->min_confidence, pick);
+    keep_unrefined(ss, sc, m0, nc); /* the candidates left, the best kept as rivals */
     /* ...refined side by side, then scored in order (thread-independent) */
     double hr[GM_REFINE_CANDS][9];
     gm_verify_score vr[GM_REFINE_CANDS];
@@ -896,6 +918,411 @@ void gm_query_levels_free(gm_query_levels *lv)
     memset(lv, 0, sizeof *lv);
 }
 
+/* One query's search of r: what its two halves, the search (the pairings,
+ * search_pairings) and the decision (the answer's polish, model and checks,
+ * decide), share. */
+typedef struct {
+    const gm_ref *r;
+    gm_model model;
+    void *lane;             /* the query's on the backend */
+    gm_view query;
+    uint32_t corner_target; /* corners a query level keeps */
+    gm_query_levels *lv;    /* its levels, built on first use */
+    const gm_points *vq0;   /* level 0's points the verification uses (on the lane's device) */
+    search_state *ss;
+    gm_result *out;
+} query_run;
+
+/* The search: every (reference level, query level) pairing, most likely
+ * first, until one's refined best reaches GM_EARLY_STOP; then, for models
+ * with more than a similarity's freedom, the triangles.  What it finds is
+ * in qr->ss. */
+static gm_status search_pairings(const query_run *qr)
+{
+    const gm_ref *r = qr->r;
+    side *q = qr->lv->q;
+    int *tried = qr->lv->tried;
+    search_state *ss = qr->ss;
+    gm_status st = GM_OK;
+    /* pairings (reference level, query level), most likely first: the
+     * working levels, then each fine level coarse to fine with the query
+     * at its working size, the finest also with the query at half; then
+     * level 0 and the finest with the query at a quarter */
+    int pair_r[3 + GM_FINE_LEVELS + 3] = {0, 0, 1}, pair_q[3 + GM_FINE_LEVELS + 3] = {0, 1, 0};
+    int npair = 3, finest = -1;
+    for (int k = 0; k < GM_FINE_LEVELS; k++)
+        if (r->lv[GM_LEVELS + k].ok)
+            pair_r[npair] = GM_LEVELS + k, pair_q[npair++] = 0, finest = GM_LEVELS + k;
+    if (finest >= 0)
+        pair_r[npair] = finest, pair_q[npair++] = 1;
+    pair_r[npair] = 0, pair_q[npair++] = 2;
+    if (finest >= 0)
+        pair_r[npair] = finest, pair_q[npair++] = 2;
+    for (int pi = 0; pi < npair; pi++) {
+        const ref_level *rl = &r->lv[pair_r[pi]];
+        if (!rl->ok)
+            continue;
+        int ql = pair_q[pi];
+        if (!query_level(r, qr->lane, qr->query, ql, qr->corner_target, q, tried, qr->out, &st)) {
+            if (st != GM_OK)
+                return st;
+            continue;
+        }
+        if ((st = run_pairing(r, qr->lane, rl, &q[ql], &q[0], qr->vq0, ss, qr->out)) != GM_OK)
+            return st;
+        if (ss->found && ss->score.confidence >= GM_EARLY_STOP)
+            break;
+    }
+    /* views with perspective: triangles on level 0 and the fine levels, the
+     * query at its working size and at half */
+    for (int li = 0; li < GM_ALL_LEVELS && qr->model != GM_MODEL_SIMILARITY; li++) {
+        const ref_level *rl = &r->lv[li];
+        if (!rl->ok || rl->tris.n == 0)
+            continue;
+        if (ss->found && ss->score.confidence >= GM_EARLY_STOP)
+            break;
+        for (int ql = 0; ql < GM_LEVELS; ql++) {
+            if (!query_level(r, qr->lane, qr->query, ql, qr->corner_target, q, tried, qr->out,
+                             &st)) {
+                if (st != GM_OK)
+                    return st;
+                continue;
+            }
+            if (q[ql].w < GM_MIN_LEVEL_SIDE || q[ql].h < GM_MIN_LEVEL_SIDE)
+                continue; /* too few pixels for triangles */
+            if ((st = run_affine_pairing(r, qr->model, qr->lane, rl, &q[ql], &q[0], qr->vq0, ss,
+                                         qr->out)) != GM_OK)
+                return st;
+        }
+    }
+    return GM_OK;
+}
+
+/* The answer as the decision shapes it: hw, its model in the working
+ * coordinates of the query's level 0 and of level bl, with its strict test
+ * and model; the simpler model that a richer one replaced (alt), in case
+ * the checks set the richer one aside; under auto, the homography refined
+ * from the answer and not taken (hh). */
+typedef struct {
+    double hw[9];
+    gm_verify_score score;
+    gm_model chosen;
+    const ref_level *bl;
+    double alt[9];
+    gm_verify_score alt_score;
+    gm_model alt_model;
+    double hh[9];
+    gm_verify_score hh_score;
+    int has_hh;
+} answer;
+
+/* The search's best as an answer, polished: found on a fine level,
+ * polished coarse to fine (gm_polish_answer), then refined again on the
+ * finest, whose pixels are the reference's own (a level at factor 2 places
+ * edges to 2 source pixels); kept when its strict test is not much worse.
+ * An answer on a working level of a reference with finer levels too (a crop
+ * or a tilted view of a large photograph that the working levels found):
+ * the finest's test counts the hits that its coarse map blurs (data/large's
+ * tilted view: 0.28 on level 0, 0.42 and within a pixel on the finest). */
+static gm_status answer_start(const query_run *qr, answer *a)
+{
+    const gm_ref *r = qr->r;
+    const search_state *ss = qr->ss;
+    const side *q0 = &qr->lv->q[0];
+    gm_status st;
+    a->bl = &r->lv[ss->lvl];
+    gm_h_from_m(ss->m, a->hw);
+    a->score = ss->score;
+    /* the model of hw: the search's similarity, or the triangles' model */
+    a->chosen = GM_MODEL_SIMILARITY;
+    if (ss->has_h) {
+        memcpy(a->hw, ss->h, sizeof a->hw);
+        a->chosen = qr->model == GM_MODEL_AUTO ? GM_MODEL_HOMOGRAPHY : qr->model;
+    }
+    if ((st = gm_polish_answer(r, qr->lane, q0, qr->vq0, a->bl, a->chosen, a->hw, &a->score)) !=
+        GM_OK)
+        return st;
+    const ref_level *fl = finest_level(r);
+    if (fl && fl->f < a->bl->f) {
+        double hs[9], hf[9];
+        h_work_to_source(a->hw, q0->f, a->bl->f, hs);
+        h_source_to_work(hs, q0->f, fl->f, hf);
+        gm_verify_score vf;
+        if ((st = r->be->refine(qr->lane, map_at(r, fl), qr->vq0, a->chosen, hf, GM_MODEL_ITERS,
+                                1, &vf)) != GM_OK)
+            return st;
+        double keep = a->bl->fine || r->borrowed ? GM_FINEST_KEEP : GM_FINEST_KEEP_WORKING;
+        if (vf.confidence >= keep * a->score.confidence) {
+            memcpy(a->hw, hf, sizeof a->hw);
+            a->score = vf;
+            a->bl = fl;
+        }
+    }
+    return GM_OK;
+}
+
+/* The richer models from hw, each kept when the strict test says so (auto:
+ * only when clearly better, GM_AUTO_GAIN a step; the others: when not
+ * worse).  A view with perspective fits a similarity only in part, so the
+ * refinement starts below the reporting threshold and the model's own
+ * confidence decides. */
+static gm_status answer_models(const query_run *qr, answer *a)
+{
+    const gm_ref *r = qr->r;
+    const search_state *ss = qr->ss;
+    const side *q0 = &qr->lv->q[0];
+    const gm_model model = qr->model;
+    memcpy(a->alt, a->hw, sizeof a->alt);
+    a->alt_score = a->score;
+    a->alt_model = ss->has_h ? GM_MODEL_HOMOGRAPHY : GM_MODEL_SIMILARITY;
+    a->has_hh = 0;
+    memset(&a->hh_score, 0, sizeof a->hh_score);
+    static const gm_model steps[2] = {GM_MODEL_AFFINE, GM_MODEL_HOMOGRAPHY};
+    for (int k = 0; k < 2 && model != GM_MODEL_SIMILARITY; k++) {
+        gm_model m = steps[k];
+        if (model != GM_MODEL_AUTO && m != model)
+            continue;
+        /* from the triangles' homography only the affine is tried */
+        if (ss->has_h ? m == a->chosen || m == GM_MODEL_HOMOGRAPHY
+                      : a->score.confidence < 0.5 * r->p.min_confidence)
+            continue;
+        double hm[9];
+        gm_verify_score v;
+        memcpy(hm, a->hw, sizeof hm);
+        gm_status st = r->be->refine(qr->lane, map_at(r, a->bl), qr->vq0, m, hm, GM_MODEL_ITERS, 1,
+                                     &v);
+        if (st != GM_OK)
+            return st;
+        if (!gm_h_plausible(hm, q0->w, q0->h))
+            continue; /* folded onto a sliver, mirrored, or worse */
+        double need = model != GM_MODEL_AUTO ? 0.0
+                      : ss->has_h ? -GM_AUTO_GAIN /* the simpler, unless worse by the gain */
+                                  : GM_AUTO_GAIN;
+        if (v.confidence >= a->score.confidence + need) {
+            memcpy(a->alt, a->hw, sizeof a->alt); /* the simpler one, in case */
+            a->alt_score = a->score, a->alt_model = a->chosen;
+            memcpy(a->hw, hm, sizeof hm);
+            a->score = v;
+            a->chosen = m;
+        } else if (m != GM_MODEL_HOMOGRAPHY) {
+            memcpy(a->alt, hm, sizeof a->alt);
+            a->alt_score = v, a->alt_model = m;
+        } else {
+            memcpy(a->hh, hm, sizeof a->hh);
+            a->hh_score = v, a->has_hh = 1;
+        }
+    }
+    /* auto in the reverse search, the simpler model against the view:
+     * a homography that
+     * explains at least as much but less than GM_AUTO_GAIN more, and
+     * whose corners lie more than GM_AUTO_MISS_PX from the simpler
+     * model's, says the simpler one misstates the view (the object
+     * video's poster at a quarter of its size in a tilted frame: the
+     * similarity or affine 3-5 reference pixels off, the homography 1,
+     * their confidences within 0.03, since at a quarter a reference
+     * pixel is a fraction of the verification's radius; 3 px found 2 of
+     * those 5 frames, 1 px all).  The homography is taken; the spread
+     * test below still judges it, and falls back to the simpler model.
+     * Not in the forward search, whose map has the user's reference's
+     * own pixels: there the homography's few hundredths more moved
+     * public stills from 0.1-0.3 px to 0.7-2.9 (docs/scene.md). */
+    if (model == GM_MODEL_AUTO && r->borrowed && a->chosen != GM_MODEL_HOMOGRAPHY) {
+        if (!a->has_hh && a->alt_model == GM_MODEL_HOMOGRAPHY) {
+            /* the triangles' homography, which the simpler model replaced */
+            memcpy(a->hh, a->alt, sizeof a->hh);
+            a->hh_score = a->alt_score, a->has_hh = 1;
+        }
+        if (a->has_hh && a->hh_score.confidence >= a->score.confidence &&
+            model_miss(r, a->hw, a->hh, q0->w, q0->h) > GM_AUTO_MISS_PX) {
+            memcpy(a->alt, a->hw, sizeof a->alt);
+            a->alt_score = a->score, a->alt_model = a->chosen;
+            memcpy(a->hw, a->hh, sizeof a->hw);
+            a->score = a->hh_score;
+            a->chosen = GM_MODEL_HOMOGRAPHY;
+        }
+    }
+    return GM_OK;
+}
+
+/* The checks of the answer's determinacy, each of which only lowers its
+ * confidence.
+ *
+ * The model asked against the view: under a forced similarity or
+ * affine, a homography refined from the answer.  Where it explains
+ * at least as much (it stays in the answer's basin: on the scene
+ * tier it gained 0.015 where the similarity was 15 px off, so auto's
+ * GM_AUTO_GAIN would not see it) and its corners lie more than
+ * GM_MODEL_MISS_PX working pixels from the answer's (the reference's;
+ * the query's in the reverse search), the answer
+ * misstates the view (a similarity fitted to part of a tilted
+ * poster: 10-19 reference pixels off at confidence 0.46-0.54 on the
+ * scene tier), and its confidence falls with the distance, as the
+ * spread's does below: "none" rather than a wrong match.
+ *
+ * The corners' spread (gm_corner_spread_cpu): a model whose corners the
+ * edges do not pin down.  A homography's perspective terms
+ * extrapolate freely where a part of the view has no edges; under
+ * auto the simpler model then stands, and passes the same test.  On
+ * the public and photo tiers and the other photographs
+ * (docs/calibration.md) no answer within 3 pixels of the truth moved
+ * by more than 2.5 working pixels; answers 7 to 530 pixels off (a
+ * similarity fitted to a tilted view, an affine on a negative) moved
+ * by 3.5 to 42.  Past GM_H_SPREAD_PX the confidence falls with the
+ * spread.  It only lowers the confidence, so a simpler model already
+ * below the threshold is spared it (3.7 ms a public still
+ * otherwise). */
+static gm_status answer_checks(const query_run *qr, answer *a)
+{
+    const gm_ref *r = qr->r;
+    const side *q0 = &qr->lv->q[0];
+    const gm_model model = qr->model;
+    const double min_conf = r->p.min_confidence;
+    gm_status st;
+    if ((model == GM_MODEL_SIMILARITY || model == GM_MODEL_AFFINE) &&
+        a->score.confidence >= min_conf) {
+        double hm[9];
+        gm_verify_score v;
+        memcpy(hm, a->hw, sizeof hm);
+        if ((st = r->be->refine(qr->lane, map_at(r, a->bl), qr->vq0, GM_MODEL_HOMOGRAPHY, hm,
+                                GM_MODEL_ITERS, 1, &v)) != GM_OK)
+            return st;
+        double miss = model_miss(r, a->hw, hm, q0->w, q0->h);
+        if (gm_h_plausible(hm, q0->w, q0->h) && v.confidence >= a->score.confidence &&
+            miss > GM_MODEL_MISS_PX) {
+            score_scale(&a->score, GM_MODEL_MISS_PX / miss);
+        }
+    }
+    double hsp[9], h_spread = 0; /* the homography that auto set aside */
+    gm_verify_score h_sc = a->score;
+    while (a->chosen == GM_MODEL_HOMOGRAPHY || a->score.confidence >= min_conf || h_spread > 0) {
+        double spread;
+        if ((st = r->be->spread(qr->lane, map_at(r, a->bl), qr->vq0, a->chosen, a->hw, q0->w,
+                                q0->h, &spread)) != GM_OK)
+            return st;
+        if (spread <= GM_H_SPREAD_PX)
+            break;
+        if (a->chosen == GM_MODEL_HOMOGRAPHY && model == GM_MODEL_AUTO &&
+            a->alt_model != GM_MODEL_HOMOGRAPHY && h_spread == 0) {
+            memcpy(hsp, a->hw, sizeof hsp);
+            h_sc = a->score, h_spread = spread;
+            memcpy(a->hw, a->alt, sizeof a->hw);
+            a->score = a->alt_score;
+            a->chosen = a->alt_model;
+            continue;
+        }
+        /* the simpler model set aside by auto is no better pinned down:
+         * the one of the two that keeps more confidence after the
+         * spread's scaling (a poster whose homography spread 3.9 at
+         * 0.82 and whose affine, 50 px off, 4.9 at 0.70) */
+        if (h_spread > 0 && h_sc.confidence / h_spread > a->score.confidence / spread) {
+            memcpy(a->hw, hsp, sizeof hsp);
+            a->score = h_sc, spread = h_spread;
+            a->chosen = GM_MODEL_HOMOGRAPHY;
+        }
+        score_scale(&a->score, GM_H_SPREAD_PX / spread);
+        break;
+    }
+    return GM_OK;
+}
+
+/* The answer into the result: its distinctiveness against the search's
+ * other refined transforms and its rivals, its corners' uncertainty, the
+ * reason of a "none".  explained: what the edges explained before the
+ * checks of answer_checks (a "none" below the threshold there is weak; one
+ * that the checks took there, uncertain or ambiguous). */
+static gm_status answer_report(const query_run *qr, answer *a, double explained)
+{
+    const gm_ref *r = qr->r;
+    const search_state *ss = qr->ss;
+    const side *q0 = &qr->lv->q[0];
+    gm_query_levels *lv = qr->lv;
+    gm_result *out = qr->out;
+    const double min_conf = r->p.min_confidence;
+    int bf;
+    const gm_edge_map *bmap = level_map(r, a->bl, &bf);
+    double h[9];
+    h_work_to_source(a->hw, q0->f, bf, h);
+    out->model = a->chosen;
+    memcpy(out->h, h, sizeof h);
+    memcpy(out->m, h, sizeof out->m);
+    double second = 0;
+    for (int i = 0; i < ss->n_refined; i++)
+        if (corner_dist(ss->refined[i], ss->m0, q0->w, q0->h) > GM_DISTINCT_PX &&
+            ss->rconf[i] > second)
+            second = ss->rconf[i];
+    /* against the final model's confidence: under shear or perspective
+     * two similarities may each fit a part about equally, while the
+     * refined model fits the whole */
+    /* edges that leave the transform free to slide (a straight edge, one
+     * smooth arc) or let the answer's model slide the query along
+     * parallel edges (an affine shearing it along planks): the
+     * uncertainty, under that model, of the corners of the region the
+     * two share (gm_overlap_poly: a partial overlap's far corners are
+     * the homography's extrapolation, uncertain and unused) scales the
+     * confidence down past GM_SIGMA_MAX pixels */
+    double rms;
+    double ex[16], ey[16];
+    int ne = gm_overlap_poly(a->hw, q0->w, q0->h, bmap->w, bmap->h, ex, ey);
+    double sigma = gm_corner_sigma_cpu(bmap, qr->vq0, a->chosen, a->hw, q0->w, q0->h, ex, ey, ne,
+                                       &rms);
+    if (sigma > GM_SIGMA_MAX)
+        score_scale(&a->score, GM_SIGMA_MAX / sigma);
+    /* the second against the best in the same units: the share of the
+     * whole query each explains */
+    double distinct = distinct_of(second, a->score.whole);
+    /* an answer that would be reported: its rivals under its model */
+    if (a->score.confidence * distinct >= min_conf) {
+        double second_m = 0;
+        gm_status st = rival_whole(r, qr->lane, ss, lv, q0, qr->vq0, bf, a->chosen, a->hw,
+                                   &second_m);
+        if (st != GM_OK)
+            return st;
+        distinct = fmin(distinct, distinct_of(second_m, a->score.whole));
+    }
+    out->votes = (int)ss->votes;
+    out->confidence = a->score.confidence * distinct;
+    out->uncertainty_px = gm_uncertainty_px(sigma) * bf;
+    out->reason = out->confidence >= min_conf     ? GM_REASON_FOUND
+                  : explained < min_conf          ? GM_REASON_WEAK
+                  : a->score.confidence < min_conf ? GM_REASON_UNCERTAIN
+                                                   : GM_REASON_AMBIGUOUS;
+    if (lv->n_seen < GM_SEEN_MAX)
+        memcpy(lv->seen[lv->n_seen++], h, sizeof h);
+    out->inliers = (int)a->score.hits;
+    out->residual_px = rms * bf; /* working pixels of the reference level to its own */
+    out->scale = hypot(out->m[0], out->m[3]);
+    out->angle_deg = atan2(out->m[3], out->m[0]) * 180.0 / GM_PI;
+    int finite = 1;
+    for (int i = 0; i < 9; i++)
+        finite &= isfinite(h[i]);
+    if (out->reason == GM_REASON_FOUND && !(finite && out->scale > 0))
+        out->reason = GM_REASON_UNCERTAIN;
+    if (out->reason == GM_REASON_FOUND)
+        out->status = GM_MATCH_FOUND;
+    return GM_OK;
+}
+
+/* The decision on the search's best (qr->ss->found): polished, the model
+ * ladder, the checks, the result. */
+static gm_status decide(const query_run *qr)
+{
+    answer a;
+    gm_status st;
+    if ((st = answer_start(qr, &a)) != GM_OK)
+        return st;
+    double tr = gm_now_ms();
+    if ((st = answer_models(qr, &a)) != GM_OK)
+        return st;
+    /* what the edges explain before the checks of the answer's
+     * determinacy (the reason of a "none": weak below the threshold
+     * here, uncertain or ambiguous when the checks take it there) */
+    const double explained = a.score.confidence;
+    if ((st = answer_checks(qr, &a)) != GM_OK)
+        return st;
+    qr->out->time.verify += gm_now_ms() - tr;
+    return answer_report(qr, &a, explained);
+}
+
 gm_status gm_match_forward(const gm_ref *r, gm_model model, gm_view query, uint64_t key,
                            gm_query_levels *levels, gm_result *out)
 {
@@ -906,7 +1333,6 @@ gm_status gm_match_forward(const gm_ref *r, gm_model model, gm_view query, uint6
     memset(&own, 0, sizeof own);
     gm_query_levels *lv = levels ? levels : &own;
     side *q = lv->q;
-    int *tried = lv->tried;
     uint32_t corner_target = (uint32_t)p->basis_points / 2;
     gm_point *vbuf = NULL;
     search_state *ss = NULL;
@@ -914,9 +1340,9 @@ gm_status gm_match_forward(const gm_ref *r, gm_model model, gm_view query, uint6
     if (!lane)
         return GM_ERR_DEVICE;
     gm_status st = GM_OK;
-    if (!tried[0]) { /* level 0, and its outcome, kept for the next draw */
+    if (!lv->tried[0]) { /* level 0, and its outcome, kept for the next draw */
         char err[128];
-        tried[0] = 1;
+        lv->tried[0] = 1;
         lv->st0 = gm_side_build(r->be, lane, p, query, 1, (uint32_t)p->query_points,
                                 corner_target, &q[0], err, sizeof err);
         out->time.edges = gm_now_ms() - t0;
@@ -937,300 +1363,13 @@ gm_status gm_match_forward(const gm_ref *r, gm_model model, gm_view query, uint6
     if (r->map.pts.n == 0 || q[0].all.n < 8)
         goto done; /* nothing to match: a successful "no match" */
     out->reason = GM_REASON_NO_CANDIDATE;
-    /* pairings (reference level, query level), most likely first: the
-     * working levels, then each fine level coarse to fine with the query
-     * at its working size, the finest also with the query at half; then
-     * level 0 and the finest with the query at a quarter */
-    int pair_r[3 + GM_FINE_LEVELS + 3] = {0, 0, 1}, pair_q[3 + GM_FINE_LEVELS + 3] = {0, 1, 0};
-    int npair = 3, finest = -1;
-    for (int k = 0; k < GM_FINE_LEVELS; k++)
-        if (r->lv[GM_LEVELS + k].ok)
-            pair_r[npair] = GM_LEVELS + k, pair_q[npair++] = 0, finest = GM_LEVELS + k;
-    if (finest >= 0)
-        pair_r[npair] = finest, pair_q[npair++] = 1;
-    pair_r[npair] = 0, pair_q[npair++] = 2;
-    if (finest >= 0)
-        pair_r[npair] = finest, pair_q[npair++] = 2;
-    for (int pi = 0; pi < npair; pi++) {
-        const ref_level *rl = &r->lv[pair_r[pi]];
-        if (!rl->ok)
-            continue;
-        int ql = pair_q[pi];
-        if (!query_level(r, lane, query, ql, corner_target, q, tried, out, &st)) {
-            if (st != GM_OK)
-                goto done;
-            continue;
-        }
-        if ((st = run_pairing(r, lane, rl, &q[ql], &q[0], &vq0, ss, out)) != GM_OK)
-            goto done;
-        if (ss->found && ss->score.confidence >= GM_EARLY_STOP)
-            break;
-    }
-    /* views with perspective: triangles on level 0 and the fine levels, the
-     * query at its working size and at half */
-    for (int li = 0; li < GM_ALL_LEVELS && model != GM_MODEL_SIMILARITY; li++) {
-        const ref_level *rl = &r->lv[li];
-        if (!rl->ok || rl->tris.n == 0)
-            continue;
-        if (ss->found && ss->score.confidence >= GM_EARLY_STOP)
-            break;
-        for (int ql = 0; ql < GM_LEVELS; ql++) {
-            if (!query_level(r, lane, query, ql, corner_target, q, tried, out, &st)) {
-                if (st != GM_OK)
-                    goto done;
-                continue;
-            }
-            if (q[ql].w < GM_MIN_LEVEL_SIDE || q[ql].h < GM_MIN_LEVEL_SIDE)
-                continue; /* too few pixels for triangles */
-            if ((st = run_affine_pairing(r, model, lane, rl, &q[ql], &q[0], &vq0, ss, out)) != GM_OK)
-                goto done;
-        }
-    }
-    if (ss->found) {
-        double hw[9], h[9];
-        const ref_level *bl = &r->lv[ss->lvl];
-        gm_h_from_m(ss->m, hw);
-        gm_verify_score score = ss->score;
-        /* the model of hw: the search's similarity, or the triangles' model */
-        gm_model chosen = GM_MODEL_SIMILARITY;
-        if (ss->has_h) {
-            memcpy(hw, ss->h, sizeof hw);
-            chosen = model == GM_MODEL_AUTO ? GM_MODEL_HOMOGRAPHY : model;
-        }
-        /* found on a fine level: polished coarse to fine (gm_polish_answer),
-         * then refined again on the finest, whose pixels
-         * are the reference's own (a level at factor 2 places edges to 2
-         * source pixels); kept when its strict test is not much worse.  An
-         * answer on a working level of a reference with finer levels too
-         * (a crop or a tilted view of a large photograph that the working
-         * levels found): the finest's test counts the hits that its coarse
-         * map blurs (data/large's tilted view: 0.28 on level 0, 0.42 and
-         * within a pixel on the finest) */
-        if ((st = gm_polish_answer(r, lane, &q[0], &vq0, bl, chosen, hw, &score)) != GM_OK)
-            goto done;
-        const ref_level *fl = finest_level(r);
-        if (fl && fl->f < bl->f) {
-            double hs[9], hf[9];
-            h_work_to_source(hw, q[0].f, bl->f, hs);
-            h_source_to_work(hs, q[0].f, fl->f, hf);
-            gm_verify_score vf;
-            if ((st = r->be->refine(lane, map_at(r, fl), &vq0, chosen, hf, GM_MODEL_ITERS, 1,
-                                    &vf)) != GM_OK)
-                goto done;
-            double keep = bl->fine || r->borrowed ? GM_FINEST_KEEP : GM_FINEST_KEEP_WORKING;
-            if (vf.confidence >= keep * score.confidence) {
-                memcpy(hw, hf, sizeof hw);
-                score = vf;
-                bl = fl;
-            }
-        }
-        int bf;
-        const gm_edge_map *bmap = level_map(r, bl, &bf);
-        double tr = gm_now_ms();
-        double alt[9];
-        memcpy(alt, hw, sizeof alt);
-        gm_verify_score alt_score = score;
-        gm_model alt_model = ss->has_h ? GM_MODEL_HOMOGRAPHY : GM_MODEL_SIMILARITY;
-        /* the richer models from hw, each kept when the strict test says so
-         * (auto: only when clearly better, GM_AUTO_GAIN a step; the others:
-         * when not worse).  A view with perspective fits a similarity only in
-         * part, so the refinement starts below the reporting threshold and the
-         * model's own confidence decides. */
-        static const gm_model steps[2] = {GM_MODEL_AFFINE, GM_MODEL_HOMOGRAPHY};
-        double hh[9]; /* auto: the homography refined from the answer, not taken */
-        gm_verify_score hh_score = {0};
-        int has_hh = 0;
-        for (int k = 0; k < 2 && model != GM_MODEL_SIMILARITY; k++) {
-            gm_model m = steps[k];
-            if (model != GM_MODEL_AUTO && m != model)
-                continue;
-            /* from the triangles' homography only the affine is tried */
-            if (ss->has_h ? m == chosen || m == GM_MODEL_HOMOGRAPHY
-                          : score.confidence < 0.5 * p->min_confidence)
-                continue;
-            double hm[9];
-            gm_verify_score v;
-            memcpy(hm, hw, sizeof hm);
-            if ((st = r->be->refine(lane, map_at(r, bl), &vq0, m, hm, GM_MODEL_ITERS, 1, &v)) !=
-                GM_OK)
-                goto done;
-            if (!gm_h_plausible(hm, q[0].w, q[0].h))
-                continue; /* folded onto a sliver, mirrored, or worse */
-            double need = model != GM_MODEL_AUTO ? 0.0
-                          : ss->has_h ? -GM_AUTO_GAIN /* the simpler, unless worse by the gain */
-                                      : GM_AUTO_GAIN;
-            if (v.confidence >= score.confidence + need) {
-                memcpy(alt, hw, sizeof alt); /* the simpler one, in case */
-                alt_score = score, alt_model = chosen;
-                memcpy(hw, hm, sizeof hm);
-                score = v;
-                chosen = m;
-            } else if (m != GM_MODEL_HOMOGRAPHY) {
-                memcpy(alt, hm, sizeof alt);
-                alt_score = v, alt_model = m;
-            } else {
-                memcpy(hh, hm, sizeof hh);
-                hh_score = v, has_hh = 1;
-            }
-        }
-        /* auto in the reverse search, the simpler model against the view:
-         * a homography that
-         * explains at least as much but less than GM_AUTO_GAIN more, and
-         * whose corners lie more than GM_AUTO_MISS_PX from the simpler
-         * model's, says the simpler one misstates the view (the object
-         * video's poster at a quarter of its size in a tilted frame: the
-         * similarity or affine 3-5 reference pixels off, the homography 1,
-         * their confidences within 0.03, since at a quarter a reference
-         * pixel is a fraction of the verification's radius; 3 px found 2 of
-         * those 5 frames, 1 px all).  The homography is taken; the spread
-         * test below still judges it, and falls back to the simpler model.
-         * Not in the forward search, whose map has the user's reference's
-         * own pixels: there the homography's few hundredths more moved
-         * public stills from 0.1-0.3 px to 0.7-2.9 (docs/scene.md). */
-        if (model == GM_MODEL_AUTO && r->borrowed && chosen != GM_MODEL_HOMOGRAPHY) {
-            if (!has_hh && alt_model == GM_MODEL_HOMOGRAPHY) {
-                /* the triangles' homography, which the simpler model replaced */
-                memcpy(hh, alt, sizeof hh);
-                hh_score = alt_score, has_hh = 1;
-            }
-            if (has_hh && hh_score.confidence >= score.confidence &&
-                model_miss(r, hw, hh, q[0].w, q[0].h) > GM_AUTO_MISS_PX) {
-                memcpy(alt, hw, sizeof alt);
-                alt_score = score, alt_model = chosen;
-                memcpy(hw, hh, sizeof hh);
-                score = hh_score;
-                chosen = GM_MODEL_HOMOGRAPHY;
-            }
-        }
-        /* the model asked against the view: under a forced similarity or
-         * affine, a homography refined from the answer.  Where it explains
-         * at least as much (it stays in the answer's basin: on the scene
-         * tier it gained 0.015 where the similarity was 15 px off, so auto's
-         * GM_AUTO_GAIN would not see it) and its corners lie more than
-         * GM_MODEL_MISS_PX working pixels from the answer's (the reference's;
-         * the query's in the reverse search), the answer
-         * misstates the view (a similarity fitted to part of a tilted
-         * poster: 10-19 reference pixels off at confidence 0.46-0.54 on the
-         * scene tier), and its confidence falls with the distance, as the
-         * spread's does below: "none" rather than a wrong match. */
-        /* what the edges explain before the checks of the answer's
-         * determinacy (the reason of a "none": weak below the threshold
-         * here, uncertain or ambiguous when the checks below take it there) */
-        const double explained = score.confidence;
-        if ((model == GM_MODEL_SIMILARITY || model == GM_MODEL_AFFINE) &&
-            score.confidence >= p->min_confidence) {
-            double hm[9];
-            gm_verify_score v;
-            memcpy(hm, hw, sizeof hm);
-            if ((st = r->be->refine(lane, map_at(r, bl), &vq0, GM_MODEL_HOMOGRAPHY, hm,
-                                    GM_MODEL_ITERS, 1, &v)) != GM_OK)
-                goto done;
-            double miss = model_miss(r, hw, hm, q[0].w, q[0].h);
-            if (gm_h_plausible(hm, q[0].w, q[0].h) &&
-                v.confidence >= score.confidence && miss > GM_MODEL_MISS_PX) {
-                score_scale(&score, GM_MODEL_MISS_PX / miss);
-            }
-        }
-        /* the corners' spread (gm_corner_spread_cpu): a model whose corners the
-         * edges do not pin down.  A homography's perspective terms
-         * extrapolate freely where a part of the view has no edges; under
-         * auto the simpler model then stands, and passes the same test.  On
-         * the public and photo tiers and the other photographs
-         * (docs/calibration.md) no answer within 3 pixels of the truth moved
-         * by more than 2.5 working pixels; answers 7 to 530 pixels off (a
-         * similarity fitted to a tilted view, an affine on a negative) moved
-         * by 3.5 to 42.  Past GM_H_SPREAD_PX the confidence falls with the
-         * spread.  It only lowers the confidence, so a simpler model already
-         * below the threshold is spared it (3.7 ms a public still
-         * otherwise). */
-        double hsp[9], h_spread = 0; /* the homography that auto set aside */
-        gm_verify_score h_sc = score;
-        while (chosen == GM_MODEL_HOMOGRAPHY || score.confidence >= p->min_confidence ||
-               h_spread > 0) {
-            double spread;
-            if ((st = r->be->spread(lane, map_at(r, bl), &vq0, chosen, hw, q[0].w, q[0].h,
-                                    &spread)) != GM_OK)
-                goto done;
-            if (spread <= GM_H_SPREAD_PX)
-                break;
-            if (chosen == GM_MODEL_HOMOGRAPHY && model == GM_MODEL_AUTO &&
-                alt_model != GM_MODEL_HOMOGRAPHY && h_spread == 0) {
-                memcpy(hsp, hw, sizeof hsp);
-                h_sc = score, h_spread = spread;
-                memcpy(hw, alt, sizeof alt);
-                score = alt_score;
-                chosen = alt_model;
-                continue;
-            }
-            /* the simpler model set aside by auto is no better pinned down:
-             * the one of the two that keeps more confidence after the
-             * spread's scaling (a poster whose homography spread 3.9 at
-             * 0.82 and whose affine, 50 px off, 4.9 at 0.70) */
-            if (h_spread > 0 && h_sc.confidence / h_spread > score.confidence / spread) {
-                memcpy(hw, hsp, sizeof hsp);
-                score = h_sc, spread = h_spread;
-                chosen = GM_MODEL_HOMOGRAPHY;
-            }
-            score_scale(&score, GM_H_SPREAD_PX / spread);
-            break;
-        }
-        out->time.verify += gm_now_ms() - tr;
-        h_work_to_source(hw, q[0].f, bf, h);
-        out->model = chosen;
-        memcpy(out->h, h, sizeof h);
-        memcpy(out->m, h, sizeof out->m);
-        double second = 0;
-        for (int i = 0; i < ss->n_refined; i++)
-            if (corner_dist(ss->refined[i], ss->m0, q[0].w, q[0].h) > GM_DISTINCT_PX &&
-                ss->rconf[i] > second)
-                second = ss->rconf[i];
-        /* against the final model's confidence: under shear or perspective
-         * two similarities may each fit a part about equally, while the
-         * refined model fits the whole */
-        /* edges that leave the transform free to slide (a straight edge, one
-         * smooth arc) or let the answer's model slide the query along
-         * parallel edges (an affine shearing it along planks): the
-         * uncertainty, under that model, of the corners of the region the
-         * two share (gm_overlap_poly: a partial overlap's far corners are
-         * the homography's extrapolation, uncertain and unused) scales the
-         * confidence down past GM_SIGMA_MAX pixels */
-        double rms;
-        double ex[16], ey[16];
-        int ne = gm_overlap_poly(hw, q[0].w, q[0].h, bmap->w, bmap->h, ex, ey);
-        double sigma = gm_corner_sigma_cpu(bmap, &vq0, chosen, hw, q[0].w, q[0].h, ex, ey, ne, &rms);
-        if (sigma > GM_SIGMA_MAX)
-            score_scale(&score, GM_SIGMA_MAX / sigma);
-        /* the second against the best in the same units: the share of the
-         * whole query each explains */
-        double distinct = distinct_of(second, score.whole);
-        /* an answer that would be reported: its rivals under its model */
-        if (score.confidence * distinct >= p->min_confidence) {
-            double second_m = 0;
-            if ((st = rival_whole(r, lane, ss, lv, &q[0], &vq0, bf, chosen, hw, &second_m)) != GM_OK)
-                goto done;
-            distinct = fmin(distinct, distinct_of(second_m, score.whole));
-        }
-        out->votes = (int)ss->votes;
-        out->confidence = score.confidence * distinct;
-        out->uncertainty_px = gm_uncertainty_px(sigma) * bf;
-        out->reason = out->confidence >= p->min_confidence   ? GM_REASON_FOUND
-                      : explained < p->min_confidence        ? GM_REASON_WEAK
-                      : score.confidence < p->min_confidence ? GM_REASON_UNCERTAIN
-                                                             : GM_REASON_AMBIGUOUS;
-        if (lv->n_seen < GM_SEEN_MAX)
-            memcpy(lv->seen[lv->n_seen++], h, sizeof h);
-        out->inliers = (int)score.hits;
-        out->residual_px = rms * bf; /* working pixels of the reference level to its own */
-        out->scale = hypot(out->m[0], out->m[3]);
-        out->angle_deg = atan2(out->m[3], out->m[0]) * 180.0 / GM_PI;
-        int finite = 1;
-        for (int i = 0; i < 9; i++)
-            finite &= isfinite(h[i]);
-        if (out->reason == GM_REASON_FOUND && !(finite && out->scale > 0))
-            out->reason = GM_REASON_UNCERTAIN;
-        if (out->reason == GM_REASON_FOUND)
-            out->status = GM_MATCH_FOUND;
-    }
+    const query_run qr = {.r = r, .model = model, .lane = lane, .query = query,
+                          .corner_target = corner_target, .lv = lv, .vq0 = &vq0, .ss = ss,
+                          .out = out};
+    if ((st = search_pairings(&qr)) != GM_OK)
+        goto done;
+    if (ss->found)
+        st = decide(&qr);
 done:
     r->be->release(r->dev, lane);
     free(vbuf);
