@@ -179,6 +179,8 @@ typedef enum { GM_DEVICE_AUTO = 0, GM_DEVICE_CPU = 1, GM_DEVICE_CUDA = 2 } gm_de
  * three-point bases with affine-invariant keys search too (views with
  * perspective are locally affine), grown from their triangle to the model. */
 typedef enum {
+    GM_MODEL_REFERENCE = -1, /* where a model may be left to the reference: the one it
+                                was prepared for (gm_video_opts.model's default) */
     GM_MODEL_SIMILARITY = 0, /* rotation, uniform scale, translation (4 dof) */
     GM_MODEL_AFFINE = 1,     /* 6 dof */
     GM_MODEL_HOMOGRAPHY = 2, /* 8 dof, for views with perspective */
@@ -334,6 +336,15 @@ GM_API gm_status gm_cuda_set_sync(gm_cuda_sync mode);
  * a GPU stream so far, and the milliseconds they spent waiting (summed
  * over threads).  GM_OK; GM_ERR_UNSUPPORTED without CUDA. */
 GM_API gm_status gm_cuda_waits(uint64_t *count, double *ms);
+/* For tests of the fallback to the CPU, never needed otherwise: makes the
+ * N-th device allocation or kernel launch from this call on fail as a real
+ * failure would (out of memory, a launch failure), counted over the
+ * process: spec "alloc:N" or "launch:N", "alloc:N-" or "launch:N-" for
+ * every one from the N-th on (a device that died), NULL or "" for none.
+ * The library reads no environment variable for it; the command line
+ * passes GMATCH_CUDA_FAULT here.  GM_OK; GM_ERR_INVALID for a spec it does
+ * not read; GM_ERR_UNSUPPORTED in a library built without CUDA. */
+GM_API gm_status gm_cuda_fault_inject(const char *spec);
 
 typedef enum { GM_MATCH_NONE = 0, GM_MATCH_FOUND = 1 } gm_match_status;
 

@@ -78,8 +78,8 @@ typedef struct {
                              machine, load about 3; two runs each) */
     int64_t max_pixels;   /* frames above it are error items; <= 0: GM_DEFAULT_MAX_PIXELS */
     gm_video_decode decode; /* default GM_VIDEO_DECODE_AUTO */
-    int model;            /* gm_video_match's model: -1 (default) the reference's own, else
-                             a gm_model for gm_match_model (same rules) */
+    gm_model model;       /* gm_video_match's model: GM_MODEL_REFERENCE (default) the
+                             reference's own, else one for gm_match_model (same rules) */
     int queue;            /* frames gm_video_match decodes ahead of its workers: the ring
                              holds workers + queue frames; <= 0: the default (docs/speed.md) */
 } gm_video_opts;

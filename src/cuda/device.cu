@@ -5,6 +5,8 @@
 #include <string.h>
 #include <time.h>
 
+#include <cuda.h> /* the driver's types; its functions through the runtime (gm_cuda_device_enter) */
+
 #include "cuda/cuda_check.cuh"
 #include "cuda/gm_cuda.h"
 
@@ -20,7 +22,7 @@ extern "C" void gm_cuda_record_error(cudaError_t e, const char *call, const char
 
 extern "C" const char *gm_cuda_last_error(void) { return g_last_error; }
 
-/* ---- fault injection (GMATCH_CUDA_FAULT, gm_cuda_fault_set) ------------------
+/* ---- fault injection (gm_cuda_fault_inject, gm_cuda_fault_set) -------------
  * The N-th device allocation or kernel launch after the spec is set fails
  * as a real one would (cudaErrorMemoryAllocation, cudaErrorLaunchFailure);
  * with a trailing '-' every one from the N-th on (a device that has died).
@@ -30,7 +32,6 @@ static long g_fault_n;
 static int g_fault_on;     /* every one from the n-th */
 static long g_fault_count[3];
 static long g_fault_hits;  /* failures injected since the spec was set */
-static pthread_once_t g_fault_once = PTHREAD_ONCE_INIT;
 
 extern "C" int gm_cuda_fault_set(const char *spec)
 {
@@ -57,17 +58,16 @@ extern "C" int gm_cuda_fault_set(const char *spec)
     return 0;
 }
 
-static void fault_from_env(void)
+/* the public face of gm_cuda_fault_set (gmatch.h): the library reads no
+ * environment variable of its own; the command line reads
+ * GMATCH_CUDA_FAULT and calls this */
+extern "C" gm_status gm_cuda_fault_inject(const char *spec)
 {
-    const char *e = getenv("GMATCH_CUDA_FAULT");
-    if (e && *e && gm_cuda_fault_set(e) != 0)
-        fprintf(stderr, "gmatch: GMATCH_CUDA_FAULT=%s ignored (alloc:N, launch:N, N- for every "
-                        "one from the N-th)\n", e);
+    return gm_cuda_fault_set(spec) == 0 ? GM_OK : GM_ERR_INVALID;
 }
 
 extern "C" cudaError_t gm_cuda_fault(int kind)
 {
-    pthread_once(&g_fault_once, fault_from_env);
     if (__atomic_load_n(&g_fault_kind, __ATOMIC_ACQUIRE) != kind)
         return cudaSuccess;
     long c = __atomic_add_fetch(&g_fault_count[kind], 1, __ATOMIC_RELAXED);
@@ -84,6 +84,50 @@ extern "C" cudaError_t gm_cuda_launched(void)
 {
     cudaError_t e = cudaGetLastError();
     return e != cudaSuccess ? e : gm_cuda_fault(GM_CUDA_FAULT_LAUNCH);
+}
+
+/* ---- the calling thread's context (gm_cuda_device_enter) ------------------ */
+typedef CUresult (*ctx_get_fn)(CUcontext *);
+typedef CUresult (*ctx_set_fn)(CUcontext);
+static ctx_get_fn g_ctx_get;
+static ctx_set_fn g_ctx_set;
+static pthread_once_t g_ctx_once = PTHREAD_ONCE_INIT;
+
+static void ctx_fns_find(void)
+{
+    void *get = NULL, *set = NULL;
+    cudaDriverEntryPointQueryResult qg = cudaDriverEntryPointSymbolNotFound, qs = qg;
+    /* both since CUDA 4.0; 12000 asks for their ABI as of CUDA 12 */
+    if (cudaGetDriverEntryPointByVersion("cuCtxGetCurrent", &get, 12000, cudaEnableDefault,
+                                         &qg) != cudaSuccess ||
+        cudaGetDriverEntryPointByVersion("cuCtxSetCurrent", &set, 12000, cudaEnableDefault,
+                                         &qs) != cudaSuccess ||
+        qg != cudaDriverEntryPointSuccess || qs != cudaDriverEntryPointSuccess) {
+        (void)cudaGetLastError();
+        return;
+    }
+    g_ctx_get = (ctx_get_fn)get;
+    g_ctx_set = (ctx_set_fn)set;
+}
+
+extern "C" cudaError_t gm_cuda_device_enter(int dev, gm_cuda_scope *s)
+{
+    s->ctx = NULL;
+    s->saved = 0;
+    pthread_once(&g_ctx_once, ctx_fns_find);
+    CUcontext c = NULL;
+    if (g_ctx_get && g_ctx_set && g_ctx_get(&c) == CUDA_SUCCESS) {
+        s->ctx = c;
+        s->saved = 1;
+    }
+    return cudaSetDevice(dev);
+}
+
+extern "C" void gm_cuda_device_leave(gm_cuda_scope *s)
+{
+    if (s->saved)
+        (void)g_ctx_set((CUcontext)s->ctx);
+    s->saved = 0;
 }
 
 /* The host's waits for streams, over the process (gm_cuda_waits). */

@@ -28,15 +28,31 @@ const char *gm_cuda_last_error(void);
 /* Fault injection, for the tests of the CPU fallback: spec "alloc:N" or
  * "launch:N" makes the N-th device allocation or kernel launch from now on
  * fail as a real failure would (out of memory, launch failure), "alloc:N-"
- * and "launch:N-" every one from the N-th on; NULL or "" none.  The
- * environment's GMATCH_CUDA_FAULT sets it at the first allocation or
- * launch.  Returns -1 for a spec it does not read. */
+ * and "launch:N-" every one from the N-th on; NULL or "" none (the public
+ * gm_cuda_fault_inject, gmatch.h).  Returns -1 for a spec it does not
+ * read. */
 enum { GM_CUDA_FAULT_ALLOC = 1, GM_CUDA_FAULT_LAUNCH = 2 };
 int gm_cuda_fault_set(const char *spec);
 /* failures injected since the spec was set */
 long gm_cuda_fault_hits(void);
 /* cudaSuccess, or the injected failure of this allocation or launch */
 cudaError_t gm_cuda_fault(int kind);
+/* The calling thread's CUDA context, kept while the library makes its own
+ * device current (gm_cuda_device_enter) and given back after
+ * (gm_cuda_device_leave): an application's thread finds the device it had,
+ * and a thread that had none is given none (restoring "device 0" would
+ * create device 0's context in a process that uses another GPU).  The
+ * driver's cuCtxGetCurrent and cuCtxSetCurrent are reached through the
+ * runtime (cudaGetDriverEntryPointByVersion), so the library does not link
+ * libcuda; where they cannot be had the device stays set, as before. */
+typedef struct {
+    void *ctx; /* the thread's context before (a CUcontext, NULL: none) */
+    int saved;
+} gm_cuda_scope;
+/* Saves the thread's context into *s and makes dev current (cudaSetDevice). */
+cudaError_t gm_cuda_device_enter(int dev, gm_cuda_scope *s);
+/* Makes the context saved in *s current again (nothing when none was saved). */
+void gm_cuda_device_leave(gm_cuda_scope *s);
 /* After a kernel launch: cudaGetLastError(), or the injected failure */
 cudaError_t gm_cuda_launched(void);
 /* cudaMallocAsync from the library's own pool on device 0 (made on first

@@ -46,6 +46,7 @@ struct gm_gpu_lane {
     cudaStream_t stream;
     const gm_edge_map_dev *map; /* the context's */
     int busy;
+    gm_cuda_scope scope;     /* the holding thread's context before, given back at release */
     /* the side stages */
     size_t cap;              /* pixels of the edge buffers */
     gm_edges_dev edges;
@@ -117,16 +118,9 @@ static void hbuf_free(hbuf *b)
     b->pending = 0;
 }
 
-static gm_status open_device(gm_gpu *g, char *why, size_t whylen)
+/* Device g->dev's memory and name, the device current. */
+static gm_status device_check(gm_gpu *g, char *why, size_t whylen)
 {
-    int n = gm_cuda_device_count(why, whylen);
-    if (n == 0)
-        return GM_ERR_DEVICE;
-    if (g->dev >= n) {
-        snprintf(why, whylen, "no CUDA device %d (%d visible)", g->dev, n);
-        return GM_ERR_DEVICE;
-    }
-    GM_CUDA_CHECK(cudaSetDevice(g->dev));
     size_t free_b = 0, total_b = 0;
     GM_CUDA_CHECK(cudaMemGetInfo(&free_b, &total_b));
     if (free_b < ((size_t)GM_GPU_MIN_FREE_MIB << 20)) {
@@ -136,6 +130,27 @@ static gm_status open_device(gm_gpu *g, char *why, size_t whylen)
     }
     gm_cuda_device_describe(g->dev, g->name, sizeof g->name);
     return GM_OK;
+}
+
+/* The calling thread's device is given back after (gm_cuda_device_enter). */
+static gm_status open_device(gm_gpu *g, char *why, size_t whylen)
+{
+    int n = gm_cuda_device_count(why, whylen);
+    if (n == 0)
+        return GM_ERR_DEVICE;
+    if (g->dev >= n) {
+        snprintf(why, whylen, "no CUDA device %d (%d visible)", g->dev, n);
+        return GM_ERR_DEVICE;
+    }
+    gm_cuda_scope sc;
+    cudaError_t e = gm_cuda_device_enter(g->dev, &sc);
+    gm_status st = GM_ERR_DEVICE;
+    if (e != cudaSuccess)
+        gm_cuda_record_error(e, "cudaSetDevice", __func__, __FILE__, __LINE__);
+    else
+        st = device_check(g, why, whylen);
+    gm_cuda_device_leave(&sc);
+    return st;
 }
 
 gm_status gm_gpu_open(gm_gpu **out, int dev, char *why, size_t whylen)
@@ -217,9 +232,14 @@ static gm_gpu_lane *lane_new(gm_gpu *g)
 gm_gpu_lane *gm_gpu_acquire(gm_gpu *g)
 {
     /* the lane's device current on this thread for as long as it holds it
-     * (a thread may hold lanes of several GPUs in turn: cuda:all) */
-    if (cudaSetDevice(g->dev) != cudaSuccess) {
-        gm_cuda_record_error(cudaGetLastError(), "cudaSetDevice", __func__, __FILE__, __LINE__);
+     * (a thread may hold lanes of several GPUs in turn: cuda:all), the
+     * thread's own given back by gm_gpu_release */
+    gm_cuda_scope sc;
+    cudaError_t e = gm_cuda_device_enter(g->dev, &sc);
+    if (e != cudaSuccess) {
+        gm_cuda_record_error(e, "cudaSetDevice", __func__, __FILE__, __LINE__);
+        (void)cudaGetLastError();
+        gm_cuda_device_leave(&sc);
         return NULL;
     }
     pthread_mutex_lock(&g->lock);
@@ -235,8 +255,10 @@ gm_gpu_lane *gm_gpu_acquire(gm_gpu *g)
         pthread_cond_wait(&g->freed, &g->lock); /* every lane busy: wait for one */
     }
     if (got)
-        got->busy = 1;
+        got->busy = 1, got->scope = sc;
     pthread_mutex_unlock(&g->lock);
+    if (!got)
+        gm_cuda_device_leave(&sc);
     return got;
 }
 
@@ -244,18 +266,21 @@ void gm_gpu_release(gm_gpu *g, gm_gpu_lane *l)
 {
     if (!l)
         return;
+    gm_cuda_scope sc = l->scope; /* read before another thread may take the lane */
     pthread_mutex_lock(&g->lock);
     l->busy = 0;
     pthread_cond_signal(&g->freed);
     pthread_mutex_unlock(&g->lock);
+    gm_cuda_device_leave(&sc);
 }
 
 void gm_gpu_close(gm_gpu *g)
 {
     if (!g)
         return;
+    gm_cuda_scope sc = {0};
     if (g->ready) /* opened: its device exists (else an API error under compute-sanitizer) */
-        (void)cudaSetDevice(g->dev);
+        (void)gm_cuda_device_enter(g->dev, &sc);
     for (int i = 0; i < g->n_lanes; i++)
         lane_free(g->lanes[i]);
     gm_edge_map_dev_free(&g->map);
@@ -264,6 +289,7 @@ void gm_gpu_close(gm_gpu *g)
         pthread_cond_destroy(&g->freed);
     }
     (void)cudaGetLastError();
+    gm_cuda_device_leave(&sc);
     free(g);
 }
 
@@ -517,11 +543,13 @@ void gm_gpu_level_free(gm_gpu_level *l)
 {
     if (!l)
         return;
-    (void)cudaSetDevice(l->dev);
+    gm_cuda_scope sc;
+    (void)gm_cuda_device_enter(l->dev, &sc);
     gm_cuckoo_dev_free(&l->table);
     if (l->d_share && cudaFree(l->d_share) != cudaSuccess)
         (void)cudaGetLastError();
     gm_edge_map_dev_free(&l->map);
+    gm_cuda_device_leave(&sc);
     free(l);
 }
 
@@ -672,14 +700,17 @@ gm_status gm_cuda_set_sync(gm_cuda_sync mode)
     int n = gm_cuda_device_count(why, sizeof why);
     if (n == 0)
         return GM_ERR_DEVICE;
-    for (int d = n - 1; d >= 0; d--) { /* every GPU (cuda:all); device 0 current after */
-        cudaError_t e = cudaSetDevice(d);
+    gm_cuda_scope sc;
+    gm_status st = GM_OK;
+    for (int d = 0; d < n && st == GM_OK; d++) { /* every GPU (cuda:all) */
+        cudaError_t e = d == 0 ? gm_cuda_device_enter(d, &sc) : cudaSetDevice(d);
         if (e == cudaSuccess)
             e = cudaSetDeviceFlags(flags[mode]);
         if (e != cudaSuccess) { /* cudaErrorSetOnActiveProcess: the context exists already */
             (void)cudaGetLastError();
-            return GM_ERR_DEVICE;
+            st = GM_ERR_DEVICE;
         }
     }
-    return GM_OK;
+    gm_cuda_device_leave(&sc); /* the thread's device as it was */
+    return st;
 }

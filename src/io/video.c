@@ -88,7 +88,7 @@ gm_video_opts gm_video_opts_default(void)
 {
     gm_video_opts o = {.first = 0, .last = -1, .step = 1, .decode_threads = 0, .workers = 0,
                        .frame_threads = 1, .max_pixels = 0, .decode = GM_VIDEO_DECODE_AUTO,
-                       .model = -1, .queue = 0};
+                       .model = GM_MODEL_REFERENCE, .queue = 0};
     return o;
 }
 
@@ -323,7 +323,7 @@ static int options_valid(const gm_video_opts *opts, char *err, size_t errlen)
 {
     if (!opts || opts->first < 0 || opts->step < 1 || (opts->last >= 0 && opts->last < opts->first) ||
         opts->decode < GM_VIDEO_DECODE_AUTO || opts->decode > GM_VIDEO_DECODE_NVDEC ||
-        opts->model < -1 || opts->model > GM_MODEL_AUTO) {
+        opts->model < GM_MODEL_REFERENCE || opts->model > GM_MODEL_AUTO) {
         snprintf(err, errlen, "invalid frame selection, decoder or model");
         return 0;
     }

@@ -14,7 +14,7 @@ gm_video_opts gm_video_opts_default(void)
 {
     gm_video_opts o = {.first = 0, .last = -1, .step = 1, .decode_threads = 0, .workers = 0,
                        .frame_threads = 1, .max_pixels = 0, .decode = GM_VIDEO_DECODE_AUTO,
-                       .model = -1};
+                       .model = GM_MODEL_REFERENCE};
     return o;
 }
 

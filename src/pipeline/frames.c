@@ -101,7 +101,8 @@ static void *match_main(void *arg)
 {
     pipeline *p = arg;
     /* this worker's share of the cores: gm_match keeps a budget set here */
-    int ft = gm_video_options(p->v)->frame_threads, model = gm_video_options(p->v)->model;
+    int ft = gm_video_options(p->v)->frame_threads;
+    gm_model model = gm_video_options(p->v)->model;
     gm_thread_budget = ft > 0 ? ft : 1;
     pthread_mutex_lock(&p->mu);
     for (;;) {
@@ -123,9 +124,9 @@ static void *match_main(void *arg)
         pthread_mutex_unlock(&p->mu);
         double t0 = gm_now_ms();
         memset(&s->res, 0, sizeof s->res);
-        s->match = model < 0 ? gm_match(p->ref, gm_image_view(&s->item.img), &s->res)
-                             : gm_match_model(p->ref, gm_image_view(&s->item.img),
-                                              (gm_model)model, &s->res);
+        s->match = model == GM_MODEL_REFERENCE
+                       ? gm_match(p->ref, gm_image_view(&s->item.img), &s->res)
+                       : gm_match_model(p->ref, gm_image_view(&s->item.img), model, &s->res);
         s->match_ms = gm_now_ms() - t0;
         pthread_mutex_lock(&p->mu);
         p->st.match_ms += s->match_ms;

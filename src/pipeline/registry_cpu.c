@@ -22,3 +22,9 @@ gm_status gm_cuda_waits(uint64_t *count, double *ms)
         *ms = 0;
     return GM_ERR_UNSUPPORTED;
 }
+
+gm_status gm_cuda_fault_inject(const char *spec)
+{
+    (void)spec;
+    return GM_ERR_UNSUPPORTED;
+}

@@ -35,6 +35,8 @@ const char *gm_model_name(gm_model m)
         return "homography";
     case GM_MODEL_AUTO:
         return "auto";
+    case GM_MODEL_REFERENCE: /* a stand-in for the reference's model, not a model */
+        break;
     }
     return "unknown";
 }

@@ -3,7 +3,7 @@
 # and "gmatch --help" agree.
 #
 # The man page is written by hand and kept in sync with --help (usage() in
-# main.c), so an option added to or removed from one side only is a bug.
+# src/cli/options.c), so an option added to or removed from one side only is a bug.
 # This test compares the long (--xxx) and short (-x) options of the option
 # lines of --help with those of the .TP tag lines in the man page's OPTIONS
 # section, and the version in the man page's .TH line with --version.

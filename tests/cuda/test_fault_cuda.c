@@ -1,6 +1,6 @@
 /* test_fault_cuda.c: the GPU failing mid-run (issue "Nothing lost, ever").
- * Faults are injected (gm_cuda_fault_set, the GMATCH_CUDA_FAULT variable's
- * spec): the N-th kernel launch or device allocation from now fails as a
+ * Faults are injected (gm_cuda_fault_set, the spec of gm_cuda_fault_inject
+ * and the command line's GMATCH_CUDA_FAULT): the N-th kernel launch or device allocation from now fails as a
  * real failure would, once or (N-) every one after it.  Wherever it hits,
  * every query still gets its result: the query the device fails is matched
  * again on the CPU's twin of the reference, and so is every later query;

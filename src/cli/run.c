@@ -1,0 +1,356 @@
+/* run.c: the command line's runs (run.h). */
+#define _POSIX_C_SOURCE 200809L
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "gmatch.h"
+#include "gmatch_video.h"
+#include "cli/prefetch.h"
+#include "cli/run.h"
+#include "cli/spool.h"
+#include "cli/stills.h"
+#include "cli/videorun.h"
+#include "cli/warmstart.h"
+
+/* Load and prepare the reference.  Returns NULL on failure with the cause
+ * in err. */
+static gm_ref *prepare_reference(const cli_opts *o, const char *name, int *w, int *h, char *err,
+                                 size_t errlen)
+{
+    gm_image img;
+    double t0 = now_ms();
+    const char *path = source_of(name, err, errlen);
+    if (!path)
+        return NULL;
+    gm_status st = gm_image_load_frame(path, o->ref_frame, o->params.max_pixels, &img, err,
+                                       errlen);
+    double t1 = now_ms();
+    gpu_wait(); /* under cuda: what it did not hide counts in "prepare" */
+    if (st != GM_OK)
+        return NULL;
+    gm_ref *r = NULL;
+    st = gm_ref_prepare(&o->params, gm_image_view(&img), &r);
+    double t2 = now_ms();
+    if (st != GM_OK) {
+        snprintf(err, errlen, "%s", r && *gm_ref_error(r) ? gm_ref_error(r) : gm_status_str(st));
+        gm_ref_free(r);
+        gm_image_free(&img);
+        return NULL;
+    }
+    warn_fallback(r, name);
+    if (o->verbosity >= VERBOSITY_VERBOSE)
+        fprintf(stderr, PROG ": device: %s%s\n", gm_ref_device(r),
+                g_gpu.auto_mode ? " (auto: the GPU starts for work that repays it)" : "");
+    if (o->verbosity >= VERBOSITY_VERBOSE && g_gpu.ready_ms > 0 && !g_gpu.auto_mode)
+        fprintf(stderr, PROG ": timeline: CUDA started %.1f to %.1f ms after main began\n",
+                g_gpu.begin_ms, g_gpu.ready_ms);
+    if (o->verbosity >= VERBOSITY_VERBOSE)
+        diag_file(name, "reference %dx%d: decode %.2f ms, prepare %.2f ms (library %.2f ms), "
+                  "ready %.1f ms after main began",
+                  img.width, img.height, t1 - t0, t2 - t1, gm_ref_time_ms(r), since_main());
+    *w = img.width, *h = img.height;
+    if (o->draw)
+        g_pictures.ref = img; /* kept for the pictures */
+    gpu_keep(o->draw ? &g_pictures.ref : &img, o->draw != NULL, t2 - t1);
+    if (!o->draw)
+        gm_image_free(&img); /* unless gpu_keep took it */
+    return r;
+}
+
+/* One query against the reference *ref (NULL: it failed, ref_msg says
+ * why): one line for a still or an error, a line a frame for a video.
+ * tmpl holds the pair's fields (batch) and model; o the frames asked for;
+ * left: queries after this one (auto's choice of the GPU); t0: when this
+ * query's time began; resumed: --resume found lines of this pair. */
+static void run_query(run_ctx *rc, const cli_opts *o, gm_ref **ref, const char *ref_msg,
+                      const gm_output_rec *tmpl, const char *q, const char *path, int first,
+                      int left, double t0, int resumed)
+{
+    if (!*ref) { /* the reference failed: its message on the query's line */
+        if (resumed) /* written already */
+            return;
+        gm_output_rec rec = *tmpl;
+        rec.error = ref_msg;
+        rec.time_ms = now_ms() - t0;
+        rc->failed = 1;
+        if (emit(rc->out, rc->out_name, o->format, &rec) != 0)
+            rc->write_failed = 1;
+        return;
+    }
+    double t_decode = now_ms();
+    char err[512] = "";
+    gm_image img;
+    memset(&img, 0, sizeof img);
+    const char *src = source_of(path, err, sizeof err);
+    gm_status st = src ? gm_image_load(src, o->params.max_pixels, &img, err, sizeof err)
+                       : GM_ERR_IO;
+    double decode_ms = now_ms() - t_decode;
+    gm_video *v = NULL;
+    if (st == GM_ERR_FORMAT) { /* a video waits for the GPU */
+        gpu_consider(-1, 0);
+        gpu_switch(o, ref, 1, q);
+    }
+    if (first) /* the read-ahead's video, when this is one on the GPU */
+        v = prefetch_take(st == GM_ERR_FORMAT && gm_ref_backend(*ref) == GM_DEVICE_CUDA);
+    if (st == GM_ERR_FORMAT) {
+        gm_video_opts vo = video_opts(o, gm_ref_gpus(*ref));
+        vo.model = tmpl->model == o->params.model ? GM_MODEL_REFERENCE : tmpl->model;
+        if (v || (st = gm_video_open(src, &vo, &v, err, sizeof err)) == GM_OK) {
+            video_ctx c = {.out = rc->out, .out_name = rc->out_name, .o = o, .q = q,
+                           .extra_ms = now_ms() - t0, .ref_w = tmpl->ref_w,
+                           .ref_h = tmpl->ref_h, .open_ms = since_main(), .tmpl = tmpl,
+                           .resumed = resumed};
+            if (run_video(&c, *ref, v) != 0)
+                rc->failed = 1;
+            rc->write_failed |= c.write_failed;
+            gm_video_close(v);
+            return;
+        }
+    }
+    if (resumed) { /* the pair's line is written already: not an error line again */
+        gm_image_free(&img);
+        return;
+    }
+    still_job j = {.o = o, .tmpl = tmpl, .path = path, .st = st, .decode_ms = decode_ms};
+    if (st == GM_OK) {
+        /* gm_match takes a const reference (thread-safe), so the status is
+         * all it can tell us. */
+        gpu_switch(o, ref, 0, q);
+        still_match(*ref, &j, &img);
+        if (j.st == GM_OK)
+            gpu_consider(left, j.res.time.total);
+    } else {
+        snprintf(j.err, sizeof j.err, "%s", err[0] ? err : gm_status_str(st));
+    }
+    gm_image_free(&img);
+    j.ms = now_ms() - t0;
+    still_emit(rc, o, *ref, &j, q, 0.0);
+}
+
+/* A JPEG or PNG by its first bytes (a still: its one line says it is done). */
+static int starts_still(const char *path)
+{
+    return strcmp(path, "-") != 0 && looks_still(path) && access(path, R_OK) == 0;
+}
+
+/* A query to match against the current reference: its options (frames,
+ * the model through the reference's), its line's fields, names. */
+typedef struct {
+    cli_opts o;
+    gm_output_rec tmpl;
+    const char *q;      /* the name the lines and messages give */
+    const char *path;   /* the file (a batch's resolved path, stdin's copy) */
+    int resumed;        /* --resume: the pair has lines already */
+} run_item;
+
+/* Every item's lines, in order.  On a GPU (still_workers > 1) in windows:
+ * the stills matched at once by the workers, then every line written in
+ * order by this thread, a video matched in its turn; else one at a time,
+ * as the command line always did (plain: the first may be the read-ahead's
+ * video, and auto's choice of the GPU sees how many are left). */
+static void run_items(run_ctx *rc, const cli_opts *o, gm_ref **ref, const char *ref_msg,
+                      run_item *items, int n, double t_start, int plain)
+{
+    int workers = *ref && !g_gpu.auto_mode ? still_workers(*ref) : 1;
+    still_job *jobs = workers > 1 ? calloc(STILL_WINDOW, sizeof *jobs) : NULL;
+    if (!jobs)
+        workers = 1;
+    int done = 0;
+    for (int k = 0; k < n && !rc->write_failed;) {
+        if (workers == 1) {
+            run_item *it = &items[k];
+            run_query(rc, &it->o, ref, ref_msg, &it->tmpl, it->q, it->path, plain && k == 0,
+                      n - k - 1, done++ == 0 ? t_start : now_ms(), it->resumed);
+            gm_progress_step(&g_run);
+            k++;
+            continue;
+        }
+        int w = 0, first = k;
+        for (; k < n && w < STILL_WINDOW; k++, w++)
+            jobs[w] = (still_job){.o = &items[k].o, .tmpl = &items[k].tmpl,
+                                  .path = items[k].path, .resumed = items[k].resumed};
+        double t_window = now_ms();
+        still_pool_run(*ref, jobs, w, workers);
+        for (int i = 0; i < w && !rc->write_failed; i++) {
+            run_item *it = &items[first + i];
+            double extra = done++ == 0 ? t_window - t_start : 0.0;
+            if (jobs[i].video) /* a video (or a pair with lines: a video's next frames) */
+                run_query(rc, &it->o, ref, ref_msg, &it->tmpl, it->q, it->path,
+                          plain && first + i == 0, 0, now_ms() - extra, it->resumed);
+            else
+                still_emit(rc, o, *ref, &jobs[i], it->q, extra);
+            gm_progress_step(&g_run);
+        }
+    }
+    free(jobs);
+}
+
+/* prepare_reference for a run: NULL when it failed, with the message each
+ * of its queries' lines carries in ref_msg ("reference NAME: why"). */
+static gm_ref *open_reference(run_ctx *rc, const cli_opts *o, const char *path,
+                              const char *name, int *w, int *h, char *ref_msg, size_t len)
+{
+    char err[512] = "";
+    *w = *h = 0;
+    gm_ref *ref = prepare_reference(o, path, w, h, err, sizeof err);
+    if (!ref) {
+        diag_file(path, "%s", err);
+        snprintf(ref_msg, len, "reference %s: %s", name, err);
+        rc->failed = 1;
+    }
+    return ref;
+}
+
+void run_plain(run_ctx *rc, const cli_opts *o, const char *ref_path, char **queries,
+               int nq)
+{
+    /* The first query's time includes loading and preparing the reference,
+     * as the peer (bench/opencv_match.py) measures it. */
+    double t_start = now_ms();
+    char ref_msg[1024] = "";
+    int ref_w, ref_h;
+    gm_ref *ref = open_reference(rc, o, ref_path, ref_path, &ref_w, &ref_h, ref_msg,
+                                 sizeof ref_msg);
+    run_item *items = calloc((size_t)(nq > 0 ? nq : 1), sizeof *items);
+    if (!items) {
+        diag_file(ref_path, "out of memory");
+        rc->failed = 1;
+    }
+    for (int i = 0; items && i < nq; i++) {
+        char err[256];
+        const char *src = source_of(queries[i], err, sizeof err);
+        items[i] = (run_item){.o = *o, .q = queries[i], .path = src ? src : queries[i]};
+        items[i].tmpl = (gm_output_rec){.query = queries[i], .model = o->params.model,
+                                        .ref_w = ref_w, .ref_h = ref_h};
+    }
+    if (items)
+        run_items(rc, o, &ref, ref_msg, items, nq, t_start, 1);
+    free(items);
+    if (ref)
+        gm_ref_free(ref);
+}
+
+void run_batch(run_ctx *rc, cli_opts *o, gm_batch *b, int appending)
+{
+    gm_model run_model = o->params.model;
+    int wide = run_model == GM_MODEL_HOMOGRAPHY || run_model == GM_MODEL_AUTO;
+    for (int i = 0; i < b->n; i++)
+        wide |= b->pairs[i].model == GM_MODEL_HOMOGRAPHY || b->pairs[i].model == GM_MODEL_AUTO;
+    if (!appending && gm_output_header(rc->out, o->format, wide ? GM_MODEL_HOMOGRAPHY
+                                                                 : GM_MODEL_SIMILARITY, 1) != 0) {
+        diag_file(rc->out_name, "write error: %s", strerror(errno));
+        rc->write_failed = 1;
+        return;
+    }
+    int n = o->shards > 0 ? o->shards : 1;
+    /* the bad lines of this shard first: one error line each */
+    for (int i = 0; i < b->n && !rc->write_failed; i++) {
+        gm_batch_pair *p = &b->pairs[i];
+        if (!p->error || gm_batch_pair_shard(b, i, n) != o->shard || p->written > 0)
+            continue;
+        char msg[600];
+        snprintf(msg, sizeof msg, "line %" PRId64 ": %s", p->line, p->error);
+        diag_file(o->batch, "%s", msg);
+        gm_output_rec rec = {.line = p->line, .id = p->id,
+                             .ref = p->ref ? p->ref : "", .query = p->query ? p->query : "",
+                             .model = p->model >= 0 ? (gm_model)p->model : run_model,
+                             .wide = wide, .error = msg};
+        rc->failed = 1;
+        if (emit(rc->out, rc->out_name, o->format, &rec) != 0)
+            rc->write_failed = 1;
+        gm_progress_step(&g_run);
+    }
+    for (int g = 0; g < b->ng && !rc->write_failed; g++) {
+        gm_batch_group *gr = &b->groups[g];
+        if (gr->shard != o->shard)
+            continue;
+        /* what is left: pairs without lines, and videos (their next
+         * frames), with their options (frames, the frame to go on from)
+         * and their lines' fields */
+        run_item *items = calloc((size_t)gr->n, sizeof *items);
+        if (!items) {
+            diag_file(gr->ref_path, "out of memory");
+            rc->failed = 1;
+            continue;
+        }
+        int ni = 0, mixed = 0;
+        for (int k = 0; k < gr->n; k++) {
+            gm_batch_pair *p = &b->pairs[gr->pairs[k]];
+            if (p->written > 0 && starts_still(p->query_path))
+                continue;
+            run_item *it = &items[ni];
+            it->o = *o;
+            if (p->has_frames)
+                it->o.first = p->first, it->o.last = p->last;
+            if (p->written > 0) { /* on from the frame after the last one written */
+                int64_t next = p->last_frame + it->o.step;
+                it->o.first = next > it->o.first ? next : it->o.first;
+                if (it->o.last >= 0 && it->o.first >= it->o.last)
+                    continue;
+            }
+            it->tmpl = (gm_output_rec){.line = p->line, .id = p->id,
+                                       .ref = p->ref, .query = p->query,
+                                       .model = p->model >= 0 ? (gm_model)p->model : run_model,
+                                       .wide = wide};
+            it->q = p->query, it->path = p->query_path, it->resumed = p->written > 0;
+            mixed |= it->tmpl.model != run_model;
+            ni++;
+        }
+        if (ni == 0) {
+            free(items);
+            continue;
+        }
+        /* a reference asked for several models is prepared for auto,
+         * which answers each (the same results as one prepared for it);
+         * the items' options carry the reference's model, so that
+         * gm_match_model answers the others */
+        cli_opts go = *o;
+        if (mixed && run_model == GM_MODEL_SIMILARITY)
+            go.params.model = GM_MODEL_AUTO;
+        double t_start = now_ms();
+        char ref_msg[1024] = "";
+        int ref_w, ref_h;
+        gm_image_free(&g_pictures.ref);
+        gm_ref *ref = open_reference(rc, &go, gr->ref_path, gr->ref, &ref_w, &ref_h, ref_msg,
+                                     sizeof ref_msg);
+        for (int k = 0; k < ni; k++) {
+            items[k].o.params.model = go.params.model;
+            items[k].tmpl.ref_w = ref_w, items[k].tmpl.ref_h = ref_h;
+        }
+        run_items(rc, o, &ref, ref_msg, items, ni, t_start, 0);
+        free(items);
+        if (ref)
+            gm_ref_free(ref);
+    }
+}
+
+int run_progress_start(const cli_opts *o, const gm_batch *b, const char *ref, int nq)
+{
+    int64_t total = nq;
+    if (o->batch) {
+        total = 0;
+        for (int i = 0; i < b->n; i++)
+            total += gm_batch_pair_shard(b, i, o->shards > 0 ? o->shards : 1) == o->shard &&
+                     (b->pairs[i].written == 0 ||
+                      (!b->pairs[i].error && !starts_still(b->pairs[i].query_path)));
+    }
+    int want = o->verbosity < VERBOSITY_NORMAL || !(o->batch || nq >= RUN_MANY) ? 0
+               : o->progress                                                    ? 2
+                                                                                : 1;
+    gm_progress_start(&g_run, want, o->batch ? o->batch : ref, o->batch ? "pairs" : "queries",
+                      total);
+    return g_run.enabled;
+}
+
+void run_summary(void)
+{
+    gm_progress_clear(&g_run);
+    fprintf(stderr, PROG ": %" PRId64 " lines: %" PRId64 " matched, %" PRId64 " none, %" PRId64
+            " error%s, %.1f s\n", g_tally.match + g_tally.none + g_tally.error, g_tally.match,
+            g_tally.none, g_tally.error, g_tally.error == 1 ? "" : "s", since_main() / 1e3);
+}
