@@ -171,9 +171,19 @@ static void gm_build_free_all(gm_build *c)
     gm_dev_release((void **)&c->unique, c->stream);
 }
 
-/* The restart loop.  GM_OK with c's outputs filled, or an error (the caller
- * frees c). */
-static gm_status gm_build_run(gm_build *c)
+/* Phase 1's shape: super-buckets of 2^shift buckets, at most GM_PA_BINS
+ * of them; tiles of GM_PA_TILE items. */
+typedef struct {
+    gm_p1_hash ph;
+    uint32_t ns, ntiles;
+    size_t nhist;     /* ns x ntiles counts */
+    size_t pb_shared; /* phase 1b's shared memory, bytes */
+} gm_build_shape;
+
+/* The outputs and the work area of c (state | hist | start | items by
+ * super-bucket | items by bucket | CUB temp, each part 256-aligned), and
+ * phase 1's shape in *sh. */
+static gm_status gm_build_alloc(gm_build *c, gm_build_shape *sh)
 {
     const uint32_t n = c->n, nb = c->nb;
     const int kind = c->kind;
@@ -191,37 +201,33 @@ static gm_status gm_build_run(gm_build *c)
         GM_ALLOC(c->offsets, c->slots);
         GM_ALLOC(c->values, n);
     }
-    /* Phase 1's shape: super-buckets of 2^shift buckets, at most GM_PA_BINS
-     * of them; tiles of GM_PA_TILE items. */
-    gm_p1_hash ph;
-    ph.nb = nb;
-    ph.shift = 0;
-    while (((uint64_t)nb + (1u << ph.shift) - 1) >> ph.shift > GM_PA_BINS)
-        ph.shift++; /* nb < 2^32: at most 23 steps */
-    const uint32_t ns = (uint32_t)(((uint64_t)nb + (1u << ph.shift) - 1) >> ph.shift);
-    const uint32_t ntiles = (uint32_t)(((uint64_t)n + GM_PA_TILE - 1) / GM_PA_TILE);
-    const size_t nhist = (size_t)ns * ntiles;
-    const size_t pb_shared = ((size_t)1 << ph.shift) * sizeof(uint32_t);
-    if (pb_shared > 48 * 1024) { /* only for some ten million buckets */
+    gm_p1_hash *ph = &sh->ph;
+    ph->nb = nb;
+    ph->shift = 0;
+    while (((uint64_t)nb + (1u << ph->shift) - 1) >> ph->shift > GM_PA_BINS)
+        ph->shift++; /* nb < 2^32: at most 23 steps */
+    sh->ns = (uint32_t)(((uint64_t)nb + (1u << ph->shift) - 1) >> ph->shift);
+    sh->ntiles = (uint32_t)(((uint64_t)n + GM_PA_TILE - 1) / GM_PA_TILE);
+    sh->nhist = (size_t)sh->ns * sh->ntiles;
+    sh->pb_shared = ((size_t)1 << ph->shift) * sizeof(uint32_t);
+    if (sh->pb_shared > 48 * 1024) { /* only for some ten million buckets */
         GM_CUDA_CHECK(cudaFuncSetAttribute(k_pb_bucket<true>,
                                            cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                           (int)pb_shared));
+                                           (int)sh->pb_shared));
         GM_CUDA_CHECK(cudaFuncSetAttribute(k_pb_bucket<false>,
                                            cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                           (int)pb_shared));
+                                           (int)sh->pb_shared));
     }
-    /* Work: state | hist | start | items by super-bucket | items by bucket |
-     * CUB temp, each part 256-aligned.  Sizes: n, nb < 2^32, so no part
-     * overflows a 64-bit size_t. */
+    /* Sizes: n, nb < 2^32, so no part overflows a 64-bit size_t. */
     size_t t1 = 0, t2 = 0;
-    GM_CUDA_CHECK(
-        cub::DeviceScan::ExclusiveSum(NULL, t1, (uint32_t *)NULL, nhist ? nhist : 1, stream));
+    GM_CUDA_CHECK(cub::DeviceScan::ExclusiveSum(NULL, t1, (uint32_t *)NULL,
+                                                sh->nhist ? sh->nhist : 1, stream));
     if (kind == GM_TAB_COMPACT)
         GM_CUDA_CHECK(
             cub::DeviceScan::ExclusiveSum(NULL, t2, (uint32_t *)NULL, c->slots, stream));
     c->temp_bytes = t1 > t2 ? t1 : t2;
     const size_t b_state = gm_align256(sizeof(gm_build_state));
-    const size_t b_hist = gm_align256(nhist * sizeof(uint32_t));
+    const size_t b_hist = gm_align256(sh->nhist * sizeof(uint32_t));
     const size_t b_start = gm_align256(((size_t)nb + 1) * sizeof(uint32_t));
     const size_t b_items = gm_align256((size_t)n * (kind == GM_TAB_COMPACT ? 4 : 8));
     const size_t b_temp = gm_align256(c->temp_bytes);
@@ -239,68 +245,110 @@ static gm_status gm_build_run(gm_build *c)
         c->skv = (uint2 *)(w + b_items);
     }
     c->temp = w + 2 * b_items;
+    return GM_OK;
+}
 
+/* One attempt's launches on c's stream (no wait): phase 1 (count, scan,
+ * scatter into buckets) and phase 2 (each bucket's cuckoo hashing), the
+ * outcome in c->state.  forced: a restart the tests force, which still
+ * counts (and checks the keys), then reports an overfull bucket, as on the
+ * CPU. */
+static gm_status gm_build_attempt(gm_build *c, const gm_build_shape *sh, uint32_t restart,
+                                  bool forced)
+{
+    const uint32_t n = c->n, nb = c->nb;
+    const int kind = c->kind;
+    cudaStream_t stream = c->stream;
+    const gm_p1_hash ph = sh->ph;
+    const uint32_t ns = sh->ns, ntiles = sh->ntiles;
     const uint32_t max_items = kind == GM_TAB_BASIC ? GM_CUCKOO_BUCKET_MAX : GM_CUCKOO_NO_LIMIT;
     const uint32_t force_reseeds = c->dbg.force_reseeds;
     const uint32_t first_attempt =
         force_reseeds < GM_CUCKOO_MAX_RESEEDS ? force_reseeds : GM_CUCKOO_MAX_RESEEDS;
+    GM_CUDA_CHECK(cudaMemsetAsync(c->state, 0, sizeof *c->state, stream));
+    if (n > 0) {
+        k_pa_hist<<<ntiles, GM_PA_THREADS, 0, stream>>>(c->d_in_keys, n, ph, ns, ntiles, c->hist,
+                                                        c->state);
+        GM_CUDA_CHECK_LAUNCH();
+    }
+    if (forced)
+        return GM_OK;
+    if (n == 0) {
+        GM_CUDA_CHECK(cudaMemsetAsync(c->start, 0, ((size_t)nb + 1) * sizeof *c->start, stream));
+    } else {
+        GM_CUDA_CHECK(
+            cub::DeviceScan::ExclusiveSum(c->temp, c->temp_bytes, c->hist, sh->nhist, stream));
+        if (kind == GM_TAB_COMPACT) {
+            k_pa_scatter<false><<<ntiles, GM_PA_THREADS, 0, stream>>>(
+                c->d_in_keys, NULL, n, ph, ntiles, c->hist, c->state, c->tk);
+            GM_CUDA_CHECK_LAUNCH();
+            k_pb_bucket<false><<<ns, GM_PB_THREADS, sh->pb_shared, stream>>>(
+                c->tk, n, ph, ns, ntiles, c->hist, max_items, c->state, c->start, c->sk);
+        } else {
+            k_pa_scatter<true><<<ntiles, GM_PA_THREADS, 0, stream>>>(
+                c->d_in_keys, c->d_in_vals, n, ph, ntiles, c->hist, c->state, c->tkv);
+            GM_CUDA_CHECK_LAUNCH();
+            k_pb_bucket<true><<<ns, GM_PB_THREADS, sh->pb_shared, stream>>>(
+                c->tkv, n, ph, ns, ntiles, c->hist, max_items, c->state, c->start, c->skv);
+        }
+        GM_CUDA_CHECK_LAUNCH();
+    }
+    if (kind == GM_TAB_BASIC)
+        k_p2_basic<<<nb, GM_P2_BASIC_THREADS, 0, stream>>>(c->skv, c->start, nb, c->seed, restart,
+                                                           first_attempt, c->state, c->seeds,
+                                                           c->kv);
+    else if (kind == GM_TAB_MULTI)
+        k_p2_distinct<true><<<nb, GM_P2_DISTINCT_THREADS, 0, stream>>>(
+            c->skv, NULL, c->start, nb, c->seed, restart, first_attempt, c->state, c->seeds,
+            c->keys, c->counts_out, c->offsets, c->values, NULL);
+    else
+        k_p2_distinct<false><<<nb, GM_P2_DISTINCT_THREADS, 0, stream>>>(
+            NULL, c->sk, c->start, nb, c->seed, restart, first_attempt, c->state, c->seeds,
+            c->keys, NULL, NULL, NULL, c->vals);
+    GM_CUDA_CHECK_LAUNCH();
+    return GM_OK;
+}
 
+/* The compacting table's dense indices: an exclusive scan of the occupancy
+ * (in c->vals) over all slots in global slot order, in place, and the
+ * unique keys in index order. */
+static gm_status gm_build_compact(gm_build *c)
+{
+    cudaStream_t stream = c->stream;
+    GM_CUDA_CHECK(
+        cub::DeviceScan::ExclusiveSum(c->temp, c->temp_bytes, c->vals, c->slots, stream));
+    GM_ALLOC(c->unique, c->u);
+    int dev = 0, sms = 0;
+    GM_CUDA_CHECK(cudaGetDevice(&dev));
+    GM_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
+    size_t blocks = (c->slots + 255) / 256, cap = (size_t)sms * 16;
+    k_compact_unique<<<(unsigned)(blocks < cap ? blocks : cap), 256, 0, stream>>>(
+        c->keys, c->vals, c->slots, c->unique);
+    GM_CUDA_CHECK_LAUNCH();
+    return GM_OK;
+}
+
+/* The restart loop.  GM_OK with c's outputs filled, or an error (the caller
+ * frees c). */
+static gm_status gm_build_run(gm_build *c)
+{
+    gm_build_shape sh;
+    gm_status st = gm_build_alloc(c, &sh);
+    if (st != GM_OK)
+        return st;
     for (uint32_t restart = 0; restart <= GM_CUCKOO_MAX_RESTARTS; restart++) {
         uint32_t h_c0, h_c1;
         gm_cuckoo_phase1_consts(c->seed, restart, &h_c0, &h_c1);
-        ph.restart = restart;
-        ph.c0 = h_c0;
-        ph.c1 = h_c1;
-        GM_CUDA_CHECK(cudaMemsetAsync(c->state, 0, sizeof *c->state, stream));
-        if (n > 0) {
-            k_pa_hist<<<ntiles, GM_PA_THREADS, 0, stream>>>(c->d_in_keys, n, ph, ns, ntiles,
-                                                            c->hist, c->state);
-            GM_CUDA_CHECK_LAUNCH();
-        }
-        /* A forced restart still counts (and checks the keys), then reports
-         * an overfull bucket, as on the CPU. */
+        sh.ph.restart = restart;
+        sh.ph.c0 = h_c0;
+        sh.ph.c1 = h_c1;
         const bool forced = restart < c->dbg.force_restarts;
-        if (!forced) {
-            if (n == 0) {
-                GM_CUDA_CHECK(cudaMemsetAsync(c->start, 0, ((size_t)nb + 1) * sizeof *c->start,
-                                              stream));
-            } else {
-                GM_CUDA_CHECK(cub::DeviceScan::ExclusiveSum(c->temp, c->temp_bytes, c->hist,
-                                                            nhist, stream));
-                if (kind == GM_TAB_COMPACT) {
-                    k_pa_scatter<false><<<ntiles, GM_PA_THREADS, 0, stream>>>(
-                        c->d_in_keys, NULL, n, ph, ntiles, c->hist, c->state, c->tk);
-                    GM_CUDA_CHECK_LAUNCH();
-                    k_pb_bucket<false><<<ns, GM_PB_THREADS, pb_shared, stream>>>(
-                        c->tk, n, ph, ns, ntiles, c->hist, max_items, c->state, c->start,
-                        c->sk);
-                } else {
-                    k_pa_scatter<true><<<ntiles, GM_PA_THREADS, 0, stream>>>(
-                        c->d_in_keys, c->d_in_vals, n, ph, ntiles, c->hist, c->state, c->tkv);
-                    GM_CUDA_CHECK_LAUNCH();
-                    k_pb_bucket<true><<<ns, GM_PB_THREADS, pb_shared, stream>>>(
-                        c->tkv, n, ph, ns, ntiles, c->hist, max_items, c->state, c->start,
-                        c->skv);
-                }
-                GM_CUDA_CHECK_LAUNCH();
-            }
-            if (kind == GM_TAB_BASIC)
-                k_p2_basic<<<nb, GM_P2_BASIC_THREADS, 0, stream>>>(
-                    c->skv, c->start, nb, c->seed, restart, first_attempt, c->state, c->seeds,
-                    c->kv);
-            else if (kind == GM_TAB_MULTI)
-                k_p2_distinct<true><<<nb, GM_P2_DISTINCT_THREADS, 0, stream>>>(
-                    c->skv, NULL, c->start, nb, c->seed, restart, first_attempt, c->state,
-                    c->seeds, c->keys, c->counts_out, c->offsets, c->values, NULL);
-            else
-                k_p2_distinct<false><<<nb, GM_P2_DISTINCT_THREADS, 0, stream>>>(
-                    NULL, c->sk, c->start, nb, c->seed, restart, first_attempt, c->state,
-                    c->seeds, c->keys, NULL, NULL, NULL, c->vals);
-            GM_CUDA_CHECK_LAUNCH();
-        }
+        if ((st = gm_build_attempt(c, &sh, restart, forced)) != GM_OK)
+            return st;
         gm_build_state hs;
-        GM_CUDA_CHECK(cudaMemcpyAsync(&hs, c->state, sizeof hs, cudaMemcpyDeviceToHost, stream));
-        GM_CUDA_CHECK(gm_cuda_stream_wait(stream));
+        GM_CUDA_CHECK(
+            cudaMemcpyAsync(&hs, c->state, sizeof hs, cudaMemcpyDeviceToHost, c->stream));
+        GM_CUDA_CHECK(gm_cuda_stream_wait(c->stream));
         if (hs.flags & (GM_F_BAD_KEY | GM_F_DUP))
             return GM_ERR_INVALID;
         if (forced || (hs.flags & (GM_F_OVERFULL | GM_F_FAIL)))
@@ -313,21 +361,7 @@ static gm_status gm_build_run(gm_build *c)
         c->stats.max_rounds = hs.max_rounds;
         c->stats.unique_keys = hs.unique;
         c->u = hs.unique;
-        if (kind == GM_TAB_COMPACT) {
-            /* index = exclusive scan of the occupancy (in c->vals) over all
-             * slots in global slot order, in place */
-            GM_CUDA_CHECK(cub::DeviceScan::ExclusiveSum(c->temp, c->temp_bytes, c->vals,
-                                                        c->slots, stream));
-            GM_ALLOC(c->unique, c->u);
-            int dev = 0, sms = 0;
-            GM_CUDA_CHECK(cudaGetDevice(&dev));
-            GM_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
-            size_t blocks = (c->slots + 255) / 256, cap = (size_t)sms * 16;
-            k_compact_unique<<<(unsigned)(blocks < cap ? blocks : cap), 256, 0, stream>>>(
-                c->keys, c->vals, c->slots, c->unique);
-            GM_CUDA_CHECK_LAUNCH();
-        }
-        return GM_OK;
+        return c->kind == GM_TAB_COMPACT ? gm_build_compact(c) : GM_OK;
     }
     return GM_ERR_HASH;
 }

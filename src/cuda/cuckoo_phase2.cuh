@@ -65,6 +65,11 @@ typedef struct {
     int result;
 } gm_p2_shared;
 
+/* One function, past the 120 lines that host code keeps to: its rounds'
+ * barriers and the block/warp mode switch must be read together, since
+ * every thread reaches every barrier only while the loop bounds stay
+ * block-uniform; split into helpers, a barrier inside one would hide that
+ * contract from the caller's loop. */
 template <int T, int K>
 static __device__ int gm_p2_attempt(uint32_t m, const gm_cuckoo_consts &c,
                                     const uint32_t *s_key, gm_p2_shared &sh)
@@ -391,6 +396,10 @@ static __global__ void __launch_bounds__(GM_P2_BASIC_THREADS)
  *            values within a key is arbitrary.
  *   compact  the slot's occupancy (0/1) goes to occ_out, which the host
  *            scans over all slots afterwards. */
+/* One kernel, past the 120 lines that host code keeps to: its steps share
+ * the block's shared memory and are ordered by __syncthreads between them
+ * (dedupe, attempts, the values' places, write out); separate kernels would carry the
+ * bucket through global memory between launches. */
 template <bool VALS>
 static __global__ void __launch_bounds__(GM_P2_DISTINCT_THREADS)
     k_p2_distinct(const uint2 *__restrict__ skv, const uint32_t *__restrict__ sk,
