@@ -20,6 +20,7 @@
 #include <string.h>
 
 #include "pipeline/matcher.h"
+#include "pipeline/placement.h"
 #include "stages/points.h"
 #include "stages/bases.h"
 #include "stages/vote.h"
@@ -1406,28 +1407,7 @@ gm_status gm_match_model(const gm_ref *r, gm_view query, gm_model model, gm_resu
         return GM_ERR_INVALID;
     }
     int budget = gm_threads_enter(r->p.threads);
-    int slot;
-    const gm_ref *top = r;
-    r = gm_ref_pick(top, &slot); /* several GPUs: the least busy copy */
-    const gm_ref *use = gm_ref_current(r);
-    gm_status st = gm_match_dirs(use, model, query, out);
-    const char *dev = st != GM_OK ? use->be->error() : "";
-    /* the device failed this query (an error, out of its memory): this
-     * query and every one after it on the CPU's twin of the reference */
-    if ((st == GM_ERR_DEVICE || st == GM_ERR_NOMEM) && use->be->device == GM_DEVICE_CUDA) {
-        char why[256];
-        snprintf(why, sizeof why, "%s%s%.200s", gm_status_str(st), *dev ? ": " : "", dev);
-        const gm_ref *cpu = gm_ref_failover(r, why);
-        if (cpu) {
-            use = cpu;
-            st = gm_match_dirs(use, model, query, out);
-            dev = st != GM_OK ? use->be->error() : "";
-        }
-    }
-    gm_ref_unpick(top, slot);
+    gm_status st = gm_place_match(r, model, query, out);
     gm_threads_leave(budget);
-    if (st != GM_OK)
-        snprintf(out->error, sizeof out->error, "%s%s%.200s", gm_status_str(st), *dev ? ": " : "",
-                 dev);
     return st;
 }

@@ -1,7 +1,7 @@
 /* matcher.h: what the reference side (src/pipeline/reference.c) and the query side
  * (src/pipeline/matcher.c) of the pipeline share: the prepared reference, its
  * pyramid levels, and the per-image stages up to the corners ("side"),
- * which run on the CPU or on a GPU lane (src/cuda/pipeline.h).  Internal. */
+ * which run on a lane of the reference's backend (backend.h).  Internal. */
 #ifndef GM_MATCHER_H
 #define GM_MATCHER_H
 
@@ -13,6 +13,7 @@
 #include "stages/affine.h"
 #include "stages/verify.h"
 #include "pipeline/backend.h"
+#include "pipeline/placement.h"
 
 /* The default --min-confidence (docs/calibration.md): gm_params_default's,
  * and the forward confidence below which the reverse search still runs
@@ -61,8 +62,8 @@ typedef struct {
     float *tshare;     /* [tris] each triangle's fraction of the table's items */
     float tlmin, tlmax; /* triangle side lengths, this level's pixels */
     gm_edge_map map;   /* a fine level's edge directions (level 0's is the reference's) */
-    void *dev;         /* the level on the backend's device (CUDA: its index, table and
-                          map; bases.unique only on the host), NULL on the CPU */
+    void *dev;         /* the level on the backend's device (its index, table and map;
+                          bases.unique only on the host), NULL on the CPU */
 } ref_level;
 
 struct gm_ref {
@@ -74,24 +75,11 @@ struct gm_ref {
     char err[256];     /* why it failed, "" otherwise */
     char device[320]; /* what runs the matching, for -v */
     const gm_backend_ops *be; /* the backend, chosen once (backend.h) */
-    void *dev;         /* its device (CUDA: gm_gpu), NULL on the CPU */
-    /* The CPU's twin after a device failure (gm_ref_failover): while on a
-     * GPU the reference keeps its image for it; the twin is prepared once,
-     * under fo_lock, on the first query the device fails, and every query
-     * after that (failed set) runs on it. */
+    void *dev;         /* its device (the backend's handle), NULL on the CPU */
+    /* its image, kept for the CPU's twin after a device failure
+     * (placement.c) and the reverse search (direction.c) */
     gm_image keep;
-    struct gm_ref *cpu;
-    int failed;        /* atomic: cpu is ready and answers every query */
-    char fo_why[320];  /* why, for gm_ref_fallback ("" none) */
-    pthread_mutex_t fo_lock;
-    /* Several GPUs (gm_params.gpus): this one is prepared on GPU gpu, its
-     * copies rep[0..nrep) on the others; load[0] counts the queries in
-     * flight here, load[1 + k] on rep[k] (gm_ref_pick). */
-    int gpu;
-    int nrep;
-    struct gm_ref **rep;
-    int *load;
-    long *served;      /* queries each copy took so far (tests/cuda/test_gpus_cuda.c) */
+    gm_placement pl;   /* where it lives, its copies and its twin (placement.h) */
     /* Prepared on another reference's device (gm_ref_prepare_on): the
      * device is not closed with it, and its level-0 map lives on lv[0]'s
      * device copy (the device's own map is its reference's). */
@@ -119,18 +107,10 @@ gm_status gm_match_dirs(const gm_ref *r, gm_model model, gm_view query, gm_resul
  * smaller image, or the shared part's scales differ past GM_MAX_SCALE. */
 void gm_answer_shared(gm_result *out, int qw, int qh, int rw, int rh);
 
-/* The copy of r (itself or one on another GPU) with the fewest queries in
- * flight, counted in until gm_ref_unpick(r, *slot). */
-const gm_ref *gm_ref_pick(const gm_ref *r, int *slot);
-void gm_ref_unpick(const gm_ref *r, int slot);
-
-/* The reference that answers queries now: r, or its CPU twin after a
- * device failure. */
-const gm_ref *gm_ref_current(const gm_ref *r);
-/* After the device failed a query (dev_err: its message): prepares the
- * CPU twin once (from the kept image) and returns it, or NULL when it
- * cannot be made (then the failure stands). */
-const gm_ref *gm_ref_failover(const gm_ref *r, const char *dev_err);
+/* A reference's levels built on its backend r->be (opened, r->dev), from
+ * image img (reference.c); on failure r->err says why (unless set before)
+ * and what was made is freed, the device left open. */
+gm_status gm_ref_build(gm_ref *r, gm_view img);
 
 /* The key of the search's draws: which corner pairs and triangles of a
  * reference level enter its tables, which of the query's vote, and the

@@ -4,8 +4,9 @@
  *   per pyramid level (working size, and half of it): Sobel edges ->
  *   compaction -> points -> corners -> bases (compacting table: the two-way
  *   basis index) -> (u, v, dir) items -> multi-value table; at level 0 also
- *   the edge-direction map for verification.  On the GPU (a CUDA build,
- *   --device auto or cuda) the tables and the map live on the device.
+ *   the edge-direction map for verification.  Every stage runs on the
+ *   reference's backend (backend.h), which placement.c chooses: on a
+ *   device, the tables and the map live there.
  *
  * Also the per-image stages shared with the query side (gm_side_build) and
  * the default parameters. */
@@ -15,6 +16,7 @@
 #include <string.h>
 
 #include "pipeline/matcher.h"
+#include "pipeline/placement.h"
 #include "pipeline/selfmap.h"
 #include "stages/resample.h"
 #include "stages/sobel.h"
@@ -270,41 +272,6 @@ static void ref_clear(gm_ref *r)
         level_free(r->be, &r->lv[lv]);
 }
 
-/* The GPUs that gpus names (gmatch.h): NULL or "" -> 0; "all" -> 0 to
- * count - 1; "1" or "0,2" -> those.  count < 0: the syntax only (no GPU
- * asked).  Their number, or -1 with the cause in why. */
-static int gpu_list(const char *gpus, int count, int *out, char *why, size_t len)
-{
-    if (!gpus || !*gpus) {
-        out[0] = 0;
-        return 1;
-    }
-    if (strcmp(gpus, "all") == 0) {
-        int n = count < 0 ? 1 : count < GM_MAX_GPUS ? count : GM_MAX_GPUS;
-        for (int i = 0; i < n; i++)
-            out[i] = i;
-        return n > 0 ? n : (snprintf(why, len, "no CUDA device"), -1);
-    }
-    int n = 0;
-    for (const char *s = gpus;;) {
-        char *end;
-        long v = (*s >= '0' && *s <= '9') ? strtol(s, &end, 10) : -1;
-        if (v < 0 || v > 1023 || (*end != ',' && *end != '\0') || n == GM_MAX_GPUS) {
-            snprintf(why, len, "invalid parameter: gpus '%.60s' is not \"all\" or up to %d GPU "
-                     "numbers like \"0,2\"", gpus, GM_MAX_GPUS);
-            return -1;
-        }
-        if (count >= 0 && v >= count) {
-            snprintf(why, len, "no CUDA device %ld (%d visible)", v, count);
-            return -1;
-        }
-        out[n++] = (int)v;
-        if (*end == '\0')
-            return n;
-        s = end + 1;
-    }
-}
-
 /* The parameters' ranges (gmatch.h); NULL when every one is in range, else
  * what is wrong. */
 static const char *params_check(const gm_params *p, char *buf, size_t len)
@@ -316,7 +283,6 @@ static const char *params_check(const gm_params *p, char *buf, size_t len)
         return buf;                                                                       \
     }
     RANGE(threads, 0, GM_MAX_THREADS)
-    RANGE(device, GM_DEVICE_AUTO, GM_DEVICE_CUDA)
     RANGE(model, GM_MODEL_SIMILARITY, GM_MODEL_AUTO)
     RANGE(min_confidence, 0.0, 1.0)
     RANGE(max_side, GM_MIN_MAX_SIDE, GM_MAX_MAX_SIDE)
@@ -329,15 +295,10 @@ static const char *params_check(const gm_params *p, char *buf, size_t len)
     RANGE(direction, GM_DIRECTION_AUTO, GM_DIRECTION_REVERSE)
     RANGE(max_uncertainty, 0.0, INFINITY)
 #undef RANGE
-    int list[GM_MAX_GPUS];
-    if (p->gpus && gpu_list(p->gpus, -1, list, buf, len) < 0)
-        return buf;
-    return NULL;
+    return gm_place_check(p, buf, len); /* the device and its list */
 }
 
-/* ref_build, and on failure its message (unless one is set) and what it
- * made freed; the device stays open. */
-static gm_status ref_build_or_clear(gm_ref *r, gm_view img)
+gm_status gm_ref_build(gm_ref *r, gm_view img)
 {
     gm_status st = ref_build(r, img);
     if (st != GM_OK) {
@@ -350,28 +311,8 @@ static gm_status ref_build_or_clear(gm_ref *r, gm_view img)
     return st;
 }
 
-/* The reference on backend be (opened here), its message on failure. */
-static gm_status ref_on(gm_ref *r, const gm_backend_ops *be, gm_view img)
-{
-    char why[256] = "";
-    r->be = be;
-    gm_status st = be->open(&r->dev, r->gpu, why, sizeof why);
-    if (st != GM_OK) {
-        snprintf(r->err, sizeof r->err, "no usable %s device: %.200s",
-                 be->device == GM_DEVICE_CUDA ? "CUDA" : be->name, why);
-        return st;
-    }
-    be->describe(r->dev, r->device, sizeof r->device);
-    st = ref_build_or_clear(r, img);
-    if (st != GM_OK) {
-        be->close(r->dev);
-        r->dev = NULL;
-    }
-    return st;
-}
-
-/* While on a GPU the reference keeps a copy of its image, for the CPU
- * twin a device failure calls for (gm_ref_failover). */
+/* The reference keeps a copy of its image: for the CPU twin a device
+ * failure calls for (gm_ref_failover) and the reverse search. */
 static gm_status keep_image(gm_ref *r, gm_view img)
 {
     size_t row = (size_t)img.width;
@@ -386,199 +327,15 @@ static gm_status keep_image(gm_ref *r, gm_view img)
     return GM_OK;
 }
 
-const gm_ref *gm_ref_current(const gm_ref *r)
-{
-    return __atomic_load_n(&r->failed, __ATOMIC_ACQUIRE) ? r->cpu : r;
-}
-
-const gm_ref *gm_ref_failover(const gm_ref *rc, const char *dev_err)
-{
-    gm_ref *r = (gm_ref *)rc; /* the twin is made once, under the lock */
-    if (!r->keep.data)
-        return NULL;
-    pthread_mutex_lock(&r->fo_lock);
-    if (!r->failed) {
-        gm_params p = r->p;
-        p.device = GM_DEVICE_CPU;
-        gm_ref *cpu = NULL;
-        if (gm_ref_prepare(&p, gm_image_view(&r->keep), &cpu) == GM_OK) {
-            snprintf(r->fo_why, sizeof r->fo_why, "the GPU failed (%.200s): matching on the CPU",
-                     dev_err && *dev_err ? dev_err : "device error");
-            r->cpu = cpu;
-            __atomic_store_n(&r->failed, 1, __ATOMIC_RELEASE);
-        } else {
-            gm_ref_free(cpu);
-        }
-    }
-    pthread_mutex_unlock(&r->fo_lock);
-    return __atomic_load_n(&r->failed, __ATOMIC_ACQUIRE) ? r->cpu : NULL;
-}
-
-/* The reference's copies on the GPUs list[0..n) (gm_params.gpus), each a
- * reference of its own prepared on its GPU, on a thread each while the
- * first GPU's is prepared (replicas_start, then replicas_join): on two
- * H200s the copies cost the preparation's time once, not once a GPU. */
-typedef struct {
-    gm_params q;
-    char one[16];
-    gm_view img;
-    gm_ref *c;
-    gm_status st;
-    pthread_t th;
-    int started;
-} replica_job;
-
-static void *replica_main(void *arg)
-{
-    replica_job *j = arg;
-    j->st = gm_ref_prepare(&j->q, j->img, &j->c);
-    return NULL;
-}
-
-static replica_job *replicas_start(const gm_params *p, gm_view img, const int *list, int n)
-{
-    replica_job *jobs = calloc((size_t)n, sizeof *jobs);
-    for (int k = 0; jobs && k < n; k++) {
-        replica_job *j = &jobs[k];
-        j->q = *p;
-        snprintf(j->one, sizeof j->one, "%d", list[k]);
-        j->q.gpus = j->one, j->q.device = GM_DEVICE_CUDA;
-        j->img = img;
-        j->started = pthread_create(&j->th, NULL, replica_main, j) == 0;
-        if (!j->started) /* no thread: prepared here, one after the other */
-            replica_main(j);
-    }
-    return jobs;
-}
-
-/* Waits for the copies; keeps them when use (the first GPU's is ready on
- * its GPU), else frees them.  GM_OK, or the first copy's failure (with
- * r->err saying which GPU). */
-static gm_status replicas_join(gm_ref *r, replica_job *jobs, int n, int use)
-{
-    gm_status st = jobs ? GM_OK : GM_ERR_NOMEM;
-    for (int k = 0; jobs && k < n; k++)
-        if (jobs[k].started)
-            pthread_join(jobs[k].th, NULL);
-    if (st == GM_OK && use) {
-        r->rep = calloc((size_t)n, sizeof *r->rep);
-        r->load = calloc((size_t)n + 1, sizeof *r->load);
-        r->served = calloc((size_t)n + 1, sizeof *r->served);
-        if (!r->rep || !r->load || !r->served)
-            st = GM_ERR_NOMEM;
-    }
-    for (int k = 0; jobs && k < n; k++) {
-        replica_job *j = &jobs[k];
-        if (st == GM_OK && use && j->st == GM_OK && j->c->be == &gm_backend_cpu) {
-            snprintf(r->err, sizeof r->err, "GPU %s: %.200s", j->one, j->c->fo_why);
-            st = GM_ERR_DEVICE; /* the GPU failed while preparing */
-        } else if (st == GM_OK && use && j->st != GM_OK) {
-            snprintf(r->err, sizeof r->err, "GPU %s: %.200s", j->one, gm_ref_error(j->c));
-            st = j->st;
-        }
-        if (st == GM_OK && use)
-            r->rep[r->nrep++] = j->c;
-        else
-            gm_ref_free(j->c);
-    }
-    free(jobs);
-    if (st != GM_OK) { /* none kept */
-        for (int k = 0; k < r->nrep; k++)
-            gm_ref_free(r->rep[k]);
-        r->nrep = 0;
-        return st;
-    }
-    size_t k = strlen(r->device);
-    for (int i = 0; i < r->nrep && k < sizeof r->device; i++)
-        k += (size_t)snprintf(r->device + k, sizeof r->device - k, "%s GPU %d",
-                              i == 0 ? "; queries spread over it and" : ",", r->rep[i]->gpu);
-    return GM_OK;
-}
-
-const gm_ref *gm_ref_pick(const gm_ref *r, int *slot)
-{
-    *slot = -1;
-    if (r->nrep == 0)
-        return r;
-    int best = 0, low = __atomic_load_n(&r->load[0], __ATOMIC_RELAXED);
-    for (int k = 1; k <= r->nrep; k++) {
-        int l = __atomic_load_n(&r->load[k], __ATOMIC_RELAXED);
-        if (l < low)
-            best = k, low = l;
-    }
-    __atomic_fetch_add(&r->load[best], 1, __ATOMIC_RELAXED);
-    __atomic_fetch_add(&r->served[best], 1, __ATOMIC_RELAXED);
-    *slot = best;
-    return best == 0 ? r : r->rep[best - 1];
-}
-
-void gm_ref_unpick(const gm_ref *r, int slot)
-{
-    if (slot >= 0)
-        __atomic_fetch_sub(&r->load[slot], 1, __ATOMIC_RELAXED);
-}
-
 static gm_status ref_prepare(const gm_params *p, gm_view img, gm_ref *r)
 {
     double t0 = gm_now_ms();
     r->p = *p;
-    r->p.gpus = NULL; /* read here only (gmatch.h): the caller's string need not outlive
-                         this call, and the CPU's twin (gm_ref_failover) needs none */
     if (r->p.max_uncertainty == 0)
         r->p.max_uncertainty = GM_DEFAULT_MAX_UNCERTAINTY;
     if (params_check(p, r->err, sizeof r->err))
         return GM_ERR_INVALID;
-    const gm_backend_ops *gpu = gm_backend_find(GM_DEVICE_CUDA);
-    gm_status st;
-    if (p->device == GM_DEVICE_CPU) {
-        st = ref_on(r, &gm_backend_cpu, img);
-    } else if (!gpu) {
-        if (p->device == GM_DEVICE_CUDA) {
-            snprintf(r->err, sizeof r->err, "no usable CUDA device: this build has no CUDA backend");
-            return GM_ERR_DEVICE;
-        }
-        st = ref_on(r, &gm_backend_cpu, img);
-        snprintf(r->device, sizeof r->device, "cpu, %d threads (auto: built without CUDA)",
-                 gm_threads());
-    } else {
-        int list[GM_MAX_GPUS], n = 1;
-        char bad[200];
-        list[0] = 0;
-        if (p->gpus && *p->gpus) {
-            int count = gpu->count();
-            n = count > 0 ? gpu_list(p->gpus, count, list, bad, sizeof bad) : 1;
-            if (n < 0 && p->device == GM_DEVICE_CUDA) {
-                snprintf(r->err, sizeof r->err, "no usable CUDA device: %s", bad);
-                return GM_ERR_DEVICE;
-            }
-            if (n < 0) /* auto: the CPU, below (device 0's failure names why) */
-                list[0] = count, n = 1;
-        }
-        r->gpu = list[0];
-        replica_job *reps = n > 1 ? replicas_start(&r->p, img, list + 1, n - 1) : NULL;
-        st = ref_on(r, gpu, img);
-        /* under auto a device that cannot be opened, or fails or runs out of
-         * memory while preparing, hands over to the CPU; under cuda a device
-         * that opened and then failed does too (gm_ref_fallback says so) */
-        int opened = r->device[0] != '\0' || st == GM_ERR_NOMEM; /* a device, failing */
-        if ((p->device == GM_DEVICE_AUTO || opened) && (st == GM_ERR_DEVICE || st == GM_ERR_NOMEM)) {
-            char why[sizeof r->err];
-            snprintf(why, sizeof why, "%s", r->err);
-            r->err[0] = '\0';
-            st = ref_on(r, &gm_backend_cpu, img);
-            snprintf(r->device, sizeof r->device, "cpu, %d threads (%s: %.200s)", gm_threads(),
-                     p->device == GM_DEVICE_AUTO ? "auto" : "cuda failed", why);
-            if (p->device == GM_DEVICE_CUDA && st == GM_OK)
-                snprintf(r->fo_why, sizeof r->fo_why,
-                         "the GPU failed while preparing the reference (%.200s): matching on the CPU",
-                         why);
-        }
-        if (n > 1) {
-            gm_status rs = replicas_join(r, reps, n - 1, st == GM_OK && r->be != &gm_backend_cpu);
-            if (st == GM_OK && r->be != &gm_backend_cpu)
-                st = rs;
-        }
-    }
+    gm_status st = gm_place_prepare(r, p, img);
     /* the image stays: the CPU's twin after a device failure
      * (gm_ref_failover) and the reverse search (direction.c) read it */
     if (st == GM_OK)
@@ -593,7 +350,7 @@ static gm_ref *ref_new(void)
 {
     gm_ref *r = calloc(1, sizeof *r);
     if (r)
-        pthread_mutex_init(&r->fo_lock, NULL);
+        gm_place_init(&r->pl);
     return r;
 }
 
@@ -606,10 +363,10 @@ gm_status gm_ref_prepare_on(const gm_ref *host, gm_view img, gm_ref **out)
     r->p = host->p;
     r->be = host->be;
     r->dev = host->dev;
-    r->gpu = host->gpu;
+    r->pl.dev_index = host->pl.dev_index;
     r->borrowed = 1;
     snprintf(r->device, sizeof r->device, "%s", host->device);
-    gm_status st = ref_build_or_clear(r, img);
+    gm_status st = gm_ref_build(r, img);
     if (st != GM_OK)
         r->be = NULL; /* nothing of it on the device: gm_ref_free leaves the device alone */
     r->prep_ms = gm_now_ms() - t0;
@@ -626,47 +383,18 @@ void gm_ref_free(gm_ref *r)
         if (!r->borrowed)
             r->be->close(r->dev);
     }
-    gm_ref_free(r->cpu);
-    for (int k = 0; k < r->nrep; k++)
-        gm_ref_free(r->rep[k]);
-    free(r->rep);
-    free(r->load);
-    free(r->served);
+    gm_place_free(&r->pl);
     gm_image_free(&r->keep);
-    pthread_mutex_destroy(&r->fo_lock);
     free(r);
 }
 
-const char *gm_ref_device(const gm_ref *r) { return r ? gm_ref_current(r)->device : ""; }
-const char *gm_ref_error(const gm_ref *r) { return r ? r->err : "no reference"; }
-gm_device gm_ref_backend(const gm_ref *r)
-{
-    return r && r->status == GM_OK ? gm_ref_current(r)->be->device : GM_DEVICE_AUTO;
-}
-const char *gm_ref_fallback(const gm_ref *r)
-{
-    if (!r)
-        return "";
-    /* on the CPU from the start ("" unless the GPU failed while preparing),
-     * or the twin's reason once it answers (written before failed is set) */
-    if (r->be == &gm_backend_cpu || __atomic_load_n(&r->failed, __ATOMIC_ACQUIRE))
-        return r->fo_why;
-    for (int k = 0; k < r->nrep; k++) /* a copy on another GPU that failed */
-        if (*gm_ref_fallback(r->rep[k]))
-            return gm_ref_fallback(r->rep[k]);
-    return "";
-}
 int gm_set_thread_budget(int n)
 {
     int old = gm_thread_budget;
     gm_thread_budget = n > 0 ? (n > GM_MAX_THREADS ? GM_MAX_THREADS : n) : 0;
     return old;
 }
-int gm_ref_gpus(const gm_ref *r)
-{
-    return r && r->status == GM_OK && r->be && r->be->device == GM_DEVICE_CUDA ? 1 + r->nrep : 0;
-}
-int gm_backend_available(gm_device d) { return gm_backend_find(d) != NULL; }
+const char *gm_ref_error(const gm_ref *r) { return r ? r->err : "no reference"; }
 double gm_ref_time_ms(const gm_ref *r) { return r ? r->prep_ms : 0.0; }
 
 gm_status gm_ref_prepare(const gm_params *p, gm_view img, gm_ref **out)

@@ -15,6 +15,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <cuda.h> /* the driver's types: cuCtxGetCurrent through the runtime */
+
 #include "cuda/gm_cuda.h"
 #include "gmatch.h"
 #include "pipeline/matcher.h"
@@ -134,13 +136,13 @@ static int run_threads(const gm_ref *r, const char *what)
             }
     int used = 0;
     long total = 0;
-    for (int c = 0; c <= r->nrep; c++) {
-        used += r->served && r->served[c] > 0;
-        total += r->served ? r->served[c] : 0;
+    for (int c = 0; c <= r->pl.nrep; c++) {
+        used += r->pl.served && r->pl.served[c] > 0;
+        total += r->pl.served ? r->pl.served[c] : 0;
     }
-    if (r->nrep > 0 && total != (long)g_threads * g_rounds * NQ)
+    if (r->pl.nrep > 0 && total != (long)g_threads * g_rounds * NQ)
         ck_abort_msg("%s: the copies took %ld queries of %d", what, total, g_threads * g_rounds * NQ);
-    return r->nrep > 0 ? used : 1;
+    return r->pl.nrep > 0 ? used : 1;
 }
 
 /* Three copies on GPU 0: prepared on each, the queries spread, the same results. */
@@ -156,13 +158,13 @@ START_TEST(test_copies_on_one_gpu)
     if (used < 2)
         ck_abort_msg("%d threads at once used %d of 3 copies", g_threads, used);
     /* one query at a time: always the first copy (the fewest in flight, 0) */
-    long before = r->served[0];
+    long before = r->pl.served[0];
     gm_result res;
     for (int i = 0; i < NQ; i++) {
         EXPECT_OK(gm_match(r, gm_image_view(&g_q[i]), &res));
         check_result(i, &res, "one at a time");
     }
-    EXPECT_EQ(r->served[0] - before, NQ);
+    EXPECT_EQ(r->pl.served[0] - before, NQ);
     /* gm_match_model through the copies as well */
     gm_ref_free(r);
     gm_params p = gm_params_default();
@@ -227,6 +229,77 @@ START_TEST(test_fault_on_copies)
 }
 END_TEST
 
+/* What a thread's CUDA context is before and after it prepares a
+ * reference on the GPU, matches with it and frees it (have: the driver's
+ * cuCtxGetCurrent could be reached through the runtime). */
+typedef struct {
+    int have;
+    gm_status st;
+    void *ctx[4]; /* before, after preparing, after matching, after freeing */
+} ctx_probe;
+
+static void *ctx_probe_main(void *arg)
+{
+    ctx_probe *p = arg;
+    void *fn = NULL;
+    enum cudaDriverEntryPointQueryResult q = cudaDriverEntryPointSymbolNotFound;
+    if (cudaGetDriverEntryPointByVersion("cuCtxGetCurrent", &fn, 12000, cudaEnableDefault, &q) !=
+            cudaSuccess ||
+        q != cudaDriverEntryPointSuccess)
+        return NULL;
+    CUresult (*get)(CUcontext *) = (CUresult(*)(CUcontext *))fn;
+    CUcontext c = NULL;
+    p->have = get(&c) == CUDA_SUCCESS;
+    p->ctx[0] = c;
+    gm_params prm = gm_params_default();
+    prm.device = GM_DEVICE_CUDA;
+    gm_ref *r = NULL;
+    p->st = gm_ref_prepare(&prm, gm_image_view(&g_ref), &r);
+    c = NULL, get(&c), p->ctx[1] = c;
+    gm_result res;
+    if (p->st == GM_OK)
+        p->st = gm_match(r, gm_image_view(&g_q[0]), &res);
+    c = NULL, get(&c), p->ctx[2] = c;
+    gm_ref_free(r);
+    c = NULL, get(&c), p->ctx[3] = c;
+    return NULL;
+}
+
+/* The library gives the calling thread its device back (issue 31): a new
+ * thread, which has no CUDA context, has none after preparing, matching
+ * and freeing a reference on the GPU (setting "device 0" back would have
+ * made one); with two GPUs or more, a thread on the last one is on it
+ * again after a reference on GPU 0 answered it. */
+START_TEST(test_thread_device_kept)
+{
+    ctx_probe p = {0};
+    pthread_t th;
+    EXPECT_EQ(pthread_create(&th, NULL, ctx_probe_main, &p), 0);
+    pthread_join(th, NULL);
+    if (!p.have) {
+        printf("test_thread_device_kept: cuCtxGetCurrent not reachable, context not checked\n");
+    } else {
+        EXPECT_OK(p.st);
+        EXPECT(p.ctx[0] == NULL);
+        for (int k = 1; k < 4; k++)
+            if (p.ctx[k] != NULL)
+                ck_abort_msg("a context is current after step %d (none before)", k);
+    }
+    if (g_ngpu < 2)
+        return;
+    EXPECT_EQ(cudaSetDevice(g_ngpu - 1), cudaSuccess);
+    gm_ref *r = prepare(GM_DEVICE_CUDA, "0", GM_OK);
+    gm_result res;
+    EXPECT_OK(gm_match(r, gm_image_view(&g_q[0]), &res));
+    int dev = -1;
+    EXPECT_EQ(cudaGetDevice(&dev), cudaSuccess);
+    EXPECT_EQ(dev, g_ngpu - 1);
+    gm_ref_free(r);
+    EXPECT_EQ(cudaGetDevice(&dev), cudaSuccess);
+    EXPECT_EQ(dev, g_ngpu - 1);
+}
+END_TEST
+
 static Suite *gpus_suite(void)
 {
     Suite *s = suite_create("gpus_cuda");
@@ -237,6 +310,7 @@ static Suite *gpus_suite(void)
     tcase_add_test(tc, test_all);
     tcase_add_test(tc, test_bad_lists);
     tcase_add_test(tc, test_fault_on_copies);
+    tcase_add_test(tc, test_thread_device_kept);
     suite_add_tcase(s, tc);
     return s;
 }

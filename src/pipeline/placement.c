@@ -1,0 +1,344 @@
+/* placement.c: where a reference lives and which copy answers a query.
+ *
+ * The one unit of the pipeline that knows devices by kind: what
+ * gm_params.device asks for (auto: the GPU backend when the build has one
+ * and a device opens, else the CPU's; cpu; cuda), the list of GPUs
+ * (gm_params.gpus) and a copy of the reference on each (replicas, prepared
+ * side by side), the least busy copy for each query (gm_ref_pick), and the
+ * CPU's twin that answers from the first device failure on
+ * (gm_ref_failover).  The reference's levels are built by reference.c
+ * (gm_ref_build) on whatever backend is chosen here; the matcher
+ * (matcher.c, direction.c) runs on the copy it is handed and knows no
+ * device.  The command line's warm start under --device auto (the CPU
+ * first, the GPU taken once the work repays its start) is to move here
+ * from src/cli/warmstart.c. */
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "pipeline/matcher.h"
+#include "pipeline/placement.h"
+
+int gm_gpus_parse(const char *gpus, int count, int *out, char *why, size_t len)
+{
+    if (!gpus || !*gpus) {
+        out[0] = 0;
+        return 1;
+    }
+    if (strcmp(gpus, "all") == 0) {
+        int n = count < 0 ? 1 : count < GM_MAX_GPUS ? count : GM_MAX_GPUS;
+        for (int i = 0; i < n; i++)
+            out[i] = i;
+        return n > 0 ? n : (snprintf(why, len, "no CUDA device"), -1);
+    }
+    int n = 0;
+    for (const char *s = gpus;;) {
+        char *end;
+        long v = (*s >= '0' && *s <= '9') ? strtol(s, &end, 10) : -1;
+        if (v < 0 || v > 1023 || (*end != ',' && *end != '\0') || n == GM_MAX_GPUS) {
+            snprintf(why, len, "invalid parameter: gpus '%.60s' is not \"all\" or up to %d GPU "
+                     "numbers like \"0,2\"", gpus, GM_MAX_GPUS);
+            return -1;
+        }
+        if (count >= 0 && v >= count) {
+            snprintf(why, len, "no CUDA device %ld (%d visible)", v, count);
+            return -1;
+        }
+        out[n++] = (int)v;
+        if (*end == '\0')
+            return n;
+        s = end + 1;
+    }
+}
+
+
+/* The reference on backend be (opened here), its message on failure. */
+static gm_status ref_on(gm_ref *r, const gm_backend_ops *be, gm_view img)
+{
+    char why[256] = "";
+    r->be = be;
+    gm_status st = be->open(&r->dev, r->pl.dev_index, why, sizeof why);
+    if (st != GM_OK) {
+        snprintf(r->err, sizeof r->err, "no usable %s device: %.200s",
+                 be->device == GM_DEVICE_CUDA ? "CUDA" : be->name, why);
+        return st;
+    }
+    be->describe(r->dev, r->device, sizeof r->device);
+    st = gm_ref_build(r, img);
+    if (st != GM_OK) {
+        be->close(r->dev);
+        r->dev = NULL;
+    }
+    return st;
+}
+
+
+const gm_ref *gm_ref_current(const gm_ref *r)
+{
+    return __atomic_load_n(&r->pl.failed, __ATOMIC_ACQUIRE) ? r->pl.cpu : r;
+}
+
+const gm_ref *gm_ref_failover(const gm_ref *rc, const char *dev_err)
+{
+    gm_ref *r = (gm_ref *)rc; /* the twin is made once, under the lock */
+    if (!r->keep.data)
+        return NULL;
+    pthread_mutex_lock(&r->pl.fo_lock);
+    if (!r->pl.failed) {
+        gm_params p = r->p;
+        p.device = GM_DEVICE_CPU;
+        gm_ref *cpu = NULL;
+        if (gm_ref_prepare(&p, gm_image_view(&r->keep), &cpu) == GM_OK) {
+            snprintf(r->pl.fo_why, sizeof r->pl.fo_why, "the GPU failed (%.200s): matching on the CPU",
+                     dev_err && *dev_err ? dev_err : "device error");
+            r->pl.cpu = cpu;
+            __atomic_store_n(&r->pl.failed, 1, __ATOMIC_RELEASE);
+        } else {
+            gm_ref_free(cpu);
+        }
+    }
+    pthread_mutex_unlock(&r->pl.fo_lock);
+    return __atomic_load_n(&r->pl.failed, __ATOMIC_ACQUIRE) ? r->pl.cpu : NULL;
+}
+
+/* The reference's copies on the GPUs list[0..n) (gm_params.gpus), each a
+ * reference of its own prepared on its GPU, on a thread each while the
+ * first GPU's is prepared (replicas_start, then replicas_join): on two
+ * H200s the copies cost the preparation's time once, not once a GPU. */
+typedef struct {
+    gm_params q;
+    char one[16];
+    gm_view img;
+    gm_ref *c;
+    gm_status st;
+    pthread_t th;
+    int started;
+} replica_job;
+
+static void *replica_main(void *arg)
+{
+    replica_job *j = arg;
+    j->st = gm_ref_prepare(&j->q, j->img, &j->c);
+    return NULL;
+}
+
+static replica_job *replicas_start(const gm_params *p, gm_view img, const int *list, int n)
+{
+    replica_job *jobs = calloc((size_t)n, sizeof *jobs);
+    for (int k = 0; jobs && k < n; k++) {
+        replica_job *j = &jobs[k];
+        j->q = *p;
+        snprintf(j->one, sizeof j->one, "%d", list[k]);
+        j->q.gpus = j->one, j->q.device = GM_DEVICE_CUDA;
+        j->img = img;
+        j->started = pthread_create(&j->th, NULL, replica_main, j) == 0;
+        if (!j->started) /* no thread: prepared here, one after the other */
+            replica_main(j);
+    }
+    return jobs;
+}
+
+/* Waits for the copies; keeps them when use (the first GPU's is ready on
+ * its GPU), else frees them.  GM_OK, or the first copy's failure (with
+ * r->err saying which GPU). */
+static gm_status replicas_join(gm_ref *r, replica_job *jobs, int n, int use)
+{
+    gm_status st = jobs ? GM_OK : GM_ERR_NOMEM;
+    for (int k = 0; jobs && k < n; k++)
+        if (jobs[k].started)
+            pthread_join(jobs[k].th, NULL);
+    if (st == GM_OK && use) {
+        r->pl.rep = calloc((size_t)n, sizeof *r->pl.rep);
+        r->pl.load = calloc((size_t)n + 1, sizeof *r->pl.load);
+        r->pl.served = calloc((size_t)n + 1, sizeof *r->pl.served);
+        if (!r->pl.rep || !r->pl.load || !r->pl.served)
+            st = GM_ERR_NOMEM;
+    }
+    for (int k = 0; jobs && k < n; k++) {
+        replica_job *j = &jobs[k];
+        if (st == GM_OK && use && j->st == GM_OK && j->c->be == &gm_backend_cpu) {
+            snprintf(r->err, sizeof r->err, "GPU %s: %.200s", j->one, j->c->pl.fo_why);
+            st = GM_ERR_DEVICE; /* the GPU failed while preparing */
+        } else if (st == GM_OK && use && j->st != GM_OK) {
+            snprintf(r->err, sizeof r->err, "GPU %s: %.200s", j->one, gm_ref_error(j->c));
+            st = j->st;
+        }
+        if (st == GM_OK && use)
+            r->pl.rep[r->pl.nrep++] = j->c;
+        else
+            gm_ref_free(j->c);
+    }
+    free(jobs);
+    if (st != GM_OK) { /* none kept */
+        for (int k = 0; k < r->pl.nrep; k++)
+            gm_ref_free(r->pl.rep[k]);
+        r->pl.nrep = 0;
+        return st;
+    }
+    size_t k = strlen(r->device);
+    for (int i = 0; i < r->pl.nrep && k < sizeof r->device; i++)
+        k += (size_t)snprintf(r->device + k, sizeof r->device - k, "%s GPU %d",
+                              i == 0 ? "; queries spread over it and" : ",", r->pl.rep[i]->pl.dev_index);
+    return GM_OK;
+}
+
+const gm_ref *gm_ref_pick(const gm_ref *r, int *slot)
+{
+    *slot = -1;
+    if (r->pl.nrep == 0)
+        return r;
+    int best = 0, low = __atomic_load_n(&r->pl.load[0], __ATOMIC_RELAXED);
+    for (int k = 1; k <= r->pl.nrep; k++) {
+        int l = __atomic_load_n(&r->pl.load[k], __ATOMIC_RELAXED);
+        if (l < low)
+            best = k, low = l;
+    }
+    __atomic_fetch_add(&r->pl.load[best], 1, __ATOMIC_RELAXED);
+    __atomic_fetch_add(&r->pl.served[best], 1, __ATOMIC_RELAXED);
+    *slot = best;
+    return best == 0 ? r : r->pl.rep[best - 1];
+}
+
+void gm_ref_unpick(const gm_ref *r, int slot)
+{
+    if (slot >= 0)
+        __atomic_fetch_sub(&r->pl.load[slot], 1, __ATOMIC_RELAXED);
+}
+
+const char *gm_place_check(const gm_params *p, char *buf, size_t len)
+{
+    if (!(p->device >= GM_DEVICE_AUTO && p->device <= GM_DEVICE_CUDA)) {
+        snprintf(buf, len, "invalid parameter: device %g is outside %g..%g", (double)p->device,
+                 (double)GM_DEVICE_AUTO, (double)GM_DEVICE_CUDA);
+        return buf;
+    }
+    int list[GM_MAX_GPUS];
+    if (p->gpus && gm_gpus_parse(p->gpus, -1, list, buf, len) < 0)
+        return buf;
+    return NULL;
+}
+
+void gm_place_init(gm_placement *pl) { pthread_mutex_init(&pl->fo_lock, NULL); }
+
+void gm_place_free(gm_placement *pl)
+{
+    gm_ref_free(pl->cpu);
+    for (int k = 0; k < pl->nrep; k++)
+        gm_ref_free(pl->rep[k]);
+    free(pl->rep);
+    free(pl->load);
+    free(pl->served);
+    pthread_mutex_destroy(&pl->fo_lock);
+}
+
+gm_status gm_place_prepare(gm_ref *r, const gm_params *p, gm_view img)
+{
+    r->p.gpus = NULL; /* read here only (gmatch.h): the caller's string need not outlive
+                         this call, and the CPU's twin (gm_ref_failover) needs none */
+    const gm_backend_ops *gpu = gm_backend_find(GM_DEVICE_CUDA);
+    gm_status st;
+    if (p->device == GM_DEVICE_CPU) {
+        st = ref_on(r, &gm_backend_cpu, img);
+    } else if (!gpu) {
+        if (p->device == GM_DEVICE_CUDA) {
+            snprintf(r->err, sizeof r->err, "no usable CUDA device: this build has no CUDA backend");
+            return GM_ERR_DEVICE;
+        }
+        st = ref_on(r, &gm_backend_cpu, img);
+        snprintf(r->device, sizeof r->device, "cpu, %d threads (auto: built without CUDA)",
+                 gm_threads());
+    } else {
+        int list[GM_MAX_GPUS], n = 1;
+        char bad[200];
+        list[0] = 0;
+        if (p->gpus && *p->gpus) {
+            int count = gpu->count();
+            n = count > 0 ? gm_gpus_parse(p->gpus, count, list, bad, sizeof bad) : 1;
+            if (n < 0 && p->device == GM_DEVICE_CUDA) {
+                snprintf(r->err, sizeof r->err, "no usable CUDA device: %s", bad);
+                return GM_ERR_DEVICE;
+            }
+            if (n < 0) /* auto: the CPU, below (device 0's failure names why) */
+                list[0] = count, n = 1;
+        }
+        r->pl.dev_index = list[0];
+        replica_job *reps = n > 1 ? replicas_start(&r->p, img, list + 1, n - 1) : NULL;
+        st = ref_on(r, gpu, img);
+        /* under auto a device that cannot be opened, or fails or runs out of
+         * memory while preparing, hands over to the CPU; under cuda a device
+         * that opened and then failed does too (gm_ref_fallback says so) */
+        int opened = r->device[0] != '\0' || st == GM_ERR_NOMEM; /* a device, failing */
+        if ((p->device == GM_DEVICE_AUTO || opened) && (st == GM_ERR_DEVICE || st == GM_ERR_NOMEM)) {
+            char why[sizeof r->err];
+            snprintf(why, sizeof why, "%s", r->err);
+            r->err[0] = '\0';
+            st = ref_on(r, &gm_backend_cpu, img);
+            snprintf(r->device, sizeof r->device, "cpu, %d threads (%s: %.200s)", gm_threads(),
+                     p->device == GM_DEVICE_AUTO ? "auto" : "cuda failed", why);
+            if (p->device == GM_DEVICE_CUDA && st == GM_OK)
+                snprintf(r->pl.fo_why, sizeof r->pl.fo_why,
+                         "the GPU failed while preparing the reference (%.200s): matching on the CPU",
+                         why);
+        }
+        if (n > 1) {
+            gm_status rs = replicas_join(r, reps, n - 1, st == GM_OK && r->be != &gm_backend_cpu);
+            if (st == GM_OK && r->be != &gm_backend_cpu)
+                st = rs;
+        }
+    }
+    return st;
+}
+
+/* The query on the least busy copy of r; after a device error or an
+ * exhausted device memory, again on the CPU's twin, which answers every
+ * query after it. */
+gm_status gm_place_match(const gm_ref *top, gm_model model, gm_view query, gm_result *out)
+{
+    int slot;
+    const gm_ref *r = gm_ref_pick(top, &slot); /* several GPUs: the least busy copy */
+    const gm_ref *use = gm_ref_current(r);
+    gm_status st = gm_match_dirs(use, model, query, out);
+    const char *dev = st != GM_OK ? use->be->error() : "";
+    /* the device failed this query (an error, out of its memory): this
+     * query and every one after it on the CPU's twin of the reference */
+    if ((st == GM_ERR_DEVICE || st == GM_ERR_NOMEM) && use->be != &gm_backend_cpu) {
+        char why[256];
+        snprintf(why, sizeof why, "%s%s%.200s", gm_status_str(st), *dev ? ": " : "", dev);
+        const gm_ref *cpu = gm_ref_failover(r, why);
+        if (cpu) {
+            use = cpu;
+            st = gm_match_dirs(use, model, query, out);
+            dev = st != GM_OK ? use->be->error() : "";
+        }
+    }
+    gm_ref_unpick(top, slot);
+    if (st != GM_OK)
+        snprintf(out->error, sizeof out->error, "%s%s%.200s", gm_status_str(st), *dev ? ": " : "",
+                 dev);
+    return st;
+}
+
+const char *gm_ref_device(const gm_ref *r) { return r ? gm_ref_current(r)->device : ""; }
+gm_device gm_ref_backend(const gm_ref *r)
+{
+    return r && r->status == GM_OK ? gm_ref_current(r)->be->device : GM_DEVICE_AUTO;
+}
+const char *gm_ref_fallback(const gm_ref *r)
+{
+    if (!r)
+        return "";
+    /* on the CPU from the start ("" unless the GPU failed while preparing),
+     * or the twin's reason once it answers (written before failed is set) */
+    if (r->be == &gm_backend_cpu || __atomic_load_n(&r->pl.failed, __ATOMIC_ACQUIRE))
+        return r->pl.fo_why;
+    for (int k = 0; k < r->pl.nrep; k++) /* a copy on another GPU that failed */
+        if (*gm_ref_fallback(r->pl.rep[k]))
+            return gm_ref_fallback(r->pl.rep[k]);
+    return "";
+}
+int gm_ref_gpus(const gm_ref *r)
+{
+    return r && r->status == GM_OK && r->be && r->be->device == GM_DEVICE_CUDA ? 1 + r->pl.nrep : 0;
+}
+int gm_backend_available(gm_device d) { return gm_backend_find(d) != NULL; }
