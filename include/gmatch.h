@@ -172,6 +172,18 @@ typedef enum {
 } gm_direction;
 
 typedef enum { GM_DEVICE_AUTO = 0, GM_DEVICE_CPU = 1, GM_DEVICE_CUDA = 2 } gm_device;
+/* "auto", "cpu" or "cuda" ("unknown" otherwise). */
+GM_API const char *gm_device_name(gm_device d);
+/* A device as the command line's --device and Python's device= name it:
+ * gm_device_name's word, and for a device of several units (cuda) also
+ * the word, ':' and gm_params.gpus' list ("cuda:all", "cuda:1",
+ * "cuda:0,2").  GM_OK with *device and *gpus set (*gpus: NULL, or the
+ * list's first character inside name, living as long as name);
+ * GM_ERR_UNSUPPORTED, both set too, for a device this library was built
+ * without; GM_ERR_INVALID for anything else: an unknown word or NULL (both
+ * untouched), or a device's word with a list that gm_ref_prepare would
+ * refuse (both set, *gpus to that list, so that a caller can say which). */
+GM_API gm_status gm_device_from_name(const char *name, gm_device *device, const char **gpus);
 
 /* The transform reported.  The search is for a similarity first; the
  * verified similarity is then refined to the chosen model on the edges.

@@ -44,8 +44,8 @@ __version__ = _gmatch.version()
 
 #: The models a match can report (gmatch.h, gm_model), in the library's order.
 MODELS = _gmatch.models()
-#: The devices a reference can run on (gmatch.h, gm_device).
-DEVICES = ("auto", "cpu", "cuda")
+#: The devices a reference can run on (gmatch.h, gm_device), in the library's order.
+DEVICES = _gmatch.devices()
 #: Which image is looked for in which (gmatch.h, gm_direction), in the library's order.
 DIRECTIONS = ("auto", "forward", "reverse")
 
@@ -259,12 +259,16 @@ class Reference:
         if unknown:
             raise TypeError(f"Reference() got unexpected keyword argument(s): "
                             f"{', '.join(sorted(unknown))}")
-        gpus = None
-        if isinstance(device, str) and device.startswith("cuda:"):
-            device, gpus = "cuda", device[5:]
-        if device not in DEVICES:
+        if not isinstance(device, str):
             raise ValueError(f"device {device!r}: one of {', '.join(DEVICES)}, cuda:all or "
                              f"cuda:N[,N...]")
+        try:
+            device_index, gpus = _gmatch.device_from_name(device)
+        except ValueError as e:
+            if "gpus" in str(e):  # a device's list that is not one
+                raise
+            raise ValueError(f"device {device!r}: one of {', '.join(DEVICES)}, cuda:all or "
+                             f"cuda:N[,N...]") from e
         if direction not in DIRECTIONS:
             raise ValueError(f"direction {direction!r}: one of {', '.join(DIRECTIONS)}")
         p = dict(_DEFAULTS)
@@ -281,7 +285,7 @@ class Reference:
         (self._cap, self.width, self.height, self.device, self._backend, self.prepare_ms,
          self.gpus) = \
             _gmatch.prepare(image, int(frame), self.rgb, int(p["seed"]), int(p["threads"]),
-                            DEVICES.index(device), _model_index(model),
+                            device_index, _model_index(model),
                             float(p["min_confidence"]), self._max_pixels, int(p["max_side"]),
                             int(p["ref_points"]), int(p["query_points"]), int(p["basis_points"]),
                             float(p["ref_basis_prob"]), int(p["query_bases"]), int(p["top_k"]),

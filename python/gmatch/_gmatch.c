@@ -495,6 +495,48 @@ static PyObject *py_video_lost(PyObject *self, PyObject *vcap)
 
 /* ---- the module ------------------------------------------------------------------ */
 
+/* The device names (gm_device_name) in gm_device's order, as far as the
+ * library names them. */
+static PyObject *py_devices(PyObject *self, PyObject *noargs)
+{
+    (void)self, (void)noargs;
+    PyObject *t = PyTuple_New(0);
+    for (int d = 0; t; d++) {
+        const char *name = gm_device_name((gm_device)d);
+        if (strcmp(name, "unknown") == 0)
+            return t;
+        PyObject *s = PyUnicode_FromString(name);
+        if (!s || _PyTuple_Resize(&t, d + 1) != 0) {
+            Py_XDECREF(s);
+            return NULL;
+        }
+        PyTuple_SET_ITEM(t, d, s);
+    }
+    return NULL;
+}
+
+/* device_from_name(name) -> (device index, gpus or None), or ValueError
+ * (gm_device_from_name; a device this build lacks is returned, and
+ * preparing a reference on it says why). */
+static PyObject *py_device_from_name(PyObject *self, PyObject *arg)
+{
+    (void)self;
+    const char *name = PyUnicode_AsUTF8(arg);
+    if (!name)
+        return NULL;
+    gm_device d = GM_DEVICE_AUTO;
+    const char *gpus = NULL;
+    gm_status st = gm_device_from_name(name, &d, &gpus);
+    if (st != GM_OK && st != GM_ERR_UNSUPPORTED)
+        return gpus ? PyErr_Format(PyExc_ValueError,
+                                   "device %R: gpus '%s' is not \"all\" or up to %d GPU "
+                                   "numbers like \"0,2\"", arg, gpus, GM_MAX_GPUS)
+                    : PyErr_Format(PyExc_ValueError, "device %R: not a device", arg);
+    if (gpus)
+        return Py_BuildValue("(is)", (int)d, gpus);
+    return Py_BuildValue("(iO)", (int)d, Py_None);
+}
+
 /* The model names (gm_model_name) in the library's order: the one list
  * that gmatch.MODELS and every model argument are checked against. */
 static PyObject *py_models(PyObject *self, PyObject *noargs)
@@ -616,6 +658,8 @@ static PyMethodDef methods[] = {
     {"video_lost", py_video_lost, METH_O, "What the video lost (gm_video_error), or None."},
     {"version", py_version, METH_NOARGS, "The C library's version (gm_version)."},
     {"models", py_models, METH_NOARGS, "The model names (gm_model_name), in the library's order."},
+    {"devices", py_devices, METH_NOARGS, "The device names (gm_device_name), in gm_device's order."},
+    {"device_from_name", py_device_from_name, METH_O, "gm_device_from_name: (index, gpus)."},
     {"video_available", py_video_available, METH_NOARGS, "Whether videos can be read (FFmpeg)."},
     {"backend_available", py_backend_available, METH_O, "gm_backend_available."},
     {"to_gray", py_to_gray, METH_VARARGS, "An image as the library sees it: 8-bit gray bytes."},

@@ -189,34 +189,24 @@ static int match_option(int c, cli_opts *o)
         o->params.threads = (int)n;
         o->threads_given = 1;
         break;
-    case OPT_DEVICE:
-        if (strcmp(optarg, "cpu") == 0) {
-            o->params.device = GM_DEVICE_CPU;
-        } else if (strcmp(optarg, "auto") == 0) {
-            o->params.device = GM_DEVICE_AUTO;
-        } else if (strcmp(optarg, "cuda") == 0 || strncmp(optarg, "cuda:", 5) == 0) {
-            if (!gm_backend_available(GM_DEVICE_CUDA)) {
-                fprintf(stderr, PROG ": --device %s: this gmatch was built without CUDA (no nvcc "
-                        "at build time)\n", optarg);
-                exit(EXIT_USAGE);
-            }
-            o->params.device = GM_DEVICE_CUDA;
-            /* cuda:all, cuda:1, cuda:0,2: the GPUs (gm_params.gpus) */
-            o->params.gpus = optarg[4] == ':' ? optarg + 5 : NULL;
-            gm_ref *probe = NULL;
-            gm_params check = gm_params_default();
-            check.device = GM_DEVICE_CPU, check.gpus = o->params.gpus;
-            gm_view none = {0};
-            if (o->params.gpus && gm_ref_prepare(&check, none, &probe) == GM_ERR_INVALID &&
-                strstr(gm_ref_error(probe), "gpus")) {
-                gm_ref_free(probe);
-                usage_error("--device: '%s' is not cuda, cuda:all or cuda:N[,N...]", optarg);
-            }
-            gm_ref_free(probe);
-        } else {
-            usage_error("--device: '%s' is not cpu, auto, cuda, cuda:all or cuda:N[,N...]", optarg);
+    case OPT_DEVICE: {
+        /* auto, cpu, cuda, cuda:all, cuda:1, cuda:0,2 (gm_device_from_name) */
+        gm_device d = GM_DEVICE_AUTO;
+        const char *gpus = NULL;
+        gm_status st = gm_device_from_name(optarg, &d, &gpus);
+        if (st == GM_ERR_UNSUPPORTED) {
+            fprintf(stderr, PROG ": --device %s: this gmatch was built without CUDA (no nvcc "
+                    "at build time)\n", optarg);
+            exit(EXIT_USAGE);
         }
+        if (st != GM_OK && gpus) /* a device's word with a list it refuses */
+            usage_error("--device: '%s' is not cuda, cuda:all or cuda:N[,N...]", optarg);
+        if (st != GM_OK)
+            usage_error("--device: '%s' is not cpu, auto, cuda, cuda:all or cuda:N[,N...]", optarg);
+        o->params.device = d;
+        o->params.gpus = gpus;
         break;
+    }
     case OPT_MODEL:
         if (gm_model_from_name(optarg, &o->params.model) != GM_OK)
             usage_error("--model: '%s' is not similarity, affine, homography or auto", optarg);

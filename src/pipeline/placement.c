@@ -206,6 +206,41 @@ void gm_ref_unpick(const gm_ref *r, int slot)
         __atomic_fetch_sub(&r->pl.load[slot], 1, __ATOMIC_RELAXED);
 }
 
+/* The devices' names in gm_device's order: a new backend's device is one
+ * more entry (and one in the registry's table). */
+static const char *const k_device_names[] = {"auto", "cpu", "cuda"};
+#define GM_DEVICES (int)(sizeof k_device_names / sizeof k_device_names[0])
+
+const char *gm_device_name(gm_device d)
+{
+    return d >= 0 && (int)d < GM_DEVICES ? k_device_names[d] : "unknown";
+}
+
+gm_status gm_device_from_name(const char *name, gm_device *device, const char **gpus)
+{
+    if (!name || !device || !gpus)
+        return GM_ERR_INVALID;
+    const char *colon = strchr(name, ':');
+    size_t len = colon ? (size_t)(colon - name) : strlen(name);
+    for (int d = 0; d < GM_DEVICES; d++) {
+        if (strlen(k_device_names[d]) != len || strncmp(name, k_device_names[d], len) != 0)
+            continue;
+        const char *list = colon ? colon + 1 : NULL;
+        if (list && (d == GM_DEVICE_AUTO || d == GM_DEVICE_CPU))
+            return GM_ERR_INVALID; /* one unit: no list */
+        if (!gm_backend_find((gm_device)d)) {
+            *device = (gm_device)d, *gpus = list;
+            return GM_ERR_UNSUPPORTED;
+        }
+        int units[GM_MAX_GPUS];
+        char why[200];
+        *device = (gm_device)d, *gpus = list;
+        return list && gm_gpus_parse(list, -1, units, why, sizeof why) < 0 ? GM_ERR_INVALID
+                                                                             : GM_OK;
+    }
+    return GM_ERR_INVALID;
+}
+
 const char *gm_place_check(const gm_params *p, char *buf, size_t len)
 {
     if (!(p->device >= GM_DEVICE_AUTO && p->device <= GM_DEVICE_CUDA)) {

@@ -363,6 +363,56 @@ START_TEST(test_json_none)
 }
 END_TEST
 
+/* Every device by its name and back, with a list where a device has
+ * several units (gm_device_from_name: the command line's --device and
+ * Python's device=); a device this build lacks is named but unsupported. */
+START_TEST(test_device_names)
+{
+    static const char *devices[] = {"auto", "cpu", "cuda"};
+    for (int k = 0; k <= (int)GM_DEVICE_CUDA; k++) {
+        gm_device d = (gm_device)99;
+        const char *gpus = "x";
+        ck_assert_str_eq(gm_device_name((gm_device)k), devices[k]);
+        gm_status want = gm_backend_available((gm_device)k) ? GM_OK : GM_ERR_UNSUPPORTED;
+        ck_assert_int_eq(gm_device_from_name(devices[k], &d, &gpus), want);
+        ck_assert_int_eq((int)d, k);
+        ck_assert_ptr_null(gpus);
+    }
+    ck_assert_str_eq(gm_device_name((gm_device)7), "unknown");
+    int cuda = gm_backend_available(GM_DEVICE_CUDA);
+    static const char *lists[] = {"cuda:all", "cuda:1", "cuda:0,2", "cuda:0,0"};
+    for (size_t k = 0; k < sizeof lists / sizeof *lists; k++) {
+        gm_device d = GM_DEVICE_AUTO;
+        const char *gpus = NULL;
+        ck_assert_int_eq(gm_device_from_name(lists[k], &d, &gpus), cuda ? GM_OK : GM_ERR_UNSUPPORTED);
+        ck_assert_int_eq((int)d, (int)GM_DEVICE_CUDA);
+        ck_assert_ptr_eq(gpus, lists[k] + 5); /* inside the name */
+    }
+    /* a list the reference's preparation would refuse: the device and the
+     * list set, so that a caller can say which (a build without CUDA: its
+     * lists are not read) */
+    static const char *bad_lists[] = {"cuda:x", "cuda:0,", "cuda:-1", "cuda:0;1"};
+    for (size_t k = 0; k < sizeof bad_lists / sizeof *bad_lists; k++) {
+        gm_device d = GM_DEVICE_AUTO;
+        const char *gpus = NULL;
+        ck_assert_int_eq(gm_device_from_name(bad_lists[k], &d, &gpus),
+                         cuda ? GM_ERR_INVALID : GM_ERR_UNSUPPORTED);
+        ck_assert_ptr_eq(gpus, bad_lists[k] + 5);
+    }
+    static const char *not_devices[] = {"", "tpu", "CUDA", "cpu:0", "auto:1", "cuda ", "cudax:1"};
+    for (size_t k = 0; k < sizeof not_devices / sizeof *not_devices; k++) {
+        gm_device d = GM_DEVICE_CPU;
+        const char *gpus = NULL;
+        ck_assert_int_eq(gm_device_from_name(not_devices[k], &d, &gpus), GM_ERR_INVALID);
+        ck_assert_int_eq((int)d, (int)GM_DEVICE_CPU); /* untouched */
+        ck_assert_ptr_null(gpus);
+    }
+    const char *gpus = NULL;
+    ck_assert_int_eq(gm_device_from_name(NULL, &(gm_device){GM_DEVICE_AUTO}, &gpus),
+                     GM_ERR_INVALID);
+}
+END_TEST
+
 START_TEST(test_json_error)
 {
     gm_output_rec rec = {.query = "missing.jpg", .frame = 0,
@@ -509,6 +559,7 @@ static Suite *output_suite(void)
     tcase_add_test(tc, test_json_invalid_utf8);
     tcase_add_test(tc, test_write_error);
     tcase_add_test(tc, test_json_model_asked);
+    tcase_add_test(tc, test_device_names);
     suite_add_tcase(s, tc);
     return s;
 }
