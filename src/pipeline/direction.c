@@ -91,7 +91,7 @@ void gm_answer_shared(gm_result *out, int qw, int qh, int rw, int rh)
  * max_uncertainty is "none", uncertain. */
 static void answer_bounded(const gm_ref *r, gm_result *out)
 {
-    if (out->status == GM_MATCH_FOUND && !(out->uncertainty_px <= r->p.max_uncertainty)) {
+    if (out->status == GM_MATCH_FOUND && !(out->uncertainty_px <= r->ix.p.max_uncertainty)) {
         out->status = GM_MATCH_NONE;
         out->reason = GM_REASON_UNCERTAIN;
     }
@@ -151,13 +151,13 @@ static gm_status search_draws(const gm_ref *r, gm_model model, gm_view query, in
 {
     gm_query_levels levels;
     memset(&levels, 0, sizeof levels);
-    gm_status st = gm_match_forward(r, model, query, GM_DRAW_KEY, &levels, out);
+    gm_status st = gm_match_forward(&r->ix, model, query, GM_DRAW_KEY, &levels, out);
     int d = 0;
     for (int t = 1; t < tries && st == GM_OK &&
                     !(out->status == GM_MATCH_FOUND && out->confidence >= GM_DEFAULT_MIN_CONFIDENCE);
          t++) {
         gm_result again;
-        st = gm_match_forward(r, model, query, gm_mix64(GM_DRAW_KEY ^ GM_SALT_RETRY ^ (uint64_t)t),
+        st = gm_match_forward(&r->ix, model, query, gm_mix64(GM_DRAW_KEY ^ GM_SALT_RETRY ^ (uint64_t)t),
                               &levels, &again);
         time_add(&again.time, &out->time);
         if (again.status == GM_MATCH_FOUND && again.confidence >= GM_DRAW_MIN_CONFIDENCE &&
@@ -204,7 +204,7 @@ static gm_status match_reverse(const gm_ref *r, gm_model model, gm_view query, g
 /* gm_match_dirs before the bound on the answer's uncertainty. */
 static gm_status match_dirs(const gm_ref *r, gm_model model, gm_view query, gm_result *out)
 {
-    const gm_direction d = r->p.direction;
+    const gm_direction d = r->ix.p.direction;
     const int rw = r->keep.width, rh = r->keep.height;
     gm_status st;
     memset(out, 0, sizeof *out);

@@ -150,7 +150,7 @@ static void h_source_to_work(const double h[9], int fq, int fr, double hw[9])
 }
 
 /* The fine level of the smallest factor, NULL when there is none. */
-static const ref_level *finest_level(const gm_ref *r)
+static const ref_level *finest_level(const gm_index *r)
 {
     const ref_level *f = NULL;
     for (int k = 0; k < GM_FINE_LEVELS; k++)
@@ -161,7 +161,7 @@ static const ref_level *finest_level(const gm_ref *r)
 
 /* The map a level's candidates are verified and refined on, and its
  * factor: a fine level's own, else level 0's (the working levels share it). */
-static const gm_edge_map *level_map(const gm_ref *r, const ref_level *rl, int *f)
+static const gm_edge_map *level_map(const gm_index *r, const ref_level *rl, int *f)
 {
     *f = rl->fine ? rl->f : r->lv[0].f;
     return rl->fine ? &rl->map : &r->map;
@@ -169,7 +169,7 @@ static const gm_edge_map *level_map(const gm_ref *r, const ref_level *rl, int *f
 
 /* The same map as the backend's stages read it: the host copy and the
  * device's (the fine level's, or NULL for the reference's). */
-static gm_map_at map_at(const gm_ref *r, const ref_level *rl)
+static gm_map_at map_at(const gm_index *r, const ref_level *rl)
 {
     int f;
     return (gm_map_at){level_map(r, rl, &f), rl->fine ? rl->dev : r->borrowed ? r->lv[0].dev : NULL};
@@ -275,7 +275,7 @@ static double corner_dist(const double a[6], const double b[6], int w, int h)
 /* One rival h (working coordinates of q0 and of level 0; a similarity when
  * from_sim, else already of the answer's model) refined as above; *v its
  * test on the answer's map, 0 when that map was not reached. */
-static gm_status rival_refine(const gm_ref *r, void *lane, const side *q0, const gm_points *vq0,
+static gm_status rival_refine(const gm_index *r, void *lane, const side *q0, const gm_points *vq0,
                               int bf, gm_model chosen, int from_sim, double h[9],
                               gm_verify_score *v)
 {
@@ -315,7 +315,7 @@ static gm_status rival_refine(const gm_ref *r, void *lane, const side *q0, const
  * GM_RIVAL_FLOOR of what the answer explains there refined as the other
  * rivals (rival_refine) and judged the same way (another placement, more
  * than `far` from the answer). */
-static gm_status self_rivals(const gm_ref *r, void *lane, const side *q0, const gm_points *vq0,
+static gm_status self_rivals(const gm_index *r, void *lane, const side *q0, const gm_points *vq0,
                              int bf, gm_model chosen, const double hw[9], const double h0[9],
                              double far, double *second)
 {
@@ -345,7 +345,7 @@ static gm_status self_rivals(const gm_ref *r, void *lane, const side *q0, const 
     return st;
 }
 
-static gm_status rival_whole(const gm_ref *r, void *lane, const search_state *ss,
+static gm_status rival_whole(const gm_index *r, void *lane, const search_state *ss,
                              const gm_query_levels *lv, const side *q0, const gm_points *vq0,
                              int bf, gm_model chosen, const double hw[9], double *second)
 {
@@ -440,7 +440,7 @@ static int take_best(gm_verify_score *sc, uint32_t nc)
  * query's level 0 and the reference map of factor fv) into the search
  * state: the list for the distinctiveness test, and the best so far.
  * from_tris: h is the triangles' final model (else a similarity). */
-static void ss_record(search_state *ss, const gm_ref *r, const side *q0, const ref_level *rl,
+static void ss_record(search_state *ss, const gm_index *r, const side *q0, const ref_level *rl,
                       int fv, const double h[9], gm_verify_score v, uint32_t votes, int from_tris)
 {
     double hsrc[9], m0[6];
@@ -475,7 +475,7 @@ static void ss_record(search_state *ss, const gm_ref *r, const side *q0, const r
  * at a quarter take 1: the pairing looks for the query where its level's
  * pixels are the reference level's, the scale that the pyramid's pairing
  * stands for (the scene tier's posters: object 15 -> 22 of 32). */
-static double band_ratio(const gm_ref *r, const ref_level *rl, const side *qs, const side *q0)
+static double band_ratio(const gm_index *r, const ref_level *rl, const side *qs, const side *q0)
 {
     if (r->borrowed || qs->f >= 4 * q0->f)
         return 1.0;
@@ -533,7 +533,7 @@ static void keep_unrefined(search_state *ss, const gm_verify_score *sc, double (
 /* One (reference level, query level) pairing: bases, votes, top-k, each
  * candidate verified at level 0 (q0: the query's level-0 points), the best
  * few refined.  Updates st->best. */
-static gm_status run_pairing(const gm_ref *r, void *lane, const ref_level *rl, const side *qs,
+static gm_status run_pairing(const gm_index *r, void *lane, const ref_level *rl, const side *qs,
                              const side *q0, const gm_points *vq0, search_state *ss,
                              gm_result *out)
 {
@@ -656,7 +656,7 @@ done:
  * carried by each), in working pixels of the user's reference: the
  * reference level's, or in the reverse search, whose query is the user's
  * reference, the query's (the distance carried back by the answer's scale). */
-static double model_miss(const gm_ref *r, const double hw[9], const double hm[9], int w, int h)
+static double model_miss(const gm_index *r, const double hw[9], const double hm[9], int w, int h)
 {
     double miss = gm_corner_move(hw, hm, w, h);
     double det = fabs(hw[0] * hw[4] - hw[1] * hw[3]);
@@ -702,7 +702,7 @@ static void tri_seed(const side *qs, const side *q0, const gm_tri *qt, double se
  * devices), the best rows' affine maps are verified on the level's map, the
  * best few grown to the model (both on the device when there is one).
  * Updates ss when one beats the best so far. */
-static gm_status run_affine_pairing(const gm_ref *r, gm_model model, void *lane,
+static gm_status run_affine_pairing(const gm_index *r, gm_model model, void *lane,
                                     const ref_level *rl, const side *qs, const side *q0,
                                     const gm_points *vq0, search_state *ss, gm_result *out)
 {
@@ -817,7 +817,7 @@ done:
  * never twice.  1
  * when it is there to match with; 0 when not, with *st set when the build
  * failed for want of memory or device (a level too small is no failure). */
-static int query_level(const gm_ref *r, void *lane, gm_view query, int ql,
+static int query_level(const gm_index *r, void *lane, gm_view query, int ql,
                        uint32_t corner_target, side *q, int *tried, gm_result *out,
                        gm_status *st)
 {
@@ -878,7 +878,7 @@ static double polish_bound(const double hw[9], const double hp[9], const side *q
     return fmax(bound, GM_POLISH_GROWN_SHARE * hypot(bx - ax, by - ay));
 }
 
-gm_status gm_polish_answer(const gm_ref *r, void *lane, const side *q0, const gm_points *vq0,
+gm_status gm_polish_answer(const gm_index *r, void *lane, const side *q0, const gm_points *vq0,
                            const ref_level *bl, gm_model model, double hw[9],
                            gm_verify_score *score)
 {
@@ -923,7 +923,7 @@ void gm_query_levels_free(gm_query_levels *lv)
  * search_pairings) and the decision (the answer's polish, model and checks,
  * decide), share. */
 typedef struct {
-    const gm_ref *r;
+    const gm_index *r;
     gm_model model;
     void *lane;             /* the query's on the backend */
     gm_view query;
@@ -940,7 +940,7 @@ typedef struct {
  * in qr->ss. */
 static gm_status search_pairings(const query_run *qr)
 {
-    const gm_ref *r = qr->r;
+    const gm_index *r = qr->r;
     side *q = qr->lv->q;
     int *tried = qr->lv->tried;
     search_state *ss = qr->ss;
@@ -1027,7 +1027,7 @@ typedef struct {
  * tilted view: 0.28 on level 0, 0.42 and within a pixel on the finest). */
 static gm_status answer_start(const query_run *qr, answer *a)
 {
-    const gm_ref *r = qr->r;
+    const gm_index *r = qr->r;
     const search_state *ss = qr->ss;
     const side *q0 = &qr->lv->q[0];
     gm_status st;
@@ -1069,7 +1069,7 @@ static gm_status answer_start(const query_run *qr, answer *a)
  * confidence decides. */
 static gm_status answer_models(const query_run *qr, answer *a)
 {
-    const gm_ref *r = qr->r;
+    const gm_index *r = qr->r;
     const search_state *ss = qr->ss;
     const side *q0 = &qr->lv->q[0];
     const gm_model model = qr->model;
@@ -1174,7 +1174,7 @@ static gm_status answer_models(const query_run *qr, answer *a)
  * otherwise). */
 static gm_status answer_checks(const query_run *qr, answer *a)
 {
-    const gm_ref *r = qr->r;
+    const gm_index *r = qr->r;
     const side *q0 = &qr->lv->q[0];
     const gm_model model = qr->model;
     const double min_conf = r->p.min_confidence;
@@ -1233,7 +1233,7 @@ static gm_status answer_checks(const query_run *qr, answer *a)
  * that the checks took there, uncertain or ambiguous). */
 static gm_status answer_report(const query_run *qr, answer *a, double explained)
 {
-    const gm_ref *r = qr->r;
+    const gm_index *r = qr->r;
     const search_state *ss = qr->ss;
     const side *q0 = &qr->lv->q[0];
     gm_query_levels *lv = qr->lv;
@@ -1324,7 +1324,7 @@ static gm_status decide(const query_run *qr)
     return answer_report(qr, &a, explained);
 }
 
-gm_status gm_match_forward(const gm_ref *r, gm_model model, gm_view query, uint64_t key,
+gm_status gm_match_forward(const gm_index *r, gm_model model, gm_view query, uint64_t key,
                            gm_query_levels *levels, gm_result *out)
 {
     memset(out, 0, sizeof *out);
@@ -1382,7 +1382,7 @@ done:
 
 gm_status gm_match(const gm_ref *r, gm_view query, gm_result *out)
 {
-    return gm_match_model(r, query, r ? r->p.model : GM_MODEL_SIMILARITY, out);
+    return gm_match_model(r, query, r ? r->ix.p.model : GM_MODEL_SIMILARITY, out);
 }
 
 gm_status gm_match_model(const gm_ref *r, gm_view query, gm_model model, gm_result *out)
@@ -1395,7 +1395,7 @@ gm_status gm_match_model(const gm_ref *r, gm_view query, gm_model model, gm_resu
         return GM_ERR_INVALID;
     }
     if ((unsigned)model > GM_MODEL_AUTO ||
-        (r->p.model == GM_MODEL_SIMILARITY && model != GM_MODEL_SIMILARITY)) {
+        (r->ix.p.model == GM_MODEL_SIMILARITY && model != GM_MODEL_SIMILARITY)) {
         memset(out, 0, sizeof *out);
         if ((unsigned)model > GM_MODEL_AUTO)
             snprintf(out->error, sizeof out->error, "no such model (%d)", (int)model);
@@ -1406,7 +1406,7 @@ gm_status gm_match_model(const gm_ref *r, gm_view query, gm_model model, gm_resu
                      model == GM_MODEL_AUTO ? "auto" : gm_model_name(model));
         return GM_ERR_INVALID;
     }
-    int budget = gm_threads_enter(r->p.threads);
+    int budget = gm_threads_enter(r->ix.p.threads);
     gm_status st = gm_place_match(r, model, query, out);
     gm_threads_leave(budget);
     return st;

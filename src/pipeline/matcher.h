@@ -66,20 +66,15 @@ typedef struct {
                           bases.unique only on the host), NULL on the CPU */
 } ref_level;
 
-struct gm_ref {
+/* A reference as the matcher sees it, on one backend: its parameters,
+ * levels, maps, tables and self-maps.  The matcher (matcher.c) searches a
+ * const gm_index and knows nothing of where it lives. */
+typedef struct gm_index {
     gm_params p;
     ref_level lv[GM_ALL_LEVELS]; /* [0, GM_LEVELS): working size and half; then fine, coarse to fine */
     gm_edge_map map;   /* level 0 edge directions, for verification */
-    double prep_ms;
-    gm_status status;  /* of the preparation: a failed handle only says why */
-    char err[256];     /* why it failed, "" otherwise */
-    char device[320]; /* what runs the matching, for -v */
     const gm_backend_ops *be; /* the backend, chosen once (backend.h) */
     void *dev;         /* its device (the backend's handle), NULL on the CPU */
-    /* its image, kept for the CPU's twin after a device failure
-     * (placement.c) and the reverse search (direction.c) */
-    gm_image keep;
-    gm_placement pl;   /* where it lives, its copies and its twin (placement.h) */
     /* Prepared on another reference's device (gm_ref_prepare_on): the
      * device is not closed with it, and its level-0 map lives on lv[0]'s
      * device copy (the device's own map is its reference's). */
@@ -89,6 +84,21 @@ struct gm_ref {
      * reference (the reverse search's). */
     double self[2 * GM_SELF_MAX][9];
     int n_self;
+} gm_index;
+
+/* The public reference: its index, where it lives (its copies on other
+ * devices and its CPU twin: placement.h), its image and its preparation's
+ * outcome. */
+struct gm_ref {
+    gm_index ix;
+    double prep_ms;
+    gm_status status;  /* of the preparation: a failed handle only says why */
+    char err[256];     /* why it failed, "" otherwise */
+    char device[320]; /* what runs the matching, for -v */
+    /* its image, kept for the CPU's twin after a device failure
+     * (placement.c) and the reverse search (direction.c) */
+    gm_image keep;
+    gm_placement pl;   /* where it lives, its copies and its twin (placement.h) */
 };
 
 /* img prepared as a reference on host's device and lanes, with host's
@@ -192,7 +202,7 @@ void gm_query_levels_free(gm_query_levels *lv);
  * earlier draws of this query on r's parameters left them (built here
  * where missing, kept for the next), or NULL (built and freed here).
  * gm_match_model runs it through gm_match_dirs. */
-gm_status gm_match_forward(const gm_ref *r, gm_model model, gm_view query, uint64_t key,
+gm_status gm_match_forward(const gm_index *r, gm_model model, gm_view query, uint64_t key,
                            gm_query_levels *levels, gm_result *out);
 
 /* An answer found on fine level bl of r, polished coarse to fine (matcher.c:
@@ -208,7 +218,7 @@ gm_status gm_match_forward(const gm_ref *r, gm_model model, gm_view query, uint6
 #define GM_POLISH_MOVE 3.0
 #define GM_POLISH_GROWN_SHARE 0.05
 #define GM_POLISH_SCALE 1.25
-gm_status gm_polish_answer(const gm_ref *r, void *lane, const side *q0, const gm_points *vq0,
+gm_status gm_polish_answer(const gm_index *r, void *lane, const side *q0, const gm_points *vq0,
                            const ref_level *bl, gm_model model, double hw[9],
                            gm_verify_score *score);
 

@@ -57,18 +57,18 @@ int gm_gpus_parse(const char *gpus, int count, int *out, char *why, size_t len)
 static gm_status ref_on(gm_ref *r, const gm_backend_ops *be, gm_view img)
 {
     char why[256] = "";
-    r->be = be;
-    gm_status st = be->open(&r->dev, r->pl.dev_index, why, sizeof why);
+    r->ix.be = be;
+    gm_status st = be->open(&r->ix.dev, r->pl.dev_index, why, sizeof why);
     if (st != GM_OK) {
         snprintf(r->err, sizeof r->err, "no usable %s device: %.200s",
                  be->device == GM_DEVICE_CUDA ? "CUDA" : be->name, why);
         return st;
     }
-    be->describe(r->dev, r->device, sizeof r->device);
+    be->describe(r->ix.dev, r->device, sizeof r->device);
     st = gm_ref_build(r, img);
     if (st != GM_OK) {
-        be->close(r->dev);
-        r->dev = NULL;
+        be->close(r->ix.dev);
+        r->ix.dev = NULL;
     }
     return st;
 }
@@ -86,7 +86,7 @@ const gm_ref *gm_ref_failover(const gm_ref *rc, const char *dev_err)
         return NULL;
     pthread_mutex_lock(&r->pl.fo_lock);
     if (!r->pl.failed) {
-        gm_params p = r->p;
+        gm_params p = r->ix.p;
         p.device = GM_DEVICE_CPU;
         gm_ref *cpu = NULL;
         if (gm_ref_prepare(&p, gm_image_view(&r->keep), &cpu) == GM_OK) {
@@ -157,7 +157,7 @@ static gm_status replicas_join(gm_ref *r, replica_job *jobs, int n, int use)
     }
     for (int k = 0; jobs && k < n; k++) {
         replica_job *j = &jobs[k];
-        if (st == GM_OK && use && j->st == GM_OK && j->c->be == &gm_backend_cpu) {
+        if (st == GM_OK && use && j->st == GM_OK && j->c->ix.be == &gm_backend_cpu) {
             snprintf(r->err, sizeof r->err, "GPU %s: %.200s", j->one, j->c->pl.fo_why);
             st = GM_ERR_DEVICE; /* the GPU failed while preparing */
         } else if (st == GM_OK && use && j->st != GM_OK) {
@@ -269,7 +269,7 @@ void gm_place_free(gm_placement *pl)
 
 gm_status gm_place_prepare(gm_ref *r, const gm_params *p, gm_view img)
 {
-    r->p.gpus = NULL; /* read here only (gmatch.h): the caller's string need not outlive
+    r->ix.p.gpus = NULL; /* read here only (gmatch.h): the caller's string need not outlive
                          this call, and the CPU's twin (gm_ref_failover) needs none */
     const gm_backend_ops *gpu = gm_backend_find(GM_DEVICE_CUDA);
     gm_status st;
@@ -298,7 +298,7 @@ gm_status gm_place_prepare(gm_ref *r, const gm_params *p, gm_view img)
                 list[0] = count, n = 1;
         }
         r->pl.dev_index = list[0];
-        replica_job *reps = n > 1 ? replicas_start(&r->p, img, list + 1, n - 1) : NULL;
+        replica_job *reps = n > 1 ? replicas_start(&r->ix.p, img, list + 1, n - 1) : NULL;
         st = ref_on(r, gpu, img);
         /* under auto a device that cannot be opened, or fails or runs out of
          * memory while preparing, hands over to the CPU; under cuda a device
@@ -317,8 +317,8 @@ gm_status gm_place_prepare(gm_ref *r, const gm_params *p, gm_view img)
                          why);
         }
         if (n > 1) {
-            gm_status rs = replicas_join(r, reps, n - 1, st == GM_OK && r->be != &gm_backend_cpu);
-            if (st == GM_OK && r->be != &gm_backend_cpu)
+            gm_status rs = replicas_join(r, reps, n - 1, st == GM_OK && r->ix.be != &gm_backend_cpu);
+            if (st == GM_OK && r->ix.be != &gm_backend_cpu)
                 st = rs;
         }
     }
@@ -334,17 +334,17 @@ gm_status gm_place_match(const gm_ref *top, gm_model model, gm_view query, gm_re
     const gm_ref *r = gm_ref_pick(top, &slot); /* several GPUs: the least busy copy */
     const gm_ref *use = gm_ref_current(r);
     gm_status st = gm_match_dirs(use, model, query, out);
-    const char *dev = st != GM_OK ? use->be->error() : "";
+    const char *dev = st != GM_OK ? use->ix.be->error() : "";
     /* the device failed this query (an error, out of its memory): this
      * query and every one after it on the CPU's twin of the reference */
-    if ((st == GM_ERR_DEVICE || st == GM_ERR_NOMEM) && use->be != &gm_backend_cpu) {
+    if ((st == GM_ERR_DEVICE || st == GM_ERR_NOMEM) && use->ix.be != &gm_backend_cpu) {
         char why[256];
         snprintf(why, sizeof why, "%s%s%.200s", gm_status_str(st), *dev ? ": " : "", dev);
         const gm_ref *cpu = gm_ref_failover(r, why);
         if (cpu) {
             use = cpu;
             st = gm_match_dirs(use, model, query, out);
-            dev = st != GM_OK ? use->be->error() : "";
+            dev = st != GM_OK ? use->ix.be->error() : "";
         }
     }
     gm_ref_unpick(top, slot);
@@ -357,7 +357,7 @@ gm_status gm_place_match(const gm_ref *top, gm_model model, gm_view query, gm_re
 const char *gm_ref_device(const gm_ref *r) { return r ? gm_ref_current(r)->device : ""; }
 gm_device gm_ref_backend(const gm_ref *r)
 {
-    return r && r->status == GM_OK ? gm_ref_current(r)->be->device : GM_DEVICE_AUTO;
+    return r && r->status == GM_OK ? gm_ref_current(r)->ix.be->device : GM_DEVICE_AUTO;
 }
 const char *gm_ref_fallback(const gm_ref *r)
 {
@@ -365,7 +365,7 @@ const char *gm_ref_fallback(const gm_ref *r)
         return "";
     /* on the CPU from the start ("" unless the GPU failed while preparing),
      * or the twin's reason once it answers (written before failed is set) */
-    if (r->be == &gm_backend_cpu || __atomic_load_n(&r->pl.failed, __ATOMIC_ACQUIRE))
+    if (r->ix.be == &gm_backend_cpu || __atomic_load_n(&r->pl.failed, __ATOMIC_ACQUIRE))
         return r->pl.fo_why;
     for (int k = 0; k < r->pl.nrep; k++) /* a copy on another GPU that failed */
         if (*gm_ref_fallback(r->pl.rep[k]))
@@ -374,6 +374,6 @@ const char *gm_ref_fallback(const gm_ref *r)
 }
 int gm_ref_gpus(const gm_ref *r)
 {
-    return r && r->status == GM_OK && r->be && r->be->device == GM_DEVICE_CUDA ? 1 + r->pl.nrep : 0;
+    return r && r->status == GM_OK && r->ix.be && r->ix.be->device == GM_DEVICE_CUDA ? 1 + r->pl.nrep : 0;
 }
 int gm_backend_available(gm_device d) { return gm_backend_find(d) != NULL; }

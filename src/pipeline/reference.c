@@ -188,9 +188,9 @@ done:
 /* The reference's levels and edge map, on the device of r (set before). */
 static gm_status ref_build(gm_ref *r, gm_view img)
 {
-    const gm_params *p = &r->p;
-    const gm_backend_ops *be = r->be;
-    void *lane = be->acquire(r->dev); /* the lane that builds */
+    const gm_params *p = &r->ix.p;
+    const gm_backend_ops *be = r->ix.be;
+    void *lane = be->acquire(r->ix.dev); /* the lane that builds */
     if (!lane)
         return GM_ERR_DEVICE;
     gm_status st = GM_OK;
@@ -210,23 +210,23 @@ static gm_status ref_build(gm_ref *r, gm_view img)
             break;
         }
         if (lv == 0)
-            st = gm_edge_map_build_cpu(&s.all, s.w, s.h, GM_VERIFY_RADIUS, &r->map);
+            st = gm_edge_map_build_cpu(&s.all, s.w, s.h, GM_VERIFY_RADIUS, &r->ix.map);
         /* the device's own map is its reference's: a reference on a
          * borrowed device (gm_ref_prepare_on) keeps its map on level 0 */
-        if (lv == 0 && st == GM_OK && !r->borrowed)
-            st = be->map(r->dev, lane, NULL, &r->map);
+        if (lv == 0 && st == GM_OK && !r->ix.borrowed)
+            st = be->map(r->ix.dev, lane, NULL, &r->ix.map);
         if (lv == 0) /* the fine levels' and the triangles' lengths derive from it */
             diag0 = sqrtf((float)s.w * s.w + (float)s.h * s.h);
         if (st == GM_OK)
-            st = level_build(be, lane, p, &s, &r->lv[lv], diag0, lv == 0);
+            st = level_build(be, lane, p, &s, &r->ix.lv[lv], diag0, lv == 0);
         /* where level 0 repeats itself (selfmap.h); not for the reverse
          * search's reference, a query prepared for one search */
-        if (lv == 0 && st == GM_OK && !r->borrowed) {
-            st = gm_selfmaps_find(be, lane, &r->lv[0], &s, (gm_map_at){&r->map, NULL}, r->self,
-                                  &r->n_self);
+        if (lv == 0 && st == GM_OK && !r->ix.borrowed) {
+            st = gm_selfmaps_find(be, lane, &r->ix.lv[0], &s, (gm_map_at){&r->ix.map, NULL}, r->ix.self,
+                                  &r->ix.n_self);
         }
-        if (lv == 0 && st == GM_OK && r->borrowed)
-            st = be->map(r->dev, lane, r->lv[0].dev, &r->map);
+        if (lv == 0 && st == GM_OK && r->ix.borrowed)
+            st = be->map(r->ix.dev, lane, r->ix.lv[0].dev, &r->ix.map);
         gm_side_free(&s);
     }
     /* fine levels, coarse to fine: factors f0/2, f0/4, ..., 1.  Their
@@ -236,7 +236,7 @@ static gm_status ref_build(gm_ref *r, gm_view img)
      * verification run there.  The host keeps each map for the stages that
      * stay host stages on both devices (triangles, growth, the spread and
      * the finest refinement). */
-    const ref_level *l0 = &r->lv[0];
+    const ref_level *l0 = &r->ix.lv[0];
     int fprev = l0->f;
     for (int k = 0; k < GM_FINE_LEVELS && st == GM_OK && l0->ok && fprev > 1; k++) {
         int f = (fprev + 1) / 2; /* 6, 3, 2, 1: steps of 2 at most, so the
@@ -251,25 +251,25 @@ static gm_status ref_build(gm_ref *r, gm_view img)
                              (uint32_t)fmin(p->basis_points * grow, 60000.0), &s, err, sizeof err);
         if (st != GM_OK)
             break;
-        ref_level *l = &r->lv[GM_LEVELS + k];
+        ref_level *l = &r->ix.lv[GM_LEVELS + k];
         l->fine = 1;
         st = gm_edge_map_build_cpu(&s.all, s.w, s.h, GM_VERIFY_RADIUS, &l->map);
         if (st == GM_OK)
             st = level_build(be, lane, p, &s, l, diag0, k == 0);
         if (st == GM_OK)
-            st = be->map(r->dev, lane, l->dev, &l->map);
+            st = be->map(r->ix.dev, lane, l->dev, &l->map);
         gm_side_free(&s);
     }
-    be->release(r->dev, lane);
+    be->release(r->ix.dev, lane);
     return st;
 }
 
 /* Frees what ref_build made (the device context stays). */
 static void ref_clear(gm_ref *r)
 {
-    gm_edge_map_free(&r->map);
+    gm_edge_map_free(&r->ix.map);
     for (int lv = 0; lv < GM_ALL_LEVELS; lv++)
-        level_free(r->be, &r->lv[lv]);
+        level_free(r->ix.be, &r->ix.lv[lv]);
 }
 
 /* The parameters' ranges (gmatch.h); NULL when every one is in range, else
@@ -302,7 +302,7 @@ gm_status gm_ref_build(gm_ref *r, gm_view img)
 {
     gm_status st = ref_build(r, img);
     if (st != GM_OK) {
-        const char *dev_err = r->be->error();
+        const char *dev_err = r->ix.be->error();
         if (!r->err[0])
             snprintf(r->err, sizeof r->err, "%s%s%.200s", gm_status_str(st),
                      *dev_err ? ": " : "", dev_err);
@@ -330,9 +330,9 @@ static gm_status keep_image(gm_ref *r, gm_view img)
 static gm_status ref_prepare(const gm_params *p, gm_view img, gm_ref *r)
 {
     double t0 = gm_now_ms();
-    r->p = *p;
-    if (r->p.max_uncertainty == 0)
-        r->p.max_uncertainty = GM_DEFAULT_MAX_UNCERTAINTY;
+    r->ix.p = *p;
+    if (r->ix.p.max_uncertainty == 0)
+        r->ix.p.max_uncertainty = GM_DEFAULT_MAX_UNCERTAINTY;
     if (params_check(p, r->err, sizeof r->err))
         return GM_ERR_INVALID;
     gm_status st = gm_place_prepare(r, p, img);
@@ -360,15 +360,15 @@ gm_status gm_ref_prepare_on(const gm_ref *host, gm_view img, gm_ref **out)
     if (!r)
         return GM_ERR_NOMEM;
     double t0 = gm_now_ms();
-    r->p = host->p;
-    r->be = host->be;
-    r->dev = host->dev;
+    r->ix.p = host->ix.p;
+    r->ix.be = host->ix.be;
+    r->ix.dev = host->ix.dev;
     r->pl.dev_index = host->pl.dev_index;
-    r->borrowed = 1;
+    r->ix.borrowed = 1;
     snprintf(r->device, sizeof r->device, "%s", host->device);
     gm_status st = gm_ref_build(r, img);
     if (st != GM_OK)
-        r->be = NULL; /* nothing of it on the device: gm_ref_free leaves the device alone */
+        r->ix.be = NULL; /* nothing of it on the device: gm_ref_free leaves the device alone */
     r->prep_ms = gm_now_ms() - t0;
     r->status = st;
     return st;
@@ -378,10 +378,10 @@ void gm_ref_free(gm_ref *r)
 {
     if (!r)
         return;
-    if (r->be) {
+    if (r->ix.be) {
         ref_clear(r);
-        if (!r->borrowed)
-            r->be->close(r->dev);
+        if (!r->ix.borrowed)
+            r->ix.be->close(r->ix.dev);
     }
     gm_place_free(&r->pl);
     gm_image_free(&r->keep);

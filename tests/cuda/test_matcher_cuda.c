@@ -173,22 +173,22 @@ START_TEST(test_selfmaps)
     for (int i = 0; i < 2; i++) {
         gm_ref *rc = NULL, *rg = NULL;
         prepare_both(imgs[i], GM_MODEL_SIMILARITY, &rc, &rg);
-        if (rc->n_self != rg->n_self)
-            ck_abort_msg("image %d: %d self-maps on the cpu, %d on cuda", i, rc->n_self, rg->n_self);
-        const ref_level *l = &rc->lv[0];
-        for (int k = 0; k < rc->n_self; k++) {
+        if (rc->ix.n_self != rg->ix.n_self)
+            ck_abort_msg("image %d: %d self-maps on the cpu, %d on cuda", i, rc->ix.n_self, rg->ix.n_self);
+        const ref_level *l = &rc->ix.lv[0];
+        for (int k = 0; k < rc->ix.n_self; k++) {
             double gap = 0;
             for (int c = 0; c < 4; c++) {
                 double x = c & 1 ? l->w - 1.0 : 0, y = c & 2 ? l->h - 1.0 : 0, ax, ay, bx, by;
-                gm_h_apply(rc->self[k], x, y, &ax, &ay);
-                gm_h_apply(rg->self[k], x, y, &bx, &by);
+                gm_h_apply(rc->ix.self[k], x, y, &ax, &ay);
+                gm_h_apply(rg->ix.self[k], x, y, &bx, &by);
                 gap = fmax(gap, hypot(ax - bx, ay - by));
             }
             if (!(gap <= 0.01))
                 ck_abort_msg("image %d: self-map %d %.4g px apart", i, k, gap);
         }
         if (i == 1)
-            n_sym = rc->n_self;
+            n_sym = rc->ix.n_self;
         gm_ref_free(rc);
         gm_ref_free(rg);
     }

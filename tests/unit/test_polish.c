@@ -43,12 +43,12 @@ static void setup_query(fixture *fx, const char *query)
     gm_params p = gm_params_default();
     p.device = GM_DEVICE_CPU;
     ck_assert_int_eq(gm_ref_prepare(&p, gm_image_view(&fx->ref_img), &fx->r), GM_OK);
-    fx->fine = &fx->r->lv[GM_LEVELS];
-    ck_assert_msg(fx->fine->ok && fx->fine->f == 1 && fx->r->lv[0].f == 2,
+    fx->fine = &fx->r->ix.lv[GM_LEVELS];
+    ck_assert_msg(fx->fine->ok && fx->fine->f == 1 && fx->r->ix.lv[0].f == 2,
                   "data/large: level 0 at factor 2 and a fine level at 1 expected");
-    fx->lane = fx->r->be->acquire(fx->r->dev);
+    fx->lane = fx->r->ix.be->acquire(fx->r->ix.dev);
     char err[128];
-    ck_assert_int_eq(gm_side_build(fx->r->be, fx->lane, &fx->r->p, gm_image_view(&fx->q_img), 1,
+    ck_assert_int_eq(gm_side_build(fx->r->ix.be, fx->lane, &fx->r->ix.p, gm_image_view(&fx->q_img), 1,
                                    (uint32_t)p.query_points, (uint32_t)p.basis_points / 2,
                                    &fx->q0, err, sizeof err),
                      GM_OK);
@@ -65,7 +65,7 @@ static void setup(fixture *fx)
 
 static void teardown(fixture *fx)
 {
-    fx->r->be->release(fx->r->dev, fx->lane);
+    fx->r->ix.be->release(fx->r->ix.dev, fx->lane);
     free(fx->buf);
     gm_side_free(&fx->q0);
     gm_ref_free(fx->r);
@@ -76,7 +76,7 @@ static void teardown(fixture *fx)
 /* h (and its score s) polished as an answer found on the fine level */
 static void polish_fine(fixture *fx, gm_model model, double h[9], gm_verify_score *s)
 {
-    ck_assert_int_eq(gm_polish_answer(fx->r, fx->lane, &fx->q0, &fx->vq0, fx->fine, model, h, s),
+    ck_assert_int_eq(gm_polish_answer(&fx->r->ix, fx->lane, &fx->q0, &fx->vq0, fx->fine, model, h, s),
                      GM_OK);
 }
 
@@ -109,7 +109,7 @@ START_TEST(test_polish_reaches_truth)
         double h[9];
         off_truth(&fx, starts[i][0], starts[i][1], starts[i][2], h);
         double gap0 = h_corner_gap(h, k_truth, fx.q0.w, fx.q0.h);
-        ck_assert_msg(gap0 > 3.0 && gap0 < GM_POLISH_MOVE * fx.r->lv[0].f,
+        ck_assert_msg(gap0 > 3.0 && gap0 < GM_POLISH_MOVE * fx.r->ix.lv[0].f,
                       "start %zu %.2f px off", i, gap0);
         gm_verify_score s0 = gm_verify_strict_h_cpu(&fx.fine->map, &fx.vq0, h), s = s0;
         polish_fine(&fx, GM_MODEL_SIMILARITY, h, &s);
@@ -139,7 +139,7 @@ START_TEST(test_polish_bounded)
         tiny[3 * k + 1] *= 0.1;
     }
     const double *starts[2] = {far, tiny};
-    double bound = GM_POLISH_MOVE * fx.r->lv[0].f / fx.fine->f;
+    double bound = GM_POLISH_MOVE * fx.r->ix.lv[0].f / fx.fine->f;
     for (int i = 0; i < 2; i++) {
         double h[9];
         memcpy(h, starts[i], sizeof h);
@@ -186,7 +186,7 @@ START_TEST(test_polish_grown_homography)
     fixture fx;
     setup_query(&fx, "data/large/q_tilt0.jpg");
     ck_assert_int_eq(fx.q0.f, 1);
-    double small = GM_POLISH_MOVE * fx.r->lv[0].f / fx.fine->f;
+    double small = GM_POLISH_MOVE * fx.r->ix.lv[0].f / fx.fine->f;
     static const double starts[][2] = {{2.5e-4, -2.0e-4}, {-1.5e-4, 1.5e-4}, {0.8e-4, 0.8e-4}, {1.2e-4, -0.6e-4}};
     for (size_t i = 0; i < sizeof starts / sizeof *starts; i++) {
         double h[9];
@@ -225,7 +225,7 @@ START_TEST(test_polish_working_level)
     off_truth(&fx, 0.5, 1.0, 1.0, h);
     memcpy(h0, h, sizeof h);
     gm_verify_score s = {100, 100, 50, 5, 0.5, 0.5};
-    ck_assert_int_eq(gm_polish_answer(fx.r, fx.lane, &fx.q0, &fx.vq0, &fx.r->lv[0],
+    ck_assert_int_eq(gm_polish_answer(&fx.r->ix, fx.lane, &fx.q0, &fx.vq0, &fx.r->ix.lv[0],
                                       GM_MODEL_SIMILARITY, h, &s),
                      GM_OK);
     ck_assert_mem_eq(h, h0, sizeof h);

@@ -64,8 +64,8 @@ static gm_ref *prepare(gm_image img, gm_model model)
     p.model = model;
     gm_ref *r = NULL;
     ck_assert_int_eq(gm_ref_prepare(&p, gm_image_view(&img), &r), GM_OK);
-    ck_assert_msg(r->lv[0].f == 3 && r->lv[GM_LEVELS].ok,
-                  "level 0 at factor 3 and fine levels expected, got %d", r->lv[0].f);
+    ck_assert_msg(r->ix.lv[0].f == 3 && r->ix.lv[GM_LEVELS].ok,
+                  "level 0 at factor 3 and fine levels expected, got %d", r->ix.lv[0].f);
     return r;
 }
 
@@ -90,8 +90,8 @@ static double gap_over_level(const ref_level *l, const double s[9], const double
 static double closest(const gm_ref *r, const double want[9])
 {
     double best = INFINITY;
-    for (int k = 0; k < r->n_self; k++)
-        best = fmin(best, gap_over_level(&r->lv[0], r->self[k], want));
+    for (int k = 0; k < r->ix.n_self; k++)
+        best = fmin(best, gap_over_level(&r->ix.lv[0], r->ix.self[k], want));
     return best;
 }
 
@@ -103,13 +103,13 @@ START_TEST(test_twins_found)
     const int kind = _i ? REPEATED : SYMMETRIC;
     gm_image img = make_ref(kind);
     gm_ref *r = prepare(img, GM_MODEL_SIMILARITY);
-    const double w = r->lv[0].w, h = r->lv[0].h;
+    const double w = r->ix.lv[0].w, h = r->ix.lv[0].h;
     const double want[2][2][9] = {{{-1, 0, w - 1, 0, -1, h - 1, 0, 0, 1}, {-1, 0, w - 1, 0, -1, h - 1, 0, 0, 1}},
                                   {{1, 0, w / 2, 0, 1, 0, 0, 0, 1}, {1, 0, -w / 2, 0, 1, 0, 0, 0, 1}}};
     for (int k = 0; k < 2; k++) {
         double gap = closest(r, want[_i][k]);
         ck_assert_msg(gap < 1.0, "%s: %d self-maps, the nearest %.2f px from the twin's map %d",
-                      kind == SYMMETRIC ? "symmetric" : "repeated", r->n_self, gap, k);
+                      kind == SYMMETRIC ? "symmetric" : "repeated", r->ix.n_self, gap, k);
     }
     gm_ref_free(r);
     gm_image_free(&img);
@@ -122,7 +122,7 @@ START_TEST(test_plain_has_no_twin)
 {
     gm_image img = make_ref(PLAIN);
     gm_ref *r = prepare(img, GM_MODEL_SIMILARITY);
-    const ref_level *l = &r->lv[0];
+    const ref_level *l = &r->ix.lv[0];
     const double turn[9] = {-1, 0, l->w - 1.0, 0, -1, l->h - 1.0, 0, 0, 1};
     const double right[9] = {1, 0, l->w / 2.0, 0, 1, 0, 0, 0, 1};
     ck_assert_msg(closest(r, turn) > 20 && closest(r, right) > 20,
