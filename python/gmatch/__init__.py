@@ -259,16 +259,12 @@ class Reference:
         if unknown:
             raise TypeError(f"Reference() got unexpected keyword argument(s): "
                             f"{', '.join(sorted(unknown))}")
-        if not isinstance(device, str):
+        # (index, gpus); None for no device's name; ValueError for a list that is not one
+        parsed = _gmatch.device_from_name(device) if isinstance(device, str) else None
+        if parsed is None:
             raise ValueError(f"device {device!r}: one of {', '.join(DEVICES)}, cuda:all or "
                              f"cuda:N[,N...]")
-        try:
-            device_index, gpus = _gmatch.device_from_name(device)
-        except ValueError as e:
-            if "gpus" in str(e):  # a device's list that is not one
-                raise
-            raise ValueError(f"device {device!r}: one of {', '.join(DEVICES)}, cuda:all or "
-                             f"cuda:N[,N...]") from e
+        device_index, gpus = parsed
         if direction not in DIRECTIONS:
             raise ValueError(f"direction {direction!r}: one of {', '.join(DIRECTIONS)}")
         p = dict(_DEFAULTS)

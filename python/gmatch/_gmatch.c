@@ -515,7 +515,8 @@ static PyObject *py_devices(PyObject *self, PyObject *noargs)
     return NULL;
 }
 
-/* device_from_name(name) -> (device index, gpus or None), or ValueError
+/* device_from_name(name) -> (device index, gpus or None); None for no
+ * device's name; ValueError for a device's list that is not one
  * (gm_device_from_name; a device this build lacks is returned, and
  * preparing a reference on it says why). */
 static PyObject *py_device_from_name(PyObject *self, PyObject *arg)
@@ -527,11 +528,12 @@ static PyObject *py_device_from_name(PyObject *self, PyObject *arg)
     gm_device d = GM_DEVICE_AUTO;
     const char *gpus = NULL;
     gm_status st = gm_device_from_name(name, &d, &gpus);
+    if (st != GM_OK && st != GM_ERR_UNSUPPORTED && !gpus)
+        Py_RETURN_NONE;
     if (st != GM_OK && st != GM_ERR_UNSUPPORTED)
-        return gpus ? PyErr_Format(PyExc_ValueError,
-                                   "device %R: gpus '%s' is not \"all\" or up to %d GPU "
-                                   "numbers like \"0,2\"", arg, gpus, GM_MAX_GPUS)
-                    : PyErr_Format(PyExc_ValueError, "device %R: not a device", arg);
+        return PyErr_Format(PyExc_ValueError,
+                            "device %R: gpus '%s' is not \"all\" or up to %d GPU numbers like "
+                            "\"0,2\"", arg, gpus, GM_MAX_GPUS);
     if (gpus)
         return Py_BuildValue("(is)", (int)d, gpus);
     return Py_BuildValue("(iO)", (int)d, Py_None);
