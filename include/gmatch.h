@@ -223,9 +223,11 @@ typedef struct {
                                default (all cores unless OMP_NUM_THREADS says otherwise);
                                0..GM_MAX_THREADS.  Set for each call through num_threads
                                clauses: the application's OpenMP settings are left alone */
-    gm_device device;       /* default GM_DEVICE_AUTO: the GPU when one is usable, else the
-                               CPU (gm_ref_device says which and why); GM_DEVICE_CUDA: the
-                               GPU or GM_ERR_DEVICE */
+    gm_device device;       /* default GM_DEVICE_AUTO: the CPU first, the GPU once the
+                               work repays its start (gm_ref_expect says how; at once when
+                               a reference of this process runs on it already); the same
+                               answers either way, gm_ref_device says which and why;
+                               GM_DEVICE_CUDA: the GPU or GM_ERR_DEVICE */
     gm_model model;         /* default GM_MODEL_AUTO: the transform reported (the
                                simplest model the edges support; GM_MODEL_SIMILARITY is
                                the fastest, for views without tilt) */
@@ -313,6 +315,27 @@ GM_API gm_device gm_ref_backend(const gm_ref *r);
  * its image while on a GPU for this.  An application prints it once, as
  * the command line does. */
 GM_API const char *gm_ref_fallback(const gm_ref *r);
+/* Under GM_DEVICE_AUTO a reference is prepared on the CPU and matches
+ * there until its work repays the GPU's start (CUDA's driver and context,
+ * about a quarter of a second, and the reference's preparation on it):
+ * after its queries have cost the CPU that much (never more than twice the
+ * better choice's time), or sooner when the caller says what is coming.
+ * The GPU's copy is then prepared on a thread of the library's while the
+ * CPU goes on, and answers the queries from the one after it is ready; the
+ * answers are the same.  Once a reference of the process runs on the GPU,
+ * the next ones under auto are prepared there directly.
+ *
+ * gm_ref_expect tells r how many more queries are coming (queries < 0: no
+ * end known, a video; gm_video_match says so itself): the GPU starts now
+ * when they would repay it at the CPU's time per query so far; wait
+ * nonzero returns once its copy is ready or has failed (a run that wants
+ * the GPU from its first query on).  Without a call the ski rental above
+ * decides.  Nothing for a reference not under auto or on the GPU already;
+ * GM_OK, GM_ERR_INVALID for r NULL.  gm_ref_starting: 1 while the GPU's
+ * copy is being prepared; gm_ref_free waits for it (the command line ends
+ * without freeing instead). */
+GM_API gm_status gm_ref_expect(const gm_ref *r, int64_t queries, int wait);
+GM_API int gm_ref_starting(const gm_ref *r);
 /* How many GPUs the queries of this reference spread over (gm_params.gpus:
  * the copies prepared); 0 when it runs on the CPU. */
 GM_API int gm_ref_gpus(const gm_ref *r);
@@ -331,11 +354,14 @@ GM_API int gm_backend_available(gm_device d);
 
 /* How a host thread waits for the GPU (CUDA's scheduling flag).  The flag
  * belongs to the process's CUDA context, so the library never sets it by
- * itself: an application that wants it calls this once, before its first
- * reference on the GPU and before any CUDA work of its own.  Measured on an
- * H100 with 8 video lanes (docs/gpu.md): SPIN 1094 fps at 1280x720, AUTO
- * 822, BLOCK 558; the gmatch command line asks for SPIN.  GM_OK;
- * GM_ERR_DEVICE without a usable GPU or once the context exists;
+ * itself: an application that wants it calls this once, before any CUDA
+ * work of its own.  Asked before the library has started CUDA, it is kept
+ * and applied when the library does (gm_device_start, or the first
+ * reference on a GPU, on whichever thread that is), so this call never
+ * waits for the driver.  Measured on an H100 with 8 video lanes
+ * (docs/gpu.md): SPIN 1094 fps at 1280x720, AUTO 822, BLOCK 558; the
+ * gmatch command line asks for SPIN.  GM_OK; GM_ERR_DEVICE once CUDA has
+ * started, without a usable GPU or where the context exists already;
  * GM_ERR_UNSUPPORTED in a library built without CUDA. */
 typedef enum {
     GM_CUDA_SYNC_AUTO = 0, /* CUDA's own choice (its default) */
@@ -344,6 +370,14 @@ typedef enum {
     GM_CUDA_SYNC_BLOCK = 3,
 } gm_cuda_sync;
 GM_API gm_status gm_cuda_set_sync(gm_cuda_sync mode);
+/* Starts device d's runtime now (CUDA: its driver, and the flag above), so
+ * that the first reference prepared on it does not wait for that.  It
+ * blocks meanwhile (0.2-0.25 s for CUDA on the H100 machine): call it on a
+ * thread of your own while the reference is read, as the command line does
+ * under --device cuda.  GM_OK (at once for the CPU and auto);
+ * GM_ERR_DEVICE without a usable device; GM_ERR_UNSUPPORTED for a device
+ * this build lacks. */
+GM_API gm_status gm_device_start(gm_device d);
 /* For measurements: how many times this process's threads have waited for
  * a GPU stream so far, and the milliseconds they spent waiting (summed
  * over threads).  GM_OK; GM_ERR_UNSUPPORTED without CUDA. */

@@ -170,7 +170,9 @@ typedef int (*gm_video_sink)(void *user, const gm_video_result *r);
 /* Decode and match every selected frame of v against ref: one decoder
  * thread feeds a ring of workers + 2 frames (memory stays flat), o->workers
  * threads call gm_match (o->frame_threads OpenMP threads each), and the
- * calling thread hands the results to sink in frame order.  Returns GM_OK
+ * calling thread hands the results to sink in frame order.  A reference
+ * under GM_DEVICE_AUTO still on the CPU moves to the GPU first (a video
+ * repays its start: gm_ref_expect(ref, -1, 1)).  Returns GM_OK
  * (also when frames were lost: see gm_video_lost), GM_ERR_NOMEM, or
  * GM_ERR_INVALID when a thread cannot be started. */
 GM_API gm_status gm_video_match(gm_video *v, const gm_ref *ref, gm_video_sink sink, void *user);

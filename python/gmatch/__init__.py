@@ -221,7 +221,8 @@ class Reference:
                     perspective) or "auto" (the simplest the edges support).  A
                     reference prepared for anything but "similarity" answers every
                     model; one prepared for "similarity" (faster to prepare) only that
-    device          "auto" (the GPU when one is usable, else the CPU), "cpu",
+    device          "auto" (the CPU first, the GPU once the queries repay its
+                    start, see expect(); the same results), "cpu",
                     "cuda" (the GPU or RuntimeError), or "cuda:all" / "cuda:0,2":
                     prepared on each of those GPUs, the queries of threads
                     matching at once spread over them (the same results)
@@ -242,9 +243,9 @@ class Reference:
                     ref_basis_prob, query_bases, top_k: gmatch.h documents them and
                     their ranges
 
-    Attributes: width, height (of the reference), device (what runs it, in
-    words), gpus (how many GPUs the queries spread over, 0 on the CPU), backend
-    ("cpu" or "cuda", now), fallback ("" or why the GPU gave
+    Attributes: width, height (of the reference), device (what runs it now, in
+    words), gpus (how many GPUs the queries spread over now, 0 on the CPU),
+    backend ("cpu" or "cuda", now), fallback ("" or why the GPU gave
     way to the CPU: a query the GPU fails is matched again on the CPU, which
     answers every later one), prepare_ms, model, min_confidence, max_uncertainty.
     """
@@ -278,14 +279,33 @@ class Reference:
         self.min_confidence = float(p["min_confidence"])
         self.max_uncertainty = float(p["max_uncertainty"])
         self._max_pixels = int(p["max_pixels"])
-        (self._cap, self.width, self.height, self.device, self._backend, self.prepare_ms,
-         self.gpus) = \
+        (self._cap, self.width, self.height, _, _, self.prepare_ms, _) = \
             _gmatch.prepare(image, int(frame), self.rgb, int(p["seed"]), int(p["threads"]),
                             device_index, _model_index(model),
                             float(p["min_confidence"]), self._max_pixels, int(p["max_side"]),
                             int(p["ref_points"]), int(p["query_points"]), int(p["basis_points"]),
                             float(p["ref_basis_prob"]), int(p["query_bases"]), int(p["top_k"]),
                             gpus, DIRECTIONS.index(direction), self.max_uncertainty)
+
+    @property
+    def device(self):
+        """What runs the queries now, in words (gm_ref_device): under "auto"
+        the CPU until the GPU takes over, and why it did not."""
+        return _gmatch.fallback(self._cap)[2]
+
+    @property
+    def gpus(self):
+        """How many GPUs the queries spread over now (0 on the CPU)."""
+        return _gmatch.fallback(self._cap)[3]
+
+    def expect(self, queries, wait=False):
+        """Under device "auto": tells the reference how many more queries are
+        coming (None: no end known), so that the GPU starts now where they
+        repay its start, rather than after the CPU's time has paid for it
+        (gm_ref_expect); wait=True returns once the GPU's copy is ready or
+        has failed.  Nothing on another device or once on the GPU.
+        match_video says so itself."""
+        _gmatch.expect(self._cap, -1 if queries is None else int(queries), bool(wait))
 
     @property
     def backend(self):
@@ -351,14 +371,11 @@ class Reference:
 def match(reference, query, model="auto", **params):
     """One pair: Reference(reference, model=model, **params).match(query).
 
-    device "auto" (the default here too) runs the one pair on the CPU: one
-    query never repays starting the GPU (on an H100 machine a quarter of a
-    second for CUDA alone, where the CPU matches a 512-pixel pair in about
-    50 ms and a 24-megapixel one in less than the GPU's whole start, see
-    docs/speed.md); device="cuda" asks for the GPU all the same.  Both give
-    the same result.  For several queries against one reference, prepare it
-    once with Reference, whose "auto" takes the GPU when one is usable.
+    Under device "auto" (the default) the one pair runs on the CPU: one query
+    never repays starting the GPU (on an H100 machine a quarter of a second
+    for CUDA alone, where the CPU matches a 512-pixel pair in about 50 ms,
+    see docs/speed.md; the library's choice, gmatch.h).  device="cuda" asks
+    for the GPU all the same.  Both give the same result.  For several
+    queries against one reference, prepare it once with Reference.
     """
-    if params.get("device", "auto") == "auto":
-        params["device"] = "cpu"
     return Reference(reference, model=model, **params).match(query)

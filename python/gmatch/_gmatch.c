@@ -176,8 +176,28 @@ static PyObject *py_fallback(PyObject *self, PyObject *cap)
     gm_ref *r = ref_of(cap);
     if (!r)
         return NULL;
-    return Py_BuildValue("(ss)", gm_ref_fallback(r),
-                         gm_ref_backend(r) == GM_DEVICE_CUDA ? "cuda" : "cpu");
+    return Py_BuildValue("(sssi)", gm_ref_fallback(r),
+                         gm_ref_backend(r) == GM_DEVICE_CUDA ? "cuda" : "cpu", gm_ref_device(r),
+                         gm_ref_gpus(r));
+}
+
+/* expect(capsule, queries, wait) -> None: gm_ref_expect, the GIL released
+ * (wait may take the GPU's start) */
+static PyObject *py_expect(PyObject *self, PyObject *args)
+{
+    (void)self;
+    PyObject *cap;
+    long long queries;
+    int wait;
+    if (!PyArg_ParseTuple(args, "OLp", &cap, &queries, &wait))
+        return NULL;
+    gm_ref *r = ref_of(cap);
+    if (!r)
+        return NULL;
+    Py_BEGIN_ALLOW_THREADS
+    gm_ref_expect(r, (int64_t)queries, wait);
+    Py_END_ALLOW_THREADS
+    Py_RETURN_NONE;
 }
 
 static PyObject *py_defaults(PyObject *self, PyObject *noargs)
@@ -654,7 +674,8 @@ static PyMethodDef methods[] = {
     {"defaults", py_defaults, METH_NOARGS, "The library's default parameters (gm_params_default)."},
     {"prepare", py_prepare, METH_VARARGS, "Prepare a reference (gm_ref_prepare), GIL released."},
     {"match", py_match, METH_VARARGS, "Match a query (gm_match_model), GIL released."},
-    {"fallback", py_fallback, METH_O, "gm_ref_fallback and the backend now."},
+    {"fallback", py_fallback, METH_O, "gm_ref_fallback, the backend, device and GPUs now."},
+    {"expect", py_expect, METH_VARARGS, "gm_ref_expect, GIL released."},
     {"video_open", py_video_open, METH_VARARGS, "Open a video (gm_video_open)."},
     {"video_next", py_video_next, METH_O, "The next selected frame's result (None at the end)."},
     {"video_lost", py_video_lost, METH_O, "What the video lost (gm_video_error), or None."},

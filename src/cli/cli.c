@@ -17,6 +17,7 @@ gm_progress g_run;
 struct cli_tally g_tally;
 int g_out_tty;
 double g_main_ms;
+int g_abandon;
 
 double now_ms(void)
 {

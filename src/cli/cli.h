@@ -69,6 +69,9 @@ double now_ms(void);
 
 /* -v's timeline: milliseconds since main began (where a run's start goes) */
 extern double g_main_ms;
+/* A reference was left unfreed while the library prepared its GPU copy
+ * (run.c): main ends the process without waiting for it. */
+extern int g_abandon;
 double since_main(void);
 
 /* "gmatch: NAME: message" with NAME quoted like the text output when it

@@ -80,8 +80,9 @@ static int load_batch(const cli_opts *o, gm_batch *batch)
         gm_batch_free(batch);
         return -1;
     }
-    /* a long run: the GPU's start repays itself, so the library's own
-     * choice (auto: the GPU when usable) from the first reference on */
+    /* how threads wait for a GPU (kept by the library until CUDA starts:
+     * no wait here); under auto the library moves the references to the
+     * GPU when the run's pairs repay it (run.c tells it how many are left) */
     if (o->params.device != GM_DEVICE_CPU && gm_backend_available(GM_DEVICE_CUDA))
         (void)gm_cuda_set_sync(GM_CUDA_SYNC_SPIN);
     return 0;
@@ -98,9 +99,9 @@ static void start_plain(cli_opts *o, int argc, char **argv, char **queries, int 
         usage_error("'-' (standard input) is read once: give it for one input only");
     if (dashes)
         stdin_to_file();
-    /* the GPU starts on a thread of its own (gpu_start_main): under cuda
-     * prepare_reference waits for it before the reference meets the GPU,
-     * under auto the CPU begins */
+    /* under cuda CUDA starts on a thread of its own (gpu_start_main) and
+     * prepare_reference waits for it; under auto the library begins on the
+     * CPU (warmstart.h) */
     gpu_start(o);
     if (nq > 0)
         prefetch_start(o, queries[0]);
@@ -195,11 +196,7 @@ int main(int argc, char **argv)
         run_plain(&rc, &o, ref_path, queries, nq);
     }
     gm_video_close(prefetch_take(0)); /* a run that never reached it */
-    /* under auto, a GPU still starting is not waited for (it may still
-     * read the reference's image, which the pictures may hold) */
-    int abandon = gpu_finish();
-    if (!abandon)
-        gm_pictures_free(&g_pictures);
+    gm_pictures_free(&g_pictures);
 
     close_output(&o, &rc);
     gm_batch_free(&batch);
@@ -208,7 +205,7 @@ int main(int argc, char **argv)
     int code = rc.failed || rc.write_failed ? EXIT_FAILURE : EXIT_SUCCESS;
     if (o.verbosity >= VERBOSITY_VERBOSE)
         fprintf(stderr, PROG ": timeline: main ends %.1f ms after it began\n", since_main());
-    if (abandon) {
+    if (g_abandon) { /* under auto, a GPU still starting is not waited for */
         fflush(stderr);
         _exit(code);
     }

@@ -57,7 +57,7 @@ void prefetch_start(const cli_opts *o, const char *path)
     /* under cuda only: under auto the CPU prepares the reference meanwhile
      * with every core, and the decoder's threads slowed it (one run of the
      * bench video: 0.72 s against 0.60) */
-    if (!g_gpu.started || g_gpu.auto_mode || !strcmp(path, "-") || (off && !strcmp(off, "0")) ||
+    if (!g_gpu.started || !strcmp(path, "-") || (off && !strcmp(off, "0")) ||
         o->params.gpus || looks_still(path)) /* cuda:LIST: its workers follow its GPUs */
         return;
     g_pre.o = o, g_pre.path = path;

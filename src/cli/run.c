@@ -44,9 +44,8 @@ static gm_ref *prepare_reference(const cli_opts *o, const char *name, int *w, in
     }
     warn_fallback(r, name);
     if (o->verbosity >= VERBOSITY_VERBOSE)
-        fprintf(stderr, PROG ": device: %s%s\n", gm_ref_device(r),
-                g_gpu.auto_mode ? " (auto: the GPU starts for work that repays it)" : "");
-    if (o->verbosity >= VERBOSITY_VERBOSE && g_gpu.ready_ms > 0 && !g_gpu.auto_mode)
+        fprintf(stderr, PROG ": device: %s\n", gm_ref_device(r));
+    if (o->verbosity >= VERBOSITY_VERBOSE && g_gpu.ready_ms > 0)
         fprintf(stderr, PROG ": timeline: CUDA started %.1f to %.1f ms after main began\n",
                 g_gpu.begin_ms, g_gpu.ready_ms);
     if (o->verbosity >= VERBOSITY_VERBOSE)
@@ -56,20 +55,37 @@ static gm_ref *prepare_reference(const cli_opts *o, const char *name, int *w, in
     *w = img.width, *h = img.height;
     if (o->draw)
         g_pictures.ref = img; /* kept for the pictures */
-    gpu_keep(o->draw ? &g_pictures.ref : &img, o->draw != NULL, t2 - t1);
-    if (!o->draw)
-        gm_image_free(&img); /* unless gpu_keep took it */
+    else
+        gm_image_free(&img);
     return r;
+}
+
+/* Under --device auto, -v: the device's line whenever the library's
+ * warm start changed it (the GPU took over, or could not) while query q ran. */
+static void note_move(const cli_opts *o, const gm_ref *ref, const char *q)
+{
+    static char seen[512];
+    if (o->verbosity < VERBOSITY_VERBOSE || o->params.device != GM_DEVICE_AUTO)
+        return;
+    const char *now = gm_ref_device(ref);
+    if (!seen[0])
+        snprintf(seen, sizeof seen, "%s", now); /* the line prepare_reference printed */
+    if (!strcmp(now, seen))
+        return;
+    snprintf(seen, sizeof seen, "%s", now);
+    fprintf(stderr, PROG ": device: %s (after %s, %.1f ms after main began)\n", now, q,
+            since_main());
 }
 
 /* One query against the reference *ref (NULL: it failed, ref_msg says
  * why): one line for a still or an error, a line a frame for a video.
  * tmpl holds the pair's fields (batch) and model; o the frames asked for;
- * left: queries after this one (auto's choice of the GPU); t0: when this
+ * left: queries of the run from this one on (auto's choice of the GPU,
+ * gm_ref_expect); t0: when this
  * query's time began; resumed: --resume found lines of this pair. */
 static void run_query(run_ctx *rc, const cli_opts *o, gm_ref **ref, const char *ref_msg,
                       const gm_output_rec *tmpl, const char *q, const char *path, int first,
-                      int left, double t0, int resumed)
+                      int64_t left, double t0, int resumed)
 {
     if (!*ref) { /* the reference failed: its message on the query's line */
         if (resumed) /* written already */
@@ -91,9 +107,9 @@ static void run_query(run_ctx *rc, const cli_opts *o, gm_ref **ref, const char *
                        : GM_ERR_IO;
     double decode_ms = now_ms() - t_decode;
     gm_video *v = NULL;
-    if (st == GM_ERR_FORMAT) { /* a video waits for the GPU */
-        gpu_consider(-1, 0);
-        gpu_switch(o, ref, 1, q);
+    if (st == GM_ERR_FORMAT) { /* a video waits for the GPU (auto) */
+        gm_ref_expect(*ref, -1, 1);
+        note_move(o, *ref, q);
     }
     if (first) /* the read-ahead's video, when this is one on the GPU */
         v = prefetch_take(st == GM_ERR_FORMAT && gm_ref_backend(*ref) == GM_DEVICE_CUDA);
@@ -120,10 +136,9 @@ static void run_query(run_ctx *rc, const cli_opts *o, gm_ref **ref, const char *
     if (st == GM_OK) {
         /* gm_match takes a const reference (thread-safe), so the status is
          * all it can tell us. */
-        gpu_switch(o, ref, 0, q);
+        gm_ref_expect(*ref, left, 0);
         still_match(*ref, &j, &img);
-        if (j.st == GM_OK)
-            gpu_consider(left, j.res.time.total);
+        note_move(o, *ref, q);
     } else {
         snprintf(j.err, sizeof j.err, "%s", err[0] ? err : gm_status_str(st));
     }
@@ -156,16 +171,17 @@ typedef struct {
 static void run_items(run_ctx *rc, const cli_opts *o, gm_ref **ref, const char *ref_msg,
                       run_item *items, int n, double t_start, int plain)
 {
-    int workers = *ref && !g_gpu.auto_mode ? still_workers(*ref) : 1;
-    still_job *jobs = workers > 1 ? calloc(STILL_WINDOW, sizeof *jobs) : NULL;
-    if (!jobs)
-        workers = 1;
+    still_job *jobs = *ref ? calloc(STILL_WINDOW, sizeof *jobs) : NULL;
     int done = 0;
     for (int k = 0; k < n && !rc->write_failed;) {
+        /* the workers of the device that answers now: under auto one on the
+         * CPU, the GPU's once the library moved the reference there */
+        int workers = jobs ? still_workers(*ref) : 1;
         if (workers == 1) {
             run_item *it = &items[k];
             run_query(rc, &it->o, ref, ref_msg, &it->tmpl, it->q, it->path, plain && k == 0,
-                      n - k - 1, done++ == 0 ? t_start : now_ms(), it->resumed);
+                      g_run.total - g_run.done, done++ == 0 ? t_start : now_ms(),
+                      it->resumed);
             gm_progress_step(&g_run);
             k++;
             continue;
@@ -181,7 +197,8 @@ static void run_items(run_ctx *rc, const cli_opts *o, gm_ref **ref, const char *
             double extra = done++ == 0 ? t_window - t_start : 0.0;
             if (jobs[i].video) /* a video (or a pair with lines: a video's next frames) */
                 run_query(rc, &it->o, ref, ref_msg, &it->tmpl, it->q, it->path,
-                          plain && first + i == 0, 0, now_ms() - extra, it->resumed);
+                          plain && first + i == 0, g_run.total - g_run.done, now_ms() - extra,
+                          it->resumed);
             else
                 still_emit(rc, o, *ref, &jobs[i], it->q, extra);
             gm_progress_step(&g_run);
@@ -204,6 +221,17 @@ static gm_ref *open_reference(run_ctx *rc, const cli_opts *o, const char *path,
         rc->failed = 1;
     }
     return ref;
+}
+
+/* The reference freed, unless the library is still preparing its GPU copy
+ * (auto: a start the run no longer needs), which the process does not wait
+ * for: main ends it without freeing (g_abandon). */
+static void release_reference(gm_ref *ref)
+{
+    if (gm_ref_starting(ref))
+        g_abandon = 1;
+    else
+        gm_ref_free(ref);
 }
 
 void run_plain(run_ctx *rc, const cli_opts *o, const char *ref_path, char **queries,
@@ -231,8 +259,7 @@ void run_plain(run_ctx *rc, const cli_opts *o, const char *ref_path, char **quer
     if (items)
         run_items(rc, o, &ref, ref_msg, items, nq, t_start, 1);
     free(items);
-    if (ref)
-        gm_ref_free(ref);
+    release_reference(ref);
 }
 
 void run_batch(run_ctx *rc, cli_opts *o, gm_batch *b, int appending)
@@ -324,8 +351,7 @@ void run_batch(run_ctx *rc, cli_opts *o, gm_batch *b, int appending)
         }
         run_items(rc, o, &ref, ref_msg, items, ni, t_start, 0);
         free(items);
-        if (ref)
-            gm_ref_free(ref);
+        release_reference(ref);
     }
 }
 

@@ -13,8 +13,12 @@ static gm_status cuda_open(void **dev, int index, char *why, size_t whylen)
     return gm_gpu_open((gm_gpu **)dev, index, why, whylen);
 }
 
+/* CUDA's start in a process, the driver and a context: 0.21-0.25 s on the
+ * H100 machine (docs/gpu.md) */
+#define GM_CUDA_START_MS 250.0
+
 static void cuda_close(void *dev) { gm_gpu_close(dev); }
-static int cuda_count(void) { return gm_cuda_device_count(NULL, 0); }
+static int cuda_count(void) { return gm_cuda_begin(NULL, 0); }
 
 static void cuda_describe(const void *dev, char *buf, size_t len)
 {
@@ -112,7 +116,9 @@ static gm_status cuda_spread(void *lane, gm_map_at map, const gm_points *q, gm_m
 
 const gm_backend_ops gm_backend_cuda = {
     .name = "cuda",
+    .label = "CUDA",
     .device = GM_DEVICE_CUDA,
+    .start_ms = GM_CUDA_START_MS,
     .open = cuda_open,
     .count = cuda_count,
     .close = cuda_close,

@@ -135,7 +135,7 @@ static gm_status device_check(gm_gpu *g, char *why, size_t whylen)
 /* The calling thread's device is given back after (gm_cuda_device_enter). */
 static gm_status open_device(gm_gpu *g, char *why, size_t whylen)
 {
-    int n = gm_cuda_device_count(why, whylen);
+    int n = gm_cuda_begin(why, whylen);
     if (n == 0)
         return GM_ERR_DEVICE;
     if (g->dev >= n) {
@@ -688,18 +688,19 @@ gm_status gm_gpu_refine(gm_gpu_lane *g, const gm_gpu_level *lv, gm_model model, 
                                  g->stream);
 }
 
-/* The context's scheduling flag belongs to the process: set only here, when
- * the application asks (gmatch.h). */
-gm_status gm_cuda_set_sync(gm_cuda_sync mode)
+/* The context's scheduling flag belongs to the process: set only when the
+ * application asks (gmatch.h).  Asked before the library has started CUDA,
+ * it waits in g_sync_pending and is applied by gm_cuda_begin, on whichever
+ * thread starts CUDA (GM_DEVICE_AUTO's warm start, gm_device_start), so
+ * the asking thread never waits for the driver. */
+static pthread_mutex_t g_sync_mu = PTHREAD_MUTEX_INITIALIZER;
+static int g_sync_pending = -1;
+static int g_cuda_begun;
+
+static gm_status sync_apply(gm_cuda_sync mode, int n)
 {
     static const unsigned flags[] = {cudaDeviceScheduleAuto, cudaDeviceScheduleSpin,
                                      cudaDeviceScheduleYield, cudaDeviceScheduleBlockingSync};
-    if ((unsigned)mode >= sizeof flags / sizeof flags[0])
-        return GM_ERR_INVALID;
-    char why[256];
-    int n = gm_cuda_device_count(why, sizeof why);
-    if (n == 0)
-        return GM_ERR_DEVICE;
     gm_cuda_scope sc;
     gm_status st = GM_OK;
     for (int d = 0; d < n && st == GM_OK; d++) { /* every GPU (cuda:all) */
@@ -713,4 +714,36 @@ gm_status gm_cuda_set_sync(gm_cuda_sync mode)
     }
     gm_cuda_device_leave(&sc); /* the thread's device as it was */
     return st;
+}
+
+int gm_cuda_begin(char *why, size_t whylen)
+{
+    pthread_mutex_lock(&g_sync_mu);
+    int n = gm_cuda_device_count(why, whylen);
+    if (!g_cuda_begun && n > 0) {
+        g_cuda_begun = 1;
+        /* refused only where the application's own CUDA work made the
+         * context first: CUDA's flag stays, as gmatch.h says */
+        if (g_sync_pending >= 0)
+            (void)sync_apply((gm_cuda_sync)g_sync_pending, n);
+        g_sync_pending = -1;
+    }
+    pthread_mutex_unlock(&g_sync_mu);
+    return n;
+}
+
+gm_status gm_cuda_set_sync(gm_cuda_sync mode)
+{
+    if ((unsigned)mode > GM_CUDA_SYNC_BLOCK)
+        return GM_ERR_INVALID;
+    pthread_mutex_lock(&g_sync_mu);
+    int begun = g_cuda_begun;
+    if (!begun)
+        g_sync_pending = (int)mode;
+    pthread_mutex_unlock(&g_sync_mu);
+    if (!begun)
+        return GM_OK; /* applied when CUDA starts */
+    char why[256];
+    int n = gm_cuda_device_count(why, sizeof why);
+    return n == 0 ? GM_ERR_DEVICE : sync_apply(mode, n);
 }

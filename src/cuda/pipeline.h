@@ -30,6 +30,11 @@ typedef struct gm_gpu gm_gpu;
 typedef struct gm_gpu_lane gm_gpu_lane;
 typedef struct gm_gpu_level gm_gpu_level;
 
+/* CUDA's devices (gm_cuda_device_count), and the first call of the process
+ * that finds one applies the scheduling flag gm_cuda_set_sync kept for
+ * later: everything of the library that starts CUDA starts it here. */
+int gm_cuda_begin(char *why, size_t whylen);
+
 /* Queries in flight on one context at most (lanes are made on demand). */
 #define GM_GPU_MAX_LANES 16
 

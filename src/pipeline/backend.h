@@ -42,8 +42,13 @@ typedef struct {
 } gm_map_at;
 
 typedef struct gm_backend_ops {
-    const char *name; /* "cpu", "cuda" */
+    const char *name;  /* "cpu", "cuda": gm_device_name of device */
+    const char *label; /* "CPU", "CUDA": how messages name it */
     gm_device device;
+    /* What the device's start costs a process, in ms (CUDA: the driver and
+     * a context, measured 0.21-0.25 s on the H100 machine, docs/gpu.md; the
+     * CPU: 0): what GM_DEVICE_AUTO's warm start weighs (warm.c). */
+    double start_ms;
 
     /* ---- the device and its lanes */
     /* device number index (CUDA: the GPU; the CPU has one, 0);
@@ -104,9 +109,18 @@ typedef struct gm_backend_ops {
 
 extern const gm_backend_ops gm_backend_cpu;
 
-/* The table of a device: the CPU's always; CUDA's when the library was
- * built with it, else NULL. */
+/* The backends of this build, NULL-ended: the accelerators first, in the
+ * order GM_DEVICE_AUTO tries them, the CPU's last (cuda/registry.c in a
+ * build with CUDA, pipeline/registry_cpu.c without).  A new backend is its
+ * file and its entry here (and its gm_device value and name, placement.c). */
+extern const gm_backend_ops *const gm_backends[];
+
+/* The table of a device: the CPU's for GM_DEVICE_CPU and GM_DEVICE_AUTO;
+ * another's when this build has it, else NULL (placement.c). */
 const gm_backend_ops *gm_backend_find(gm_device d);
+/* The first accelerator of gm_backends (what GM_DEVICE_AUTO moves to), NULL
+ * in a build with the CPU's alone. */
+const gm_backend_ops *gm_backend_accel(void);
 
 #ifdef __cplusplus
 }

@@ -183,7 +183,9 @@ static gm_status cpu_spread(void *lane, gm_map_at map, const gm_points *q, gm_mo
 
 const gm_backend_ops gm_backend_cpu = {
     .name = "cpu",
+    .label = "CPU",
     .device = GM_DEVICE_CPU,
+    .start_ms = 0.0,
     .open = cpu_open,
     .count = cpu_count,
     .close = cpu_close,

@@ -1,17 +1,16 @@
 /* placement.c: where a reference lives and which copy answers a query.
  *
  * The one unit of the pipeline that knows devices by kind: what
- * gm_params.device asks for (auto: the GPU backend when the build has one
- * and a device opens, else the CPU's; cpu; cuda), the list of GPUs
- * (gm_params.gpus) and a copy of the reference on each (replicas, prepared
- * side by side), the least busy copy for each query (gm_ref_pick), and the
- * CPU's twin that answers from the first device failure on
- * (gm_ref_failover).  The reference's levels are built by reference.c
- * (gm_ref_build) on whatever backend is chosen here; the matcher
- * (matcher.c, direction.c) runs on the copy it is handed and knows no
- * device.  The command line's warm start under --device auto (the CPU
- * first, the GPU taken once the work repays its start) is to move here
- * from src/cli/warmstart.c. */
+ * gm_params.device asks for (cpu; an accelerator, cuda; auto: the CPU
+ * first and the build's first accelerator once the work repays its start,
+ * warm.c), the list of GPUs (gm_params.gpus) and a copy of the reference
+ * on each (replicas, prepared side by side), the least busy copy for each
+ * query (gm_ref_pick), and the CPU's twin that answers from the first
+ * device failure on (gm_ref_failover).  The devices come from the backend
+ * table (backend.h, gm_backends); the reference's levels are built by
+ * reference.c (gm_ref_build) on whatever backend is chosen here; the
+ * matcher (matcher.c, direction.c) runs on the copy it is handed and knows
+ * no device. */
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -60,8 +59,7 @@ static gm_status ref_on(gm_ref *r, const gm_backend_ops *be, gm_view img)
     r->ix.be = be;
     gm_status st = be->open(&r->ix.dev, r->pl.dev_index, why, sizeof why);
     if (st != GM_OK) {
-        snprintf(r->err, sizeof r->err, "no usable %s device: %.200s",
-                 be->device == GM_DEVICE_CUDA ? "CUDA" : be->name, why);
+        snprintf(r->err, sizeof r->err, "no usable %s device: %.200s", be->label, why);
         return st;
     }
     be->describe(r->ix.dev, r->device, sizeof r->device);
@@ -123,14 +121,15 @@ static void *replica_main(void *arg)
     return NULL;
 }
 
-static replica_job *replicas_start(const gm_params *p, gm_view img, const int *list, int n)
+static replica_job *replicas_start(const gm_params *p, gm_device d, gm_view img, const int *list,
+                                   int n)
 {
     replica_job *jobs = calloc((size_t)n, sizeof *jobs);
     for (int k = 0; jobs && k < n; k++) {
         replica_job *j = &jobs[k];
         j->q = *p;
         snprintf(j->one, sizeof j->one, "%d", list[k]);
-        j->q.gpus = j->one, j->q.device = GM_DEVICE_CUDA;
+        j->q.gpus = j->one, j->q.device = d;
         j->img = img;
         j->started = pthread_create(&j->th, NULL, replica_main, j) == 0;
         if (!j->started) /* no thread: prepared here, one after the other */
@@ -206,6 +205,24 @@ void gm_ref_unpick(const gm_ref *r, int slot)
         __atomic_fetch_sub(&r->pl.load[slot], 1, __ATOMIC_RELAXED);
 }
 
+const gm_backend_ops *gm_backend_find(gm_device d)
+{
+    if (d == GM_DEVICE_AUTO || d == GM_DEVICE_CPU)
+        return &gm_backend_cpu;
+    for (int k = 0; gm_backends[k]; k++)
+        if (gm_backends[k]->device == d)
+            return gm_backends[k];
+    return NULL;
+}
+
+const gm_backend_ops *gm_backend_accel(void)
+{
+    for (int k = 0; gm_backends[k]; k++)
+        if (gm_backends[k] != &gm_backend_cpu)
+            return gm_backends[k];
+    return NULL;
+}
+
 /* The devices' names in gm_device's order: a new backend's device is one
  * more entry (and one in the registry's table). */
 static const char *const k_device_names[] = {"auto", "cpu", "cuda"};
@@ -243,9 +260,9 @@ gm_status gm_device_from_name(const char *name, gm_device *device, const char **
 
 const char *gm_place_check(const gm_params *p, char *buf, size_t len)
 {
-    if (!(p->device >= GM_DEVICE_AUTO && p->device <= GM_DEVICE_CUDA)) {
+    if (!(p->device >= GM_DEVICE_AUTO && (int)p->device < GM_DEVICES)) {
         snprintf(buf, len, "invalid parameter: device %g is outside %g..%g", (double)p->device,
-                 (double)GM_DEVICE_AUTO, (double)GM_DEVICE_CUDA);
+                 (double)GM_DEVICE_AUTO, (double)(GM_DEVICES - 1));
         return buf;
     }
     int list[GM_MAX_GPUS];
@@ -258,6 +275,7 @@ void gm_place_init(gm_placement *pl) { pthread_mutex_init(&pl->fo_lock, NULL); }
 
 void gm_place_free(gm_placement *pl)
 {
+    gm_warm_free(pl->warm); /* waits for a start under way */
     gm_ref_free(pl->cpu);
     for (int k = 0; k < pl->nrep; k++)
         gm_ref_free(pl->rep[k]);
@@ -267,62 +285,77 @@ void gm_place_free(gm_placement *pl)
     pthread_mutex_destroy(&pl->fo_lock);
 }
 
+/* r on accelerator acc (p->device, or auto once the accelerator runs in
+ * this process) and on each further GPU of p->gpus; under auto, or where
+ * a device that opened fails while preparing, on the CPU instead. */
+static gm_status place_accel(gm_ref *r, const gm_params *p, const gm_backend_ops *acc, gm_view img)
+{
+    int list[GM_MAX_GPUS], n = 1;
+    char bad[200];
+    list[0] = 0;
+    if (p->gpus && *p->gpus) {
+        int count = acc->count();
+        n = count > 0 ? gm_gpus_parse(p->gpus, count, list, bad, sizeof bad) : 1;
+        if (n < 0 && p->device != GM_DEVICE_AUTO) {
+            snprintf(r->err, sizeof r->err, "no usable %s device: %s", acc->label, bad);
+            return GM_ERR_DEVICE;
+        }
+        if (n < 0) /* auto: the CPU, below (device 0's failure names why) */
+            list[0] = count, n = 1;
+    }
+    r->pl.dev_index = list[0];
+    replica_job *reps = n > 1 ? replicas_start(&r->ix.p, acc->device, img, list + 1, n - 1) : NULL;
+    gm_status st = ref_on(r, acc, img);
+    /* under auto a device that cannot be opened, or fails or runs out of
+     * memory while preparing, hands over to the CPU; under cuda a device
+     * that opened and then failed does too (gm_ref_fallback says so) */
+    int opened = r->device[0] != '\0' || st == GM_ERR_NOMEM; /* a device, failing */
+    if ((p->device == GM_DEVICE_AUTO || opened) && (st == GM_ERR_DEVICE || st == GM_ERR_NOMEM)) {
+        char why[sizeof r->err];
+        snprintf(why, sizeof why, "%s", r->err);
+        r->err[0] = '\0';
+        st = ref_on(r, &gm_backend_cpu, img);
+        snprintf(r->device, sizeof r->device, "cpu, %d threads (%s: %.200s)", gm_threads(),
+                 p->device == GM_DEVICE_AUTO ? "auto" : "cuda failed", why);
+        if (p->device != GM_DEVICE_AUTO && st == GM_OK)
+            snprintf(r->pl.fo_why, sizeof r->pl.fo_why,
+                     "the GPU failed while preparing the reference (%.200s): matching on the CPU",
+                     why);
+    }
+    if (st == GM_OK && r->ix.be == acc)
+        gm_warm_mark_up(acc);
+    if (n > 1) {
+        gm_status rs = replicas_join(r, reps, n - 1, st == GM_OK && r->ix.be != &gm_backend_cpu);
+        if (st == GM_OK && r->ix.be != &gm_backend_cpu)
+            st = rs;
+    }
+    return st;
+}
+
 gm_status gm_place_prepare(gm_ref *r, const gm_params *p, gm_view img)
 {
     r->ix.p.gpus = NULL; /* read here only (gmatch.h): the caller's string need not outlive
                          this call, and the CPU's twin (gm_ref_failover) needs none */
-    const gm_backend_ops *gpu = gm_backend_find(GM_DEVICE_CUDA);
-    gm_status st;
-    if (p->device == GM_DEVICE_CPU) {
-        st = ref_on(r, &gm_backend_cpu, img);
-    } else if (!gpu) {
-        if (p->device == GM_DEVICE_CUDA) {
-            snprintf(r->err, sizeof r->err, "no usable CUDA device: this build has no CUDA backend");
-            return GM_ERR_DEVICE;
-        }
-        st = ref_on(r, &gm_backend_cpu, img);
-        snprintf(r->device, sizeof r->device, "cpu, %d threads (auto: built without CUDA)",
-                 gm_threads());
-    } else {
-        int list[GM_MAX_GPUS], n = 1;
-        char bad[200];
-        list[0] = 0;
-        if (p->gpus && *p->gpus) {
-            int count = gpu->count();
-            n = count > 0 ? gm_gpus_parse(p->gpus, count, list, bad, sizeof bad) : 1;
-            if (n < 0 && p->device == GM_DEVICE_CUDA) {
-                snprintf(r->err, sizeof r->err, "no usable CUDA device: %s", bad);
-                return GM_ERR_DEVICE;
-            }
-            if (n < 0) /* auto: the CPU, below (device 0's failure names why) */
-                list[0] = count, n = 1;
-        }
-        r->pl.dev_index = list[0];
-        replica_job *reps = n > 1 ? replicas_start(&r->ix.p, img, list + 1, n - 1) : NULL;
-        st = ref_on(r, gpu, img);
-        /* under auto a device that cannot be opened, or fails or runs out of
-         * memory while preparing, hands over to the CPU; under cuda a device
-         * that opened and then failed does too (gm_ref_fallback says so) */
-        int opened = r->device[0] != '\0' || st == GM_ERR_NOMEM; /* a device, failing */
-        if ((p->device == GM_DEVICE_AUTO || opened) && (st == GM_ERR_DEVICE || st == GM_ERR_NOMEM)) {
-            char why[sizeof r->err];
-            snprintf(why, sizeof why, "%s", r->err);
-            r->err[0] = '\0';
-            st = ref_on(r, &gm_backend_cpu, img);
-            snprintf(r->device, sizeof r->device, "cpu, %d threads (%s: %.200s)", gm_threads(),
-                     p->device == GM_DEVICE_AUTO ? "auto" : "cuda failed", why);
-            if (p->device == GM_DEVICE_CUDA && st == GM_OK)
-                snprintf(r->pl.fo_why, sizeof r->pl.fo_why,
-                         "the GPU failed while preparing the reference (%.200s): matching on the CPU",
-                         why);
-        }
-        if (n > 1) {
-            gm_status rs = replicas_join(r, reps, n - 1, st == GM_OK && r->ix.be != &gm_backend_cpu);
-            if (st == GM_OK && r->ix.be != &gm_backend_cpu)
-                st = rs;
-        }
+    const gm_backend_ops *acc = p->device == GM_DEVICE_AUTO ? gm_backend_accel()
+                                : p->device == GM_DEVICE_CPU ? NULL
+                                                             : gm_backend_find(p->device);
+    if (p->device != GM_DEVICE_CPU && p->device != GM_DEVICE_AUTO && !acc) {
+        snprintf(r->err, sizeof r->err, "no usable %s device: this build has no %s backend",
+                 gm_device_name(p->device), gm_device_name(p->device));
+        return GM_ERR_DEVICE;
     }
-    return st;
+    if (p->device == GM_DEVICE_CPU || !acc || (p->device == GM_DEVICE_AUTO && !gm_warm_up(acc))) {
+        gm_status st = ref_on(r, &gm_backend_cpu, img);
+        const char *down = acc ? gm_warm_down(acc) : NULL;
+        if (st == GM_OK && p->device == GM_DEVICE_AUTO && (!acc || down))
+            snprintf(r->device, sizeof r->device, "cpu, %d threads (auto: %.250s)", gm_threads(),
+                     !acc ? "built without an accelerator" : down);
+        /* auto: the CPU first, the accelerator when the work repays it */
+        else if (st == GM_OK && p->device == GM_DEVICE_AUTO)
+            st = gm_warm_init(r, acc, p);
+        return st;
+    }
+    return place_accel(r, p, acc, img);
 }
 
 /* The query on the least busy copy of r; after a device error or an
@@ -330,6 +363,10 @@ gm_status gm_place_prepare(gm_ref *r, const gm_params *p, gm_view img)
  * query after it. */
 gm_status gm_place_match(const gm_ref *top, gm_model model, gm_view query, gm_result *out)
 {
+    const gm_ref *moved = gm_warm_ready(top->pl.warm);
+    if (moved) /* auto: on the accelerator from here on */
+        return gm_place_match(moved, model, query, out);
+    double t0 = top->pl.warm ? gm_now_ms() : 0.0;
     int slot;
     const gm_ref *r = gm_ref_pick(top, &slot); /* several GPUs: the least busy copy */
     const gm_ref *use = gm_ref_current(r);
@@ -348,21 +385,38 @@ gm_status gm_place_match(const gm_ref *top, gm_model model, gm_view query, gm_re
         }
     }
     gm_ref_unpick(top, slot);
+    if (top->pl.warm && use == top) /* auto, on the CPU: whether the accelerator repays */
+        gm_warm_account(top, gm_now_ms() - t0);
     if (st != GM_OK)
         snprintf(out->error, sizeof out->error, "%s%s%.200s", gm_status_str(st), *dev ? ": " : "",
                  dev);
     return st;
 }
 
-const char *gm_ref_device(const gm_ref *r) { return r ? gm_ref_current(r)->device : ""; }
+/* The reference that answers now, before a failover: r, or under auto the
+ * accelerator's once it took over. */
+static const gm_ref *placed(const gm_ref *r)
+{
+    const gm_ref *moved = gm_warm_ready(r->pl.warm);
+    return moved ? moved : r;
+}
+
+const char *gm_ref_device(const gm_ref *r)
+{
+    if (!r)
+        return "";
+    const char *warm = gm_warm_device(r->pl.warm);
+    return warm ? warm : gm_ref_current(placed(r))->device;
+}
 gm_device gm_ref_backend(const gm_ref *r)
 {
-    return r && r->status == GM_OK ? gm_ref_current(r)->ix.be->device : GM_DEVICE_AUTO;
+    return r && r->status == GM_OK ? gm_ref_current(placed(r))->ix.be->device : GM_DEVICE_AUTO;
 }
 const char *gm_ref_fallback(const gm_ref *r)
 {
     if (!r)
         return "";
+    r = placed(r);
     /* on the CPU from the start ("" unless the GPU failed while preparing),
      * or the twin's reason once it answers (written before failed is set) */
     if (r->ix.be == &gm_backend_cpu || __atomic_load_n(&r->pl.failed, __ATOMIC_ACQUIRE))
@@ -374,6 +428,17 @@ const char *gm_ref_fallback(const gm_ref *r)
 }
 int gm_ref_gpus(const gm_ref *r)
 {
-    return r && r->status == GM_OK && r->ix.be && r->ix.be->device == GM_DEVICE_CUDA ? 1 + r->pl.nrep : 0;
+    if (!r || r->status != GM_OK)
+        return 0;
+    r = placed(r);
+    return r->ix.be && r->ix.be != &gm_backend_cpu ? 1 + r->pl.nrep : 0;
 }
 int gm_backend_available(gm_device d) { return gm_backend_find(d) != NULL; }
+
+gm_status gm_device_start(gm_device d)
+{
+    const gm_backend_ops *be = gm_backend_find(d);
+    if (!be)
+        return (int)d >= 0 && (int)d < GM_DEVICES ? GM_ERR_UNSUPPORTED : GM_ERR_INVALID;
+    return be->count() > 0 ? GM_OK : GM_ERR_DEVICE;
+}

@@ -9,6 +9,8 @@
 #include "gmatch.h"
 
 struct gm_ref;
+struct gm_backend_ops;
+typedef struct gm_warm gm_warm; /* auto's move to an accelerator (warm.c) */
 
 /* A reference's placement, a part of gm_ref (matcher.h).  The CPU's twin
  * after a device failure (gm_ref_failover): prepared once, under fo_lock,
@@ -27,6 +29,7 @@ typedef struct {
     struct gm_ref **rep;
     int *load;
     long *served;      /* queries each copy took so far (tests/cuda/test_gpus_cuda.c) */
+    gm_warm *warm;     /* auto, prepared on the CPU: the accelerator's start, NULL none */
 } gm_placement;
 
 /* A placement with its lock, on a zeroed one; gm_place_free frees what it
@@ -69,5 +72,41 @@ const gm_ref *gm_ref_current(const gm_ref *r);
  * CPU twin once (from the kept image) and returns it, or NULL when it
  * cannot be made (then the failure stands). */
 const gm_ref *gm_ref_failover(const gm_ref *r, const char *dev_err);
+
+/* ---- GM_DEVICE_AUTO's warm start (warm.c)
+ *
+ * Under auto the reference is prepared on the CPU and matches there until
+ * the work repays the accelerator's start (the build's first, be->start_ms
+ * for the driver and context, and the reference's preparation on it, taken
+ * to cost what the CPU's did): when the queries matched so far cost the
+ * CPU that much (a ski rental: never more than twice the better choice's
+ * time), or sooner when the caller says how many are coming
+ * (gm_ref_expect) and they would.  The accelerator's copy is then
+ * prepared on a thread of its own while the CPU goes on, and answers every
+ * query from the one after it is ready (gm_place_match).  Both give the
+ * same answers (tests/cuda), so where the move falls does not show.  Once
+ * an accelerator runs in the process (a reference was prepared on it), auto
+ * prepares there directly: the start is paid. */
+
+/* r, prepared on the CPU under auto, gets its warm start toward acc
+ * (p: the reference's parameters; p->gpus copied).  GM_OK or GM_ERR_NOMEM. */
+gm_status gm_warm_init(struct gm_ref *r, const struct gm_backend_ops *acc, const gm_params *p);
+/* Waits for a start under way, frees the accelerator's copy. */
+void gm_warm_free(gm_warm *w);
+/* The accelerator's copy once it is ready, else NULL (w NULL too). */
+const struct gm_ref *gm_warm_ready(const gm_warm *w);
+/* After a query r matched on the CPU in ms: the accelerator started when
+ * the work repays it. */
+void gm_warm_account(const struct gm_ref *r, double ms);
+/* What gm_ref_device says while the CPU answers (the warm start's state),
+ * NULL once the accelerator does or with no warm start. */
+const char *gm_warm_device(const gm_warm *w);
+/* Whether accelerator acc has started in this process (a reference was
+ * prepared on it), and its marking. */
+int gm_warm_up(const struct gm_backend_ops *acc);
+/* Why accelerator acc has no device in this process (a start found none),
+ * or NULL. */
+const char *gm_warm_down(const struct gm_backend_ops *acc);
+void gm_warm_mark_up(const struct gm_backend_ops *acc);
 
 #endif

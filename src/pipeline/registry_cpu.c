@@ -2,10 +2,7 @@
  * (CMake compiles this file or cuda/registry.c, never both). */
 #include "pipeline/backend.h"
 
-const gm_backend_ops *gm_backend_find(gm_device d)
-{
-    return d == GM_DEVICE_CUDA ? NULL : &gm_backend_cpu;
-}
+const gm_backend_ops *const gm_backends[] = {&gm_backend_cpu, NULL};
 
 /* no GPU to configure (gmatch.h) */
 gm_status gm_cuda_set_sync(gm_cuda_sync mode)

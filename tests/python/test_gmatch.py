@@ -498,19 +498,24 @@ def test_draw(sample):
     assert (side[10, refimg.shape[1] + 8 + 10] == 128).all()
 
 
-def test_match_one_pair_on_the_cpu_under_auto(monkeypatch):
-    """gmatch.match: one pair never repays the GPU's start, so "auto" (or no
-    device) prepares the reference on the CPU; an explicit device is kept."""
-    seen = []
-    real = gmatch.Reference
-
-    def spy(image, **kw):
-        seen.append(kw.get("device"))
-        return real(image, **dict(kw, device="cpu"))
-
-    monkeypatch.setattr(gmatch, "Reference", spy)
+def test_auto_begins_on_the_cpu():
+    """device "auto" (the default): the library prepares the reference on the
+    CPU and moves it to a GPU only once the queries repay its start, so one
+    pair (gmatch.match) never starts it; expect() tells what is coming and
+    leaves the answers as they are."""
     ref, q = os.path.join(DATA, "ref.jpg"), os.path.join(DATA, "query.jpg")
+    r = gmatch.Reference(ref)
+    assert r.backend == "cpu" and r.gpus == 0
+    assert "auto" in r.device, r.device
+    first = r.match(q)
+    assert first.status == "match"
+    r.expect(0)
+    r.expect(None, wait=True)  # a GPU where there is one: ready, or failed and said why
+    assert r.backend in ("cpu", "cuda")
+    assert r.device.startswith("cuda" if r.backend == "cuda" else "cpu"), r.device
+    again = r.match(q)
+    assert again.status == "match"
+    assert np.abs(again.matrix - first.matrix).max() < 1e-3
     assert gmatch.match(ref, q).status == "match"
-    assert gmatch.match(ref, q, device="auto").status == "match"
-    gmatch.match(ref, q, device="cuda")
-    assert seen == ["cpu", "cpu", "cuda"]
+    with pytest.raises(ValueError):
+        r.expect("many")

@@ -1003,6 +1003,68 @@ START_TEST(test_params_ranges)
 }
 END_TEST
 
+/* GM_DEVICE_AUTO begins on the CPU and says so; gm_ref_expect moves it to
+ * an accelerator when the build has one and a device works (the GPU
+ * machine), else leaves it on the CPU saying why (a CUDA build without a
+ * GPU) or does nothing (a build with the CPU alone); the answers stay. */
+START_TEST(test_auto_warm)
+{
+    gm_params p = gm_params_default();
+    ck_assert_int_eq(p.device, GM_DEVICE_AUTO);
+    gm_ref *r = NULL;
+    ck_assert_int_eq(gm_ref_prepare(&p, (gm_view){g_ref, RW, RH, RW}, &r), GM_OK);
+    if (gm_ref_backend(r) != GM_DEVICE_CPU) { /* an accelerator runs in this process already
+                                                 (an earlier test's reference moved): auto
+                                                 prepares there at once */
+        EXPECT(!gm_ref_starting(r) && gm_ref_gpus(r) == 1);
+        gm_ref_free(r);
+        return;
+    }
+    EXPECT_EQ(gm_ref_gpus(r), 0);
+    EXPECT(!gm_ref_starting(r));
+    if (!strstr(gm_ref_device(r), "auto"))
+        ck_abort_msg("device under auto: %s", gm_ref_device(r));
+    double T[6];
+    make_T(90, 1.0, 180, 160, 205, 195, T);
+    uint8_t *q = warp(g_ref, RW, RH, T, 180, 160);
+    gm_result a, b;
+    EXPECT_EQ(gm_match(r, (gm_view){q, 180, 160, 180}, &a), GM_OK);
+    EXPECT_EQ(a.status, GM_MATCH_FOUND);
+    EXPECT_EQ(gm_ref_expect(r, 0, 0), GM_OK); /* nothing coming: no start */
+    EXPECT(!gm_ref_starting(r));
+    EXPECT_EQ(gm_ref_backend(r), GM_DEVICE_CPU);
+    EXPECT_EQ(gm_ref_expect(r, -1, 1), GM_OK); /* a video's: start, and wait */
+    EXPECT(!gm_ref_starting(r));
+    gm_device d = gm_ref_backend(r);
+    if (d == GM_DEVICE_CPU) {
+        if (!strstr(gm_ref_device(r), "auto") || strstr(gm_ref_device(r), "once the work"))
+            ck_abort_msg("device after a failed start: %s", gm_ref_device(r));
+    } else {
+        EXPECT(gm_backend_available(d) && gm_ref_gpus(r) == 1);
+        EXPECT(strncmp(gm_ref_device(r), gm_device_name(d), strlen(gm_device_name(d))) == 0);
+    }
+    EXPECT_EQ(gm_match(r, (gm_view){q, 180, 160, 180}, &b), GM_OK);
+    EXPECT_EQ(b.status, GM_MATCH_FOUND);
+    for (int k = 0; k < 9; k++)
+        EXPECT(fabs(a.h[k] - b.h[k]) < 1e-6 * (1 + fabs(a.h[k])));
+    EXPECT_EQ(gm_ref_expect(NULL, 1, 0), GM_ERR_INVALID);
+    EXPECT(!gm_ref_starting(NULL));
+    gm_ref_free(r);
+    if (d != GM_DEVICE_CPU) { /* the accelerator runs: the next reference goes there at once */
+        ck_assert_int_eq(gm_ref_prepare(&p, (gm_view){g_ref, RW, RH, RW}, &r), GM_OK);
+        EXPECT_EQ(gm_ref_backend(r), d);
+        gm_ref_free(r);
+    }
+    free(q);
+    /* gm_device_start: the CPU and auto at once, a device the build lacks refused */
+    EXPECT_EQ(gm_device_start(GM_DEVICE_CPU), GM_OK);
+    EXPECT_EQ(gm_device_start(GM_DEVICE_AUTO), GM_OK);
+    EXPECT_EQ(gm_device_start((gm_device)99), GM_ERR_INVALID);
+    if (!gm_backend_available(GM_DEVICE_CUDA))
+        EXPECT_EQ(gm_device_start(GM_DEVICE_CUDA), GM_ERR_UNSUPPORTED);
+}
+END_TEST
+
 START_TEST(test_params_default)
 {
     gm_params p = gm_params_default();
@@ -1047,6 +1109,7 @@ static Suite *matcher_suite(void)
     tcase_add_test(none, test_threads_leave_caller_alone);
     tcase_add_test(none, test_thread_budget);
     tcase_add_test(none, test_params_default);
+    tcase_add_test(none, test_auto_warm);
     tcase_add_test(none, test_params_ranges);
     suite_add_tcase(s, none);
     return s;
