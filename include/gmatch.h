@@ -95,6 +95,12 @@ GM_API const char *gm_version(void);
 
 /* ---- images ------------------------------------------------------------ */
 
+/* Sizes: a width or height is an int, as in OpenCV, FFmpeg and libpng (at
+ * most INT_MAX; a decoder refuses more); a count of pixels is an int64_t
+ * (max_pixels, taken as width * height in 64 bits before any allocation);
+ * a count of bytes is a size_t; a stride is a ptrdiff_t (any sign).  No
+ * product of two of them is taken in int. */
+
 /* A borrowed 8-bit grayscale view; stride in BYTES (like AVFrame linesize). */
 typedef struct {
     const uint8_t *data;

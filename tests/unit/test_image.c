@@ -10,6 +10,7 @@
 
 #include <check.h>
 #include <errno.h>
+#include <limits.h>
 #include <ftw.h>
 #include <setjmp.h>
 #include <stdio.h>
@@ -1593,6 +1594,12 @@ START_TEST(test_pixels_errors)
     gm_pixels big = {px, 4, 4, 1, 1, 0, 4, 1, 0};
     ck_assert_int_eq(gm_image_from_pixels(&big, 15, &im, err, sizeof err), GM_ERR_TOO_LARGE);
     ck_assert(strstr(err, "4x4") != NULL);
+    /* the largest dimensions an int holds: the count is taken in 64 bits
+     * (2^62 pixels, not a wrapped product), refused before any allocation */
+    gm_pixels widest = {px, INT_MAX, INT_MAX, 1, 1, 0, 0, 0, 0};
+    ck_assert_int_eq(gm_image_from_pixels(&widest, 0, &im, err, sizeof err), GM_ERR_TOO_LARGE);
+    ck_assert(strstr(err, "2147483647x2147483647") != NULL);
+    ck_assert(im.data == NULL);
     gm_pixels none = {NULL, 2, 2, 1, 1, 0, 2, 1, 0};
     ck_assert_int_eq(gm_image_from_pixels(&none, 0, &im, err, sizeof err), GM_ERR_INVALID);
     ck_assert_int_eq(gm_image_from_pixels(NULL, 0, &im, err, sizeof err), GM_ERR_INVALID);
