@@ -142,7 +142,7 @@ gm_status gm_video_match(gm_video *v, const gm_ref *ref, gm_video_sink sink, voi
     const gm_video_opts *o = v ? gm_video_options(v) : NULL;
     if (!o || !ref || !sink)
         return GM_ERR_INVALID;
-    /* a video repays the GPU's start under auto: its frames wait for it */
+    /* a video repays the accelerator's start under auto: its frames wait for it */
     gm_ref_expect(ref, -1, 1);
     int workers = o->workers > 0 ? o->workers : omp_get_num_procs();
     int queue = o->queue > 0 ? o->queue : GM_VIDEO_QUEUE;

@@ -30,7 +30,8 @@ struct gm_warm {
     pthread_t th;
     gm_image img;              /* the thread's copy of the reference's image */
     gm_ref *ref;               /* the accelerator's copy, once READY */
-    char line[320];            /* gm_ref_device while the CPU answers */
+    char line[320];            /* gm_ref_device while the CPU answers (set once, at init) */
+    char failed[320];          /* and after a failed start (written before FAILED is set) */
     /* the CPU's work so far, under mu */
     double cpu_ms;
     long cpu_n;
@@ -94,7 +95,7 @@ static void *warm_main(void *arg)
         __atomic_store_n(&w->state, WARM_READY, __ATOMIC_RELEASE);
     } else { /* no usable device, or it failed while preparing: the CPU stays */
         const char *why = st != GM_OK ? gm_ref_error(g) : gm_ref_fallback(g);
-        snprintf(w->line, sizeof w->line, "cpu, %d threads (auto: %.250s)", gm_threads(),
+        snprintf(w->failed, sizeof w->failed, "cpu, %d threads (auto: %.250s)", gm_threads(),
                  why && *why ? why : gm_status_str(st));
         /* none of its devices: the next references under auto stay on the
          * CPU without trying again */
@@ -130,8 +131,8 @@ static void warm_start(const gm_ref *r, gm_warm *w)
     }
     if (!w->started) { /* no memory or no thread: the CPU stays, and says why */
         gm_image_free(&w->img);
-        snprintf(w->line, sizeof w->line, "cpu, %d threads (auto: %s not started: out of memory)",
-                 gm_threads(), w->acc->label);
+        snprintf(w->failed, sizeof w->failed, "cpu, %d threads (auto: %s not started: out of "
+                 "memory)", gm_threads(), w->acc->label);
         __atomic_store_n(&w->state, WARM_FAILED, __ATOMIC_RELEASE);
     }
 }
@@ -172,8 +173,7 @@ const char *gm_warm_device(const gm_warm *w)
     if (!w)
         return NULL;
     int s = __atomic_load_n(&w->state, __ATOMIC_ACQUIRE);
-    /* line is written before a state other than IDLE or STARTING is set */
-    return s == WARM_READY ? NULL : w->line;
+    return s == WARM_READY ? NULL : s == WARM_FAILED ? w->failed : w->line;
 }
 
 void gm_warm_free(gm_warm *w)
