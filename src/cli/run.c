@@ -17,6 +17,23 @@
 #include "cli/videorun.h"
 #include "cli/warmstart.h"
 
+/* The device's line -v printed last (note_device), so that a move under
+ * --device auto is printed once, when the library makes it. */
+static char g_device_line[512];
+
+static void note_device(const cli_opts *o, const gm_ref *ref, const char *q)
+{
+    const char *now = gm_ref_device(ref);
+    if (o->verbosity < VERBOSITY_VERBOSE || (q && !strcmp(now, g_device_line)))
+        return;
+    if (q) /* a move: the GPU took over, or could not start */
+        fprintf(stderr, PROG ": device: %s (after %s, %.1f ms after main began)\n", now, q,
+                since_main());
+    else
+        fprintf(stderr, PROG ": device: %s\n", now);
+    snprintf(g_device_line, sizeof g_device_line, "%s", now);
+}
+
 /* Load and prepare the reference.  Returns NULL on failure with the cause
  * in err. */
 static gm_ref *prepare_reference(const cli_opts *o, const char *name, int *w, int *h, char *err,
@@ -43,8 +60,7 @@ static gm_ref *prepare_reference(const cli_opts *o, const char *name, int *w, in
         return NULL;
     }
     warn_fallback(r, name);
-    if (o->verbosity >= VERBOSITY_VERBOSE)
-        fprintf(stderr, PROG ": device: %s\n", gm_ref_device(r));
+    note_device(o, r, NULL);
     if (o->verbosity >= VERBOSITY_VERBOSE && g_gpu.ready_ms > 0)
         fprintf(stderr, PROG ": timeline: CUDA started %.1f to %.1f ms after main began\n",
                 g_gpu.begin_ms, g_gpu.ready_ms);
@@ -58,23 +74,6 @@ static gm_ref *prepare_reference(const cli_opts *o, const char *name, int *w, in
     else
         gm_image_free(&img);
     return r;
-}
-
-/* Under --device auto, -v: the device's line whenever the library's
- * warm start changed it (the GPU took over, or could not) while query q ran. */
-static void note_move(const cli_opts *o, const gm_ref *ref, const char *q)
-{
-    static char seen[512];
-    if (o->verbosity < VERBOSITY_VERBOSE || o->params.device != GM_DEVICE_AUTO)
-        return;
-    const char *now = gm_ref_device(ref);
-    if (!seen[0])
-        snprintf(seen, sizeof seen, "%s", now); /* the line prepare_reference printed */
-    if (!strcmp(now, seen))
-        return;
-    snprintf(seen, sizeof seen, "%s", now);
-    fprintf(stderr, PROG ": device: %s (after %s, %.1f ms after main began)\n", now, q,
-            since_main());
 }
 
 /* One query against the reference *ref (NULL: it failed, ref_msg says
@@ -109,7 +108,7 @@ static void run_query(run_ctx *rc, const cli_opts *o, gm_ref **ref, const char *
     gm_video *v = NULL;
     if (st == GM_ERR_FORMAT) { /* a video waits for the GPU (auto) */
         gm_ref_expect(*ref, -1, 1);
-        note_move(o, *ref, q);
+        note_device(o, *ref, q);
     }
     if (first) /* the read-ahead's video, when this is one on the GPU */
         v = prefetch_take(st == GM_ERR_FORMAT && gm_ref_backend(*ref) == GM_DEVICE_CUDA);
@@ -138,7 +137,7 @@ static void run_query(run_ctx *rc, const cli_opts *o, gm_ref **ref, const char *
          * all it can tell us. */
         gm_ref_expect(*ref, left, 0);
         still_match(*ref, &j, &img);
-        note_move(o, *ref, q);
+        note_device(o, *ref, q);
     } else {
         snprintf(j.err, sizeof j.err, "%s", err[0] ? err : gm_status_str(st));
     }
