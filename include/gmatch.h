@@ -426,9 +426,21 @@ typedef enum {
  * NULL for a value not listed. */
 GM_API const char *gm_reason_name(gm_reason r);
 
-/* Stage times of one call, in MILLISECONDS. */
+/* Where one call's time went, in MILLISECONDS (summed over the search's
+ * draws and directions).  The stages: the query's edges and corners, its
+ * bases and triangles, the tables of a reverse search's query, the votes,
+ * their reduction, the pairings' verification and growth, the best
+ * answer's polish on the reference's finer levels, and the decision (the
+ * model ladder, the checks, the report); total is the whole call.  Of the
+ * total, wait is the time the calling thread was blocked on the device (a
+ * GPU: waiting for its streams, waits times; the CPU: 0): total - wait is
+ * the host's share, and wait bounds the device's busy time from above
+ * while the host waits for every result (docs/speed.md). */
 typedef struct {
     double edges, bases, tables, vote, reduce, verify, total;
+    double polish, decide;
+    double wait;
+    int waits;
 } gm_timing;
 
 typedef struct {

@@ -71,9 +71,11 @@ void report_timing(const char *query, double decode_ms, const gm_result *res)
     const gm_timing *t = &res->time;
     diag_file(query,
               "decode %.2f ms, edges %.2f, bases %.2f, tables %.2f, vote %.2f, reduce %.2f, "
-              "verify %.2f, match total %.2f ms; votes %d, inliers %d, confidence %.4f",
-              decode_ms, t->edges, t->bases, t->tables, t->vote, t->reduce, t->verify, t->total,
-              res->votes, res->inliers, res->confidence);
+              "verify %.2f, polish %.2f, decide %.2f, match total %.2f ms (host %.2f, waiting "
+              "for the device %.2f in %d waits); votes %d, inliers %d, confidence %.4f",
+              decode_ms, t->edges, t->bases, t->tables, t->vote, t->reduce, t->verify, t->polish,
+              t->decide, t->total, t->total - t->wait, t->wait, t->waits, res->votes,
+              res->inliers, res->confidence);
 }
 
 int emit(FILE *out, const char *out_name, gm_output_format fmt, const gm_output_rec *rec)

@@ -126,6 +126,7 @@ const gm_backend_ops gm_backend_cuda = {
     .acquire = cuda_acquire,
     .release = cuda_release,
     .error = gm_cuda_last_error,
+    .waits = gm_cuda_thread_waits,
     .side = cuda_side,
     .level_build = cuda_level_build,
     .level_free = cuda_level_free,

@@ -130,8 +130,10 @@ extern "C" void gm_cuda_device_leave(gm_cuda_scope *s)
     s->saved = 0;
 }
 
-/* The host's waits for streams, over the process (gm_cuda_waits). */
+/* The host's waits for streams, over the process (gm_cuda_waits) and the
+ * calling thread's (gm_cuda_thread_waits: a query's, gm_timing.wait). */
 static unsigned long long g_waits, g_wait_ns;
+static __thread unsigned long long t_waits, t_wait_ns;
 
 static void count_wait(const struct timespec *a)
 {
@@ -140,6 +142,8 @@ static void count_wait(const struct timespec *a)
     long long ns = (long long)(b.tv_sec - a->tv_sec) * 1000000000LL + (b.tv_nsec - a->tv_nsec);
     __atomic_add_fetch(&g_waits, 1ULL, __ATOMIC_RELAXED);
     __atomic_add_fetch(&g_wait_ns, (unsigned long long)(ns > 0 ? ns : 0), __ATOMIC_RELAXED);
+    t_waits++;
+    t_wait_ns += (unsigned long long)(ns > 0 ? ns : 0);
 }
 
 extern "C" cudaError_t gm_cuda_stream_wait(cudaStream_t stream)
@@ -158,6 +162,12 @@ extern "C" cudaError_t gm_cuda_event_wait(cudaEvent_t event)
     cudaError_t e = cudaEventSynchronize(event);
     count_wait(&a);
     return e;
+}
+
+extern "C" void gm_cuda_thread_waits(uint64_t *count, double *ms)
+{
+    *count = t_waits;
+    *ms = (double)t_wait_ns * 1e-6;
 }
 
 extern "C" gm_status gm_cuda_waits(uint64_t *count, double *ms)

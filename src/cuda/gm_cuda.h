@@ -25,6 +25,9 @@ int gm_cuda_device_count(char *why, size_t whylen);
 void gm_cuda_device_describe(int dev, char *buf, size_t len);
 /* The message of the last failing CUDA call of this thread ("" if none). */
 const char *gm_cuda_last_error(void);
+/* The calling thread's waits for streams and events so far, and their time
+ * in ms (the CUDA backend's waits entry; gm_cuda_waits sums all threads). */
+void gm_cuda_thread_waits(uint64_t *count, double *ms);
 /* Fault injection, for the tests of the CPU fallback: spec "alloc:N" or
  * "launch:N" makes the N-th device allocation or kernel launch from now on
  * fail as a real failure would (out of memory, launch failure), "alloc:N-"

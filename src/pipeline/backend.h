@@ -64,6 +64,9 @@ typedef struct gm_backend_ops {
     void (*release)(void *dev, void *lane);
     /* the message of the calling thread's last device failure ("" if none) */
     const char *(*error)(void);
+    /* the calling thread's waits for the device so far, and their time in
+     * ms (gm_timing.wait; the CPU: none) */
+    void (*waits)(uint64_t *count, double *ms);
 
     /* ---- reference and query side */
     /* a working image's edge points (every edge pixel, sub-pixel) and at

@@ -24,6 +24,7 @@ static gm_status cpu_open(void **dev, int index, char *why, size_t whylen)
 }
 
 static void cpu_close(void *dev) { (void)dev; }
+static void cpu_waits(uint64_t *count, double *ms) { *count = 0, *ms = 0.0; }
 static int cpu_count(void) { return 1; }
 
 static void cpu_describe(const void *dev, char *buf, size_t len)
@@ -193,6 +194,7 @@ const gm_backend_ops gm_backend_cpu = {
     .acquire = cpu_acquire,
     .release = cpu_release,
     .error = cpu_error,
+    .waits = cpu_waits,
     .side = cpu_side,
     .level_build = cpu_level_build,
     .level_free = cpu_level_free,

@@ -132,6 +132,7 @@ static void time_add(gm_timing *a, const gm_timing *b)
 {
     a->edges += b->edges, a->bases += b->bases, a->tables += b->tables, a->vote += b->vote;
     a->reduce += b->reduce, a->verify += b->verify, a->total += b->total;
+    a->polish += b->polish, a->decide += b->decide; /* wait: by the placement, around all */
 }
 
 /* The search (gm_match_forward) of query in r, drawn again while its best

@@ -1309,19 +1309,20 @@ static gm_status decide(const query_run *qr)
 {
     answer a;
     gm_status st;
-    if ((st = answer_start(qr, &a)) != GM_OK)
-        return st;
+    double tp = gm_now_ms();
+    st = answer_start(qr, &a);
     double tr = gm_now_ms();
-    if ((st = answer_models(qr, &a)) != GM_OK)
+    qr->out->time.polish += tr - tp;
+    if (st != GM_OK || (st = answer_models(qr, &a)) != GM_OK)
         return st;
     /* what the edges explain before the checks of the answer's
      * determinacy (the reason of a "none": weak below the threshold
      * here, uncertain or ambiguous when the checks take it there) */
     const double explained = a.score.confidence;
-    if ((st = answer_checks(qr, &a)) != GM_OK)
-        return st;
-    qr->out->time.verify += gm_now_ms() - tr;
-    return answer_report(qr, &a, explained);
+    if ((st = answer_checks(qr, &a)) == GM_OK)
+        st = answer_report(qr, &a, explained);
+    qr->out->time.decide += gm_now_ms() - tr;
+    return st;
 }
 
 gm_status gm_match_forward(const gm_index *r, gm_model model, gm_view query, uint64_t key,

@@ -370,7 +370,13 @@ gm_status gm_place_match(const gm_ref *top, gm_model model, gm_view query, gm_re
     int slot;
     const gm_ref *r = gm_ref_pick(top, &slot); /* several GPUs: the least busy copy */
     const gm_ref *use = gm_ref_current(r);
+    uint64_t w0, w1;
+    double wms0, wms1;
+    use->ix.be->waits(&w0, &wms0);
     gm_status st = gm_match_dirs(use, model, query, out);
+    use->ix.be->waits(&w1, &wms1);
+    double wait = wms1 - wms0; /* this thread's, this query's */
+    int waits = (int)(w1 - w0);
     const char *dev = st != GM_OK ? use->ix.be->error() : "";
     /* the device failed this query (an error, out of its memory): this
      * query and every one after it on the CPU's twin of the reference */
@@ -384,6 +390,7 @@ gm_status gm_place_match(const gm_ref *top, gm_model model, gm_view query, gm_re
             dev = st != GM_OK ? use->ix.be->error() : "";
         }
     }
+    out->time.wait = wait, out->time.waits = waits;
     gm_ref_unpick(top, slot);
     if (top->pl.warm && use == top) /* auto, on the CPU: whether the accelerator repays */
         gm_warm_account(top, gm_now_ms() - t0);

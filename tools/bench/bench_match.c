@@ -75,9 +75,13 @@ static int load_manifest(const char *path, pair *out, int n, int cap)
     return n;
 }
 
-enum { ST_EDGES, ST_BASES, ST_VOTE, ST_REDUCE, ST_VERIFY, ST_TOTAL, ST_DECODE, ST_N };
-static const char *const k_stage[ST_N] = {"edges", "bases", "vote", "reduce",
-                                          "verify", "total", "decode"};
+/* the stages (gm_timing), the whole match, the host's share of it and the
+ * calling thread's time blocked on the device (total = host + wait), the
+ * waits' count, the decode */
+enum { ST_EDGES, ST_BASES, ST_VOTE, ST_REDUCE, ST_VERIFY, ST_POLISH, ST_DECIDE, ST_TOTAL,
+       ST_HOST, ST_WAIT, ST_WAITS, ST_DECODE, ST_N };
+static const char *const k_stage[ST_N] = {"edges", "bases", "vote",   "reduce", "verify", "polish",
+                                          "decide", "total", "host", "wait",   "waits",  "decode"};
 
 static gm_model g_model = GM_MODEL_SIMILARITY;
 
@@ -149,7 +153,12 @@ static void run_device(gm_device dev, const pair *items, int n, int reps)
                 t[ST_VOTE][k] = res.time.vote;
                 t[ST_REDUCE][k] = res.time.reduce;
                 t[ST_VERIFY][k] = res.time.verify;
+                t[ST_POLISH][k] = res.time.polish;
+                t[ST_DECIDE][k] = res.time.decide;
                 t[ST_TOTAL][k] = res.time.total;
+                t[ST_HOST][k] = res.time.total - res.time.wait;
+                t[ST_WAIT][k] = res.time.wait;
+                t[ST_WAITS][k] = res.time.waits;
                 t[ST_DECODE][k] = dec;
             }
             (void)gm_cuda_waits(&w1, &wm1);
@@ -164,10 +173,11 @@ static void run_device(gm_device dev, const pair *items, int n, int reps)
                 st[s2][nq] = pct(t[s2], reps, 0.5);
             if (per_query) /* -q: a line per query, its medians */
                 printf("query %s %s total %.3f edges %.3f bases %.3f vote %.3f reduce %.3f "
-                       "verify %.3f ms\n",
+                       "verify %.3f polish %.3f decide %.3f host %.3f wait %.3f ms waits %.0f\n",
                        items[i].query, res.status == GM_MATCH_FOUND ? "match" : "none",
                        st[ST_TOTAL][nq], st[ST_EDGES][nq], st[ST_BASES][nq], st[ST_VOTE][nq],
-                       st[ST_REDUCE][nq], st[ST_VERIFY][nq]);
+                       st[ST_REDUCE][nq], st[ST_VERIFY][nq], st[ST_POLISH][nq],
+                       st[ST_DECIDE][nq], st[ST_HOST][nq], st[ST_WAIT][nq], st[ST_WAITS][nq]);
             matched += res.status == GM_MATCH_FOUND;
             nq++;
         }
@@ -178,7 +188,8 @@ static void run_device(gm_device dev, const pair *items, int n, int reps)
            failed, nref, reps);
     printf("%-10s %9s %9s\n", "stage", "median", "p90");
     for (int s2 = 0; s2 < ST_N; s2++)
-        printf("%-10s %9.3f %9.3f ms\n", k_stage[s2], pct(st[s2], nq, 0.5), pct(st[s2], nq, 0.9));
+        printf("%-10s %9.3f %9.3f%s\n", k_stage[s2], pct(st[s2], nq, 0.5), pct(st[s2], nq, 0.9),
+               s2 == ST_WAITS ? "" : " ms");
     printf("%-10s %9.3f %9.3f ms\n", "ref prep", pct(prep, nref, 0.5), pct(prep, nref, 0.9));
     if (dev == GM_DEVICE_CUDA && timed > 0)
         printf("GPU waits %.1f a match, %.3f ms a match (mean)\n", (double)waits / timed,
