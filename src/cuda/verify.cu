@@ -6,15 +6,22 @@
  * (gm_verify_point), and the block sums the counts; integer sums, so the
  * score equals gm_verify_cpu's whatever the order.
  *
- * Refinement (k_refine_verify): per iteration every thread finds the
- * partners of its points (gm_refine_match) and adds their rows to its own
- * copy of the normal equations (upper triangle and right-hand side, in
- * double); the block sums the copies (warp shuffles, then the warps in
- * order: deterministic), one thread solves (gm_fit_finish) and publishes the
- * new h, or stops the loop as the CPU's `break` does.  Then the strict score
- * of the final h (gm_verify_strict_point), exact for that h.  The sums run in
- * another order than the CPU's point order, so the refined h agrees with the
- * CPU's to rounding, not bit for bit.
+ * Refinement (gm_refine_verify_cuda): each iteration is two launches.
+ * k_refine_part spreads a candidate's points over blocks of
+ * GM_REFINE_CHUNK, a point a thread: each finds its partner
+ * (gm_refine_match) and its rows of the normal equations (upper triangle
+ * and right-hand side, in double); each block sums its rows (warp shuffles,
+ * then the warps in order) into its partial.  k_refine_solve sums a
+ * candidate's partials in block order (deterministic), solves
+ * (gm_fit_finish) and publishes the new h, or stops the loop as the CPU's
+ * `break` does.  Then the strict score of the final h
+ * (gm_verify_strict_point), exact for that h.  The sums run in another
+ * order than the CPU's point order, so the refined h agrees with the CPU's
+ * to rounding, not bit for bit.  Why split: one block a candidate kept a
+ * single candidate's six dependent iterations on one SM, latency bound
+ * (0.94 ms a launch under ncu on an H200, 94% of a public still's kernel
+ * time, 2026-11-27); the growth and the spread still refine within a
+ * block (refine_block), their point sets and radius steps decided there.
  *
  * Exactness: the per-point functions are the CPU's (src/stages/verify_core.h,
  * src/stages/fit_core.h); this file is compiled with --fmad=false so no
@@ -165,6 +172,61 @@ static __device__ __forceinline__ bool in_set(const refine_set &m, gm_point p)
     return gm_grow_d2(p, m.seed) <= m.r2 && (m.skip < 0 || gm_quadrant(p, m.qw, m.qh) != m.skip);
 }
 
+/* The normal equations of a model with NP parameters as NV = NP (NP + 1) / 2
+ * + NP + 1 doubles to sum: the upper triangle of A, b, the pair count
+ * (exact: at most n < 2^53). */
+template <int NP, int NV>
+static __device__ __forceinline__ void normal_pack(const double (&A)[8][8], const double (&b)[8],
+                                                   uint32_t cnt, double (&v)[NV])
+{
+    constexpr int NA = NP * (NP + 1) / 2;
+    int i = 0;
+#pragma unroll
+    for (int j = 0; j < NP; j++)
+#pragma unroll
+        for (int k = j; k < NP; k++)
+            v[i++] = A[j][k];
+#pragma unroll
+    for (int j = 0; j < NP; j++)
+        v[NA + j] = b[j];
+    v[NV - 1] = (double)cnt;
+}
+
+/* The summed equations solved (gm_fit_finish) from hn into hh: 0, or
+ * nonzero for too few pairs or a degenerate solve (the CPU's break). */
+template <int MODEL, int NP>
+static __device__ int normal_solve(const double *sum, const double hn[9], double hh[9])
+{
+    constexpr int NA = NP * (NP + 1) / 2;
+    double AA[8][8], bb[8];
+    int e = 0;
+    for (int j = 0; j < NP; j++)
+        for (int k = j; k < NP; k++)
+            AA[j][k] = AA[k][j] = sum[e++];
+    for (int j = 0; j < NP; j++)
+        bb[j] = sum[NA + j];
+    const int used = (int)sum[NA + NP];
+    return used < GM_REFINE_MIN_PAIRS || gm_fit_finish((gm_model)MODEL, used, AA, bb, hn, hh) != 0;
+}
+
+/* Point k's rows of the normal equations under h (hn: gm_fit_prepare's)
+ * added to A and b when it has a partner within radius r: 1, else 0. */
+template <int MODEL, int NP>
+static __device__ __forceinline__ uint32_t refine_point(const float4 *cells, int w, int hgt,
+                                                        const gm_point *pts, const float *cs,
+                                                        uint32_t k, const double h[9],
+                                                        const double hn[9], int r, double huber,
+                                                        double (&A)[8][8], double (&b)[8])
+{
+    gm_corr q;
+    if (!refine_match_cells(cells, w, hgt, h, pts[k], cs[2 * k], cs[2 * k + 1], r, huber, &q))
+        return 0;
+    double rows[3][8] = {{0}}, tgt[3], ws[3];
+    gm_fit_rows((gm_model)MODEL, hn, q.qx, q.qy, q.rx, q.ry, q.nx, q.ny, q.w, rows, tgt, ws);
+    gm_fit_accumulate(NP, rows, tgt, ws, 1, A, b);
+    return 1;
+}
+
 /* gm_refine_model_cpu(MODEL, iters) of the block's s_h on the points of set
  * among the n points, by the whole block; s_h keeps the result.  The CPU
  * refines those points as its own set: too few of them (n_in) leave h
@@ -175,7 +237,6 @@ static __device__ void refine_block(const float4 *cells, int w, int hgt, const g
                                     const refine_set &set, int iters, double *s_h, int *s_stop,
                                     double *s_warp, double *s_sum)
 {
-    const gm_model model = (gm_model)MODEL;
     constexpr int NP = MODEL == GM_MODEL_SIMILARITY ? 4 : MODEL == GM_MODEL_AFFINE ? 6 : 8;
     constexpr int NA = NP * (NP + 1) / 2; /* upper triangle of A, then b, then the pair count */
     constexpr int NV = NA + NP + 1;
@@ -193,38 +254,15 @@ static __device__ void refine_block(const float4 *cells, int w, int hgt, const g
         double A[8][8] = {{0}}, b[8] = {0};
         uint32_t cnt = 0;
         for (uint32_t k = threadIdx.x; k < n; k += blockDim.x) {
-            gm_corr q;
-            if (!in_set(set, pts[k]) ||
-                !refine_match_cells(cells, w, hgt, h, pts[k], cs[2 * k], cs[2 * k + 1], r, huber,
-                                    &q))
-                continue;
-            cnt++;
-            double rows[3][8] = {{0}}, tgt[3], ws[3];
-            gm_fit_rows(model, hn, q.qx, q.qy, q.rx, q.ry, q.nx, q.ny, q.w, rows, tgt, ws);
-            gm_fit_accumulate(NP, rows, tgt, ws, 1, A, b);
+            if (in_set(set, pts[k]))
+                cnt += refine_point<MODEL, NP>(cells, w, hgt, pts, cs, k, h, hn, r, huber, A, b);
         }
         double v[NV];
-        int i = 0;
-#pragma unroll
-        for (int j = 0; j < NP; j++)
-#pragma unroll
-            for (int k = j; k < NP; k++)
-                v[i++] = A[j][k];
-#pragma unroll
-        for (int j = 0; j < NP; j++)
-            v[NA + j] = b[j];
-        v[NV - 1] = (double)cnt; /* exact: at most n < 2^53 */
+        normal_pack<NP, NV>(A, b, cnt, v);
         block_sum_f64<NV>(v, s_warp, s_sum);
         if (threadIdx.x == 0) {
-            double AA[8][8], bb[8], hh[9];
-            int e = 0;
-            for (int j = 0; j < NP; j++)
-                for (int k = j; k < NP; k++)
-                    AA[j][k] = AA[k][j] = s_sum[e++];
-            for (int j = 0; j < NP; j++)
-                bb[j] = s_sum[NA + j];
-            const int used = (int)s_sum[NV - 1];
-            if (used < GM_REFINE_MIN_PAIRS || gm_fit_finish(model, used, AA, bb, hn, hh) != 0) {
+            double hh[9];
+            if (normal_solve<MODEL, NP>(s_sum, hn, hh)) {
                 *s_stop = 1;
             } else {
                 for (int j = 0; j < 9; j++)
@@ -259,23 +297,89 @@ static __device__ void strict_block(const gm_map_view &map, const gm_point *pts,
 
 #define GM_MAX_NV (36 + 8 + 1) /* NV of the homography */
 
-/* Block c: gm_refine_model_cpu(MODEL, iters) of params[9c..9c+9), then the
- * strict score; the refined h goes back to params. */
+/* The split refinement: a block's points, GM_REFINE_CHUNK of them (a
+ * thread each), and the partial sums' stride. */
+#define GM_REFINE_CHUNK GM_VERIFY_THREADS
+
+/* Block (b, c): the normal equations of candidate c's points
+ * [b GM_REFINE_CHUNK, (b + 1) GM_REFINE_CHUNK) under params[9c..9c+9), for
+ * iteration it, summed into part[(c nb + b) GM_MAX_NV ..]: the upper
+ * triangle, the right-hand side, the pair count.  Nothing once stop[c]. */
 template <int MODEL>
 static __global__ void __launch_bounds__(GM_VERIFY_THREADS)
-    k_refine_verify(gm_map_view map, const float4 *cells, const gm_point *pts, const float *cs,
-                    uint32_t n, int iters, double *params, gm_verify_score *scores)
+    k_refine_part(const float4 *cells, int w, int hgt, const gm_point *pts, const float *cs,
+                  uint32_t n, int it, const double *params, const int *stop, uint32_t nb,
+                  double *part)
+{
+    constexpr int NP = MODEL == GM_MODEL_SIMILARITY ? 4 : MODEL == GM_MODEL_AFFINE ? 6 : 8;
+    constexpr int NA = NP * (NP + 1) / 2;
+    constexpr int NV = NA + NP + 1;
+    __shared__ double s_warp[GM_VERIFY_WARPS * NV], s_sum[NV];
+    const uint32_t b = blockIdx.x, c = blockIdx.y;
+    if (stop[c]) /* the whole block: the candidate's loop has ended */
+        return;
+    double h[9], hn[9];
+    for (int i = 0; i < 9; i++)
+        h[i] = params[9 * (size_t)c + i];
+    gm_fit_prepare(h, hn);
+    double A[8][8] = {{0}}, rb[8] = {0};
+    uint32_t cnt = 0;
+    const uint32_t k = b * GM_REFINE_CHUNK + threadIdx.x;
+    if (k < n)
+        cnt = refine_point<MODEL, NP>(cells, w, hgt, pts, cs, k, h, hn, gm_refine_radius(it),
+                                      gm_refine_huber(it), A, rb);
+    double v[NV];
+    normal_pack<NP, NV>(A, rb, cnt, v);
+    block_sum_f64<NV>(v, s_warp, s_sum);
+    if (threadIdx.x < NV)
+        part[((size_t)c * nb + b) * GM_MAX_NV + threadIdx.x] = s_sum[threadIdx.x];
+}
+
+/* Block c (a warp): candidate c's nb partials summed in block order, the
+ * fit solved (gm_fit_finish) into params[9c..9c+9), or the loop stopped
+ * (stop[c]) as gm_refine_model_cpu's break: too few pairs, a degenerate
+ * solve. */
+template <int MODEL>
+static __global__ void k_refine_solve(uint32_t nb, const double *part, double *params, int *stop)
+{
+    constexpr int NP = MODEL == GM_MODEL_SIMILARITY ? 4 : MODEL == GM_MODEL_AFFINE ? 6 : 8;
+    constexpr int NA = NP * (NP + 1) / 2;
+    constexpr int NV = NA + NP + 1;
+    __shared__ double s_sum[NV];
+    const uint32_t c = blockIdx.x;
+    if (stop[c])
+        return;
+    for (int i = threadIdx.x; i < NV; i += blockDim.x) {
+        double t = 0;
+        for (uint32_t b = 0; b < nb; b++)
+            t += part[((size_t)c * nb + b) * GM_MAX_NV + i];
+        s_sum[i] = t;
+    }
+    __syncthreads();
+    if (threadIdx.x != 0)
+        return;
+    double h[9], hn[9], hh[9];
+    for (int j = 0; j < 9; j++)
+        h[j] = params[9 * (size_t)c + j];
+    gm_fit_prepare(h, hn);
+    if (normal_solve<MODEL, NP>(s_sum, hn, hh))
+        stop[c] = 1;
+    else
+        for (int j = 0; j < 9; j++)
+            params[9 * (size_t)c + j] = hh[j];
+}
+
+/* Block c: the strict score of params[9c..9c+9) into scores[c]. */
+static __global__ void __launch_bounds__(GM_VERIFY_THREADS)
+    k_strict(gm_map_view map, const gm_point *pts, const float *cs, uint32_t n, double *params,
+             gm_verify_score *scores)
 {
     __shared__ double s_h[9];
-    __shared__ int s_stop;
-    __shared__ double s_warp[GM_VERIFY_WARPS * GM_MAX_NV], s_sum[GM_MAX_NV];
     __shared__ uint32_t s_hits[GM_VERIFY_WARPS], s_bg[GM_VERIFY_WARPS], s_in[GM_VERIFY_WARPS];
     const uint32_t c = blockIdx.x;
     if (threadIdx.x < 9)
         s_h[threadIdx.x] = params[9 * (size_t)c + threadIdx.x];
-    const refine_set all = {{0, 0, 0}, INFINITY, -1, 0, 0};
-    refine_block<MODEL>(cells, map.w, map.h, pts, cs, n, n, all, iters, s_h, &s_stop, s_warp,
-                        s_sum);
+    __syncthreads();
     strict_block(map, pts, cs, n, s_h, s_hits, s_bg, s_in, params, scores, c);
 }
 
@@ -453,6 +557,10 @@ static int verify_bufs(gm_verify_dev *v, size_t np, size_t nc, gm_dev_buf *b)
         b[k++] = (gm_dev_buf){host ? (void **)&v->h_scores : (void **)&v->d_scores,
                               nc * sizeof *v->d_scores, host};
     }
+    /* the split refinement's partial sums and stop flags, on the device only */
+    const size_t nb = (np + GM_REFINE_CHUNK - 1) / GM_REFINE_CHUNK;
+    b[k++] = (gm_dev_buf){(void **)&v->d_part, nc * nb * GM_MAX_NV * sizeof *v->d_part, 0};
+    b[k++] = (gm_dev_buf){(void **)&v->d_stop, nc * sizeof *v->d_stop, 0};
     return k;
 }
 
@@ -460,7 +568,7 @@ extern "C" void gm_verify_dev_free(gm_verify_dev *v)
 {
     if (!v)
         return;
-    gm_dev_buf b[12];
+    gm_dev_buf b[14];
     gm_dev_bufs_free(b, verify_bufs(v, 0, 0, b));
     if (v->staged)
         cudaEventDestroy(v->staged);
@@ -471,7 +579,7 @@ extern "C" void gm_verify_dev_free(gm_verify_dev *v)
 static gm_status verify_dev_alloc(gm_verify_dev *v)
 {
     const size_t np = v->cap ? v->cap : 1, nc = v->max_cands;
-    gm_dev_buf b[12];
+    gm_dev_buf b[14];
     gm_status st = gm_dev_bufs_alloc(b, verify_bufs(v, np, nc, b));
     if (st != GM_OK)
         return st;
@@ -645,9 +753,30 @@ extern "C" gm_status gm_refine_verify_cuda(const gm_edge_map_dev *map, gm_verify
     gm_status st = batch_upload(v, nc, 0, stream);
     if (st != GM_OK)
         return st;
-    const gm_map_view mv = map_view(map);
-    LAUNCH_MODEL(k_refine_verify, model, nc, stream, mv, map->d_cells, v->d_pts, v->d_cs, v->n,
-                 iters, v->d_params, v->d_scores);
+    /* the iterations, queued without a wait: the part and solve launches of
+     * each (too few points: h stays, as on the CPU) */
+    const uint32_t nb = (v->n + GM_REFINE_CHUNK - 1) / GM_REFINE_CHUNK;
+    if (v->n >= GM_REFINE_MIN_PAIRS && iters > 0) {
+        GM_CUDA_CHECK(cudaMemsetAsync(v->d_stop, 0, nc * sizeof *v->d_stop, stream));
+        const dim3 grid(nb, nc);
+        for (int it = 0; it < iters; it++) {
+            LAUNCH_MODEL(k_refine_part, model, grid, stream, map->d_cells, map->w, map->h,
+                         v->d_pts, v->d_cs, v->n, it, v->d_params, v->d_stop, nb, v->d_part);
+            GM_CUDA_CHECK_LAUNCH();
+            if (model == GM_MODEL_SIMILARITY)
+                k_refine_solve<GM_MODEL_SIMILARITY><<<nc, 32, 0, stream>>>(nb, v->d_part,
+                                                                          v->d_params, v->d_stop);
+            else if (model == GM_MODEL_AFFINE)
+                k_refine_solve<GM_MODEL_AFFINE><<<nc, 32, 0, stream>>>(nb, v->d_part, v->d_params,
+                                                                      v->d_stop);
+            else
+                k_refine_solve<GM_MODEL_HOMOGRAPHY><<<nc, 32, 0, stream>>>(nb, v->d_part,
+                                                                          v->d_params, v->d_stop);
+            GM_CUDA_CHECK_LAUNCH();
+        }
+    }
+    k_strict<<<nc, GM_VERIFY_THREADS, 0, stream>>>(map_view(map), v->d_pts, v->d_cs, v->n,
+                                                   v->d_params, v->d_scores);
     GM_CUDA_CHECK_LAUNCH();
     if ((st = batch_download(v, nc, 1, scores, stream)) != GM_OK)
         return st;

@@ -65,6 +65,9 @@ typedef struct {
     double *d_seeds;          /* [3 * max_cands] a growth's seed (x, y, side) per candidate */
     float *d_rot;             /* [max_cands] (float)atan2(m[3], m[0]) per candidate */
     gm_verify_score *d_scores; /* [max_cands] */
+    double *d_part;           /* the split refinement's partial sums: [max_cands * blocks *
+                                 GM_MAX_NV], blocks = ceil(cap / GM_REFINE_CHUNK) */
+    int *d_stop;              /* [max_cands] its loop has ended (verify.cu) */
     gm_point *h_pts;          /* pinned staging of the points [cap] */
     float *h_cs;              /* pinned [2 * cap] */
     double *h_params;         /* pinned [9 * max_cands] */
