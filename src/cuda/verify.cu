@@ -6,13 +6,13 @@
  * (gm_verify_point), and the block sums the counts; integer sums, so the
  * score equals gm_verify_cpu's whatever the order.
  *
- * Refinement (gm_refine_verify_cuda): each iteration is two launches.
+ * Refinement (gm_refine_verify_cuda): each iteration is one launch.
  * k_refine_part spreads a candidate's points over blocks of
  * GM_REFINE_CHUNK, a point a thread: each finds its partner
  * (gm_refine_match) and its rows of the normal equations (upper triangle
  * and right-hand side, in double); each block sums its rows (warp shuffles,
- * then the warps in order) into its partial.  k_refine_solve sums a
- * candidate's partials in block order (deterministic), solves
+ * then the warps in order) into its partial.  The candidate's last block
+ * to finish sums its partials in block order (deterministic), solves
  * (gm_fit_finish) and publishes the new h, or stops the loop as the CPU's
  * `break` does.  Then the strict score of the final h
  * (gm_verify_strict_point), exact for that h.  The sums run in another
@@ -304,17 +304,23 @@ static __device__ void strict_block(const gm_map_view &map, const gm_point *pts,
 /* Block (b, c): the normal equations of candidate c's points
  * [b GM_REFINE_CHUNK, (b + 1) GM_REFINE_CHUNK) under params[9c..9c+9), for
  * iteration it, summed into part[(c nb + b) GM_MAX_NV ..]: the upper
- * triangle, the right-hand side, the pair count.  Nothing once stop[c]. */
+ * triangle, the right-hand side, the pair count.  The candidate's last
+ * block to finish (done[c] counts them, and is reset for the next
+ * iteration) sums the nb partials in block order (deterministic, whichever
+ * block is last), solves (gm_fit_finish) into params[9c..9c+9), or stops
+ * the loop (stop[c]) as gm_refine_model_cpu's break: too few pairs, a
+ * degenerate solve.  Nothing once stop[c]. */
 template <int MODEL>
 static __global__ void __launch_bounds__(GM_VERIFY_THREADS)
     k_refine_part(const float4 *cells, int w, int hgt, const gm_point *pts, const float *cs,
-                  uint32_t n, int it, const double *params, const int *stop, uint32_t nb,
+                  uint32_t n, int it, double *params, int *stop, unsigned *done, uint32_t nb,
                   double *part)
 {
     constexpr int NP = MODEL == GM_MODEL_SIMILARITY ? 4 : MODEL == GM_MODEL_AFFINE ? 6 : 8;
     constexpr int NA = NP * (NP + 1) / 2;
     constexpr int NV = NA + NP + 1;
     __shared__ double s_warp[GM_VERIFY_WARPS * NV], s_sum[NV];
+    __shared__ int s_last;
     const uint32_t b = blockIdx.x, c = blockIdx.y;
     if (stop[c]) /* the whole block: the candidate's loop has ended */
         return;
@@ -333,35 +339,24 @@ static __global__ void __launch_bounds__(GM_VERIFY_THREADS)
     block_sum_f64<NV>(v, s_warp, s_sum);
     if (threadIdx.x < NV)
         part[((size_t)c * nb + b) * GM_MAX_NV + threadIdx.x] = s_sum[threadIdx.x];
-}
-
-/* Block c (a warp): candidate c's nb partials summed in block order, the
- * fit solved (gm_fit_finish) into params[9c..9c+9), or the loop stopped
- * (stop[c]) as gm_refine_model_cpu's break: too few pairs, a degenerate
- * solve. */
-template <int MODEL>
-static __global__ void k_refine_solve(uint32_t nb, const double *part, double *params, int *stop)
-{
-    constexpr int NP = MODEL == GM_MODEL_SIMILARITY ? 4 : MODEL == GM_MODEL_AFFINE ? 6 : 8;
-    constexpr int NA = NP * (NP + 1) / 2;
-    constexpr int NV = NA + NP + 1;
-    __shared__ double s_sum[NV];
-    const uint32_t c = blockIdx.x;
-    if (stop[c])
+    __threadfence(); /* the partial is seen before the count says it is there */
+    __syncthreads();
+    if (threadIdx.x == 0)
+        s_last = atomicAdd(&done[c], 1u) == nb - 1;
+    __syncthreads();
+    if (!s_last)
         return;
     for (int i = threadIdx.x; i < NV; i += blockDim.x) {
         double t = 0;
-        for (uint32_t b = 0; b < nb; b++)
-            t += part[((size_t)c * nb + b) * GM_MAX_NV + i];
+        for (uint32_t j = 0; j < nb; j++) /* past L1: written by other blocks */
+            t += __ldcg(&part[((size_t)c * nb + j) * GM_MAX_NV + i]);
         s_sum[i] = t;
     }
     __syncthreads();
     if (threadIdx.x != 0)
         return;
-    double h[9], hn[9], hh[9];
-    for (int j = 0; j < 9; j++)
-        h[j] = params[9 * (size_t)c + j];
-    gm_fit_prepare(h, hn);
+    done[c] = 0;
+    double hh[9];
     if (normal_solve<MODEL, NP>(s_sum, hn, hh))
         stop[c] = 1;
     else
@@ -560,7 +555,7 @@ static int verify_bufs(gm_verify_dev *v, size_t np, size_t nc, gm_dev_buf *b)
     /* the split refinement's partial sums and stop flags, on the device only */
     const size_t nb = (np + GM_REFINE_CHUNK - 1) / GM_REFINE_CHUNK;
     b[k++] = (gm_dev_buf){(void **)&v->d_part, nc * nb * GM_MAX_NV * sizeof *v->d_part, 0};
-    b[k++] = (gm_dev_buf){(void **)&v->d_stop, nc * sizeof *v->d_stop, 0};
+    b[k++] = (gm_dev_buf){(void **)&v->d_stop, 2 * nc * sizeof *v->d_stop, 0};
     return k;
 }
 
@@ -753,25 +748,17 @@ extern "C" gm_status gm_refine_verify_cuda(const gm_edge_map_dev *map, gm_verify
     gm_status st = batch_upload(v, nc, 0, stream);
     if (st != GM_OK)
         return st;
-    /* the iterations, queued without a wait: the part and solve launches of
-     * each (too few points: h stays, as on the CPU) */
+    /* the iterations, queued without a wait: a launch each, its last block
+     * a candidate solving (too few points: h stays, as on the CPU) */
     const uint32_t nb = (v->n + GM_REFINE_CHUNK - 1) / GM_REFINE_CHUNK;
     if (v->n >= GM_REFINE_MIN_PAIRS && iters > 0) {
-        GM_CUDA_CHECK(cudaMemsetAsync(v->d_stop, 0, nc * sizeof *v->d_stop, stream));
+        GM_CUDA_CHECK(cudaMemsetAsync(v->d_stop, 0, 2 * nc * sizeof *v->d_stop, stream));
         const dim3 grid(nb, nc);
+        unsigned *done = (unsigned *)(v->d_stop + nc);
         for (int it = 0; it < iters; it++) {
             LAUNCH_MODEL(k_refine_part, model, grid, stream, map->d_cells, map->w, map->h,
-                         v->d_pts, v->d_cs, v->n, it, v->d_params, v->d_stop, nb, v->d_part);
-            GM_CUDA_CHECK_LAUNCH();
-            if (model == GM_MODEL_SIMILARITY)
-                k_refine_solve<GM_MODEL_SIMILARITY><<<nc, 32, 0, stream>>>(nb, v->d_part,
-                                                                          v->d_params, v->d_stop);
-            else if (model == GM_MODEL_AFFINE)
-                k_refine_solve<GM_MODEL_AFFINE><<<nc, 32, 0, stream>>>(nb, v->d_part, v->d_params,
-                                                                      v->d_stop);
-            else
-                k_refine_solve<GM_MODEL_HOMOGRAPHY><<<nc, 32, 0, stream>>>(nb, v->d_part,
-                                                                          v->d_params, v->d_stop);
+                         v->d_pts, v->d_cs, v->n, it, v->d_params, v->d_stop, done, nb,
+                         v->d_part);
             GM_CUDA_CHECK_LAUNCH();
         }
     }

@@ -67,7 +67,8 @@ typedef struct {
     gm_verify_score *d_scores; /* [max_cands] */
     double *d_part;           /* the split refinement's partial sums: [max_cands * blocks *
                                  GM_MAX_NV], blocks = ceil(cap / GM_REFINE_CHUNK) */
-    int *d_stop;              /* [max_cands] its loop has ended (verify.cu) */
+    int *d_stop;              /* [2 * max_cands] its loop has ended, then each candidate's
+                                 blocks done in this iteration (verify.cu) */
     gm_point *h_pts;          /* pinned staging of the points [cap] */
     float *h_cs;              /* pinned [2 * cap] */
     double *h_params;         /* pinned [9 * max_cands] */
