@@ -279,7 +279,7 @@ class Reference:
         self.min_confidence = float(p["min_confidence"])
         self.max_uncertainty = float(p["max_uncertainty"])
         self._max_pixels = int(p["max_pixels"])
-        (self._cap, self.width, self.height, _, _, self.prepare_ms, _) = \
+        self._cap, self.width, self.height, self.prepare_ms = \
             _gmatch.prepare(image, int(frame), self.rgb, int(p["seed"]), int(p["threads"]),
                             device_index, _model_index(model),
                             float(p["min_confidence"]), self._max_pixels, int(p["max_side"]),

@@ -176,9 +176,8 @@ static PyObject *py_fallback(PyObject *self, PyObject *cap)
     gm_ref *r = ref_of(cap);
     if (!r)
         return NULL;
-    return Py_BuildValue("(sssi)", gm_ref_fallback(r),
-                         gm_ref_backend(r) == GM_DEVICE_CUDA ? "cuda" : "cpu", gm_ref_device(r),
-                         gm_ref_gpus(r));
+    return Py_BuildValue("(sssi)", gm_ref_fallback(r), gm_device_name(gm_ref_backend(r)),
+                         gm_ref_device(r), gm_ref_gpus(r));
 }
 
 /* expect(capsule, queries, wait) -> None: gm_ref_expect, the GIL released
@@ -216,8 +215,9 @@ static PyObject *py_defaults(PyObject *self, PyObject *noargs)
 /* prepare(image, frame, rgb, seed, threads, device, model, min_confidence,
  *         max_pixels, max_side, ref_points, query_points, basis_points,
  *         ref_basis_prob, query_bases, top_k, gpus, direction, max_uncertainty)
- *   -> (capsule, width, height, device, backend, ms, gpus)
- *   gpus: None or gm_params.gpus ("all", "0,2") in; the GPUs used out */
+ *   -> (capsule, width, height, ms)
+ *   gpus: None or gm_params.gpus ("all", "0,2"); where the reference runs
+ *   (it moves under auto) is fallback()'s to say */
 static PyObject *py_prepare(PyObject *self, PyObject *args)
 {
     (void)self;
@@ -258,9 +258,7 @@ static PyObject *py_prepare(PyObject *self, PyObject *args)
         gm_ref_free(r);
         return NULL;
     }
-    const char *backend = gm_ref_backend(r) == GM_DEVICE_CUDA ? "cuda" : "cpu";
-    return Py_BuildValue("(Niissdi)", cap, w, h, gm_ref_device(r), backend, gm_ref_time_ms(r),
-                         gm_ref_gpus(r));
+    return Py_BuildValue("(Niid)", cap, w, h, gm_ref_time_ms(r));
 }
 
 /* The result as a tuple: (found, model, h[9], confidence, votes, inliers,

@@ -83,8 +83,7 @@ static int load_batch(const cli_opts *o, gm_batch *batch)
     /* how threads wait for a GPU (kept by the library until CUDA starts:
      * no wait here); under auto the library moves the references to the
      * GPU when the run's pairs repay it (run.c tells it how many are left) */
-    if (o->params.device != GM_DEVICE_CPU && gm_backend_available(GM_DEVICE_CUDA))
-        (void)gm_cuda_set_sync(GM_CUDA_SYNC_SPIN);
+    gpu_sync(o);
     return 0;
 }
 

@@ -21,7 +21,7 @@ static void *gpu_start_main(void *arg)
     return NULL;
 }
 
-void gpu_start(const cli_opts *o)
+void gpu_sync(const cli_opts *o)
 {
     if (o->params.device == GM_DEVICE_CPU || !gm_backend_available(GM_DEVICE_CUDA))
         return;
@@ -34,7 +34,12 @@ void gpu_start(const cli_opts *o)
     else if (sync && !strcmp(sync, "block"))
         mode = GM_CUDA_SYNC_BLOCK;
     (void)gm_cuda_set_sync(mode); /* kept until CUDA starts: no wait here */
-    if (o->params.device != GM_DEVICE_AUTO) /* auto: the library starts it when repaid */
+}
+
+void gpu_start(const cli_opts *o)
+{
+    gpu_sync(o);
+    if (o->params.device == GM_DEVICE_CUDA) /* auto: the library starts it when repaid */
         g_gpu.started = pthread_create(&g_gpu.th, NULL, gpu_start_main, NULL) == 0;
 }
 

@@ -26,7 +26,12 @@ typedef struct {
 } gpu_state;
 extern gpu_state g_gpu;
 
-/* At the process's start: the sync flag asked; under cuda the thread. */
+/* How this process's threads wait for a GPU (GMATCH_CUDA_SYNC, default
+ * spin), asked of the library unless the run is on the CPU or the build has
+ * no CUDA. */
+void gpu_sync(const cli_opts *o);
+
+/* At the process's start: gpu_sync; under cuda the thread. */
 void gpu_start(const cli_opts *o);
 
 /* Waits for the thread. */

@@ -91,7 +91,8 @@ const gm_ref *gm_ref_failover(const gm_ref *r, const char *dev_err);
 /* r, prepared on the CPU under auto, gets its warm start toward acc
  * (p: the reference's parameters; p->gpus copied).  GM_OK or GM_ERR_NOMEM. */
 gm_status gm_warm_init(struct gm_ref *r, const struct gm_backend_ops *acc, const gm_params *p);
-/* Waits for a start under way, frees the accelerator's copy. */
+/* Waits for a start under way (it reads the reference's kept image, so
+ * before that is freed), frees the accelerator's copy. */
 void gm_warm_free(gm_warm *w);
 /* The accelerator's copy once it is ready, else NULL (w NULL too). */
 const struct gm_ref *gm_warm_ready(const gm_warm *w);

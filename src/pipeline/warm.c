@@ -12,7 +12,6 @@
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
 
 #include "pipeline/matcher.h"
 #include "pipeline/placement.h"
@@ -28,7 +27,8 @@ struct gm_warm {
     int state;                 /* atomic: WARM_* */
     int started;               /* the thread th was created (joined in gm_warm_free) */
     pthread_t th;
-    gm_image img;              /* the thread's copy of the reference's image */
+    gm_view img;               /* the reference's kept image (r->keep), which the thread
+                                  reads: gm_ref_free joins it before freeing that */
     gm_ref *ref;               /* the accelerator's copy, once READY */
     char line[320];            /* gm_ref_device while the CPU answers (set once, at init) */
     char failed[320];          /* and after a failed start (written before FAILED is set) */
@@ -87,7 +87,7 @@ static void *warm_main(void *arg)
 {
     gm_warm *w = arg;
     gm_ref *g = NULL;
-    gm_status st = gm_ref_prepare(&w->p, gm_image_view(&w->img), &g);
+    gm_status st = gm_ref_prepare(&w->p, w->img, &g);
     pthread_mutex_lock(&w->mu);
     if (st == GM_OK && gm_ref_backend(g) == w->acc->device) {
         w->ref = g;
@@ -108,31 +108,23 @@ static void *warm_main(void *arg)
         gm_ref_free(g);
         __atomic_store_n(&w->state, WARM_FAILED, __ATOMIC_RELEASE);
     }
-    gm_image_free(&w->img);
     pthread_cond_broadcast(&w->cv);
     pthread_mutex_unlock(&w->mu);
     return NULL;
 }
 
 /* Starts the accelerator, once (w->mu held): its thread prepares the
- * reference from a copy of r's image. */
+ * reference from r's kept image. */
 static void warm_start(const gm_ref *r, gm_warm *w)
 {
     if (w->state != WARM_IDLE)
         return;
-    gm_view v = gm_image_view(&r->keep);
-    size_t row = (size_t)v.width;
-    w->img.data = malloc(row * (size_t)v.height);
-    if (w->img.data) {
-        memcpy(w->img.data, v.data, row * (size_t)v.height); /* keep is packed */
-        w->img.width = v.width, w->img.height = v.height, w->img.stride = (ptrdiff_t)row;
-        __atomic_store_n(&w->state, WARM_STARTING, __ATOMIC_RELEASE);
-        w->started = pthread_create(&w->th, NULL, warm_main, w) == 0;
-    }
-    if (!w->started) { /* no memory or no thread: the CPU stays, and says why */
-        gm_image_free(&w->img);
-        snprintf(w->failed, sizeof w->failed, "cpu, %d threads (auto: %s not started: out of "
-                 "memory)", gm_threads(), w->acc->label);
+    w->img = gm_image_view(&r->keep);
+    __atomic_store_n(&w->state, WARM_STARTING, __ATOMIC_RELEASE);
+    w->started = pthread_create(&w->th, NULL, warm_main, w) == 0;
+    if (!w->started) { /* no thread: the CPU stays, and says why */
+        snprintf(w->failed, sizeof w->failed, "cpu, %d threads (auto: %s not started: no "
+                 "thread)", gm_threads(), w->acc->label);
         __atomic_store_n(&w->state, WARM_FAILED, __ATOMIC_RELEASE);
     }
 }
@@ -153,6 +145,8 @@ static int warm_repays(const gm_warm *w, double prep_ms)
 void gm_warm_account(const gm_ref *r, double ms)
 {
     gm_warm *w = r->pl.warm;
+    if (__atomic_load_n(&w->state, __ATOMIC_ACQUIRE) != WARM_IDLE)
+        return; /* started, or failed: nothing left to weigh */
     pthread_mutex_lock(&w->mu);
     w->cpu_ms += ms;
     w->cpu_n++;
@@ -183,7 +177,6 @@ void gm_warm_free(gm_warm *w)
     if (w->started)
         pthread_join(w->th, NULL);
     gm_ref_free(w->ref);
-    gm_image_free(&w->img);
     pthread_cond_destroy(&w->cv);
     pthread_mutex_destroy(&w->mu);
     free(w);
