@@ -272,52 +272,119 @@ static double corner_dist(const double a[6], const double b[6], int w, int h)
 #define GM_RIVAL_FAR 0.5
 #define GM_PROBES 4
 
-/* One rival h (working coordinates of q0 and of level 0; a similarity when
- * from_sim, else already of the answer's model) refined as above; *v its
- * test on the answer's map, 0 when that map was not reached. */
-static gm_status rival_refine(const gm_index *r, void *lane, const side *q0, const gm_points *vq0,
-                              int bf, gm_model chosen, int from_sim, double h[9],
-                              gm_verify_score *v)
+/* A rival: h in the working coordinates of q0 and of level 0 (a
+ * similarity when from_sim, else already of the answer's model); v its test
+ * on the answer's map once refined, 0 when that map was not reached. */
+typedef struct {
+    double h[9];
+    gm_verify_score v;
+    int from_sim;
+} rival;
+
+/* Every rival (at most GM_RIVALS_MAX) and self-map rival of an answer. */
+#define GM_RIVALS_MAX (2 * GM_RIVALS + GM_SEEN_MAX + GM_PROBES + 2 * GM_SELF_MAX)
+
+/* The rivals rv[i] with take[i] refined to model on pl's map, iters
+ * iterations, in one call of the backend (side by side: one wait of the
+ * device for all of them); scores into v2 (at the same i), the refined
+ * transforms into h2, or into the rivals' own h when h2 is NULL. */
+static gm_status rivals_step(const gm_index *r, void *lane, const gm_points *vq0,
+                             const ref_level *pl, gm_model model, rival *rv, int n,
+                             const int *take, double (*h2)[9], gm_verify_score *v2)
+{
+    double hb[GM_RIVALS_MAX][9];
+    gm_verify_score vb[GM_RIVALS_MAX];
+    int at[GM_RIVALS_MAX], nb = 0;
+    for (int i = 0; i < n; i++)
+        if (take[i]) {
+            memcpy(hb[nb], rv[i].h, sizeof hb[nb]);
+            at[nb++] = i;
+        }
+    if (nb == 0)
+        return GM_OK;
+    gm_status st = r->be->refine(lane, map_at(r, pl), vq0, model, &hb[0][0], GM_MODEL_ITERS,
+                                 (uint32_t)nb, vb);
+    for (int k = 0; k < nb && st == GM_OK; k++) {
+        memcpy(h2 ? h2[at[k]] : rv[at[k]].h, hb[k], sizeof hb[k]);
+        v2[at[k]] = vb[k];
+    }
+    return st;
+}
+
+/* The rivals refined as the answer was (the ladder, the rounds, the levels
+ * above), each as though alone, all of them a step at a time: one call of
+ * the backend a step, where each rival took its own (a public still's
+ * rivals: 22 refinements one after another, each a wait on a GPU). */
+static gm_status rivals_refine(const gm_index *r, void *lane, const side *q0,
+                               const gm_points *vq0, int bf, gm_model chosen, rival *rv, int n)
 {
     const ref_level *pl = &r->lv[0];
     gm_status st = GM_OK;
-    memset(v, 0, sizeof *v);
-    for (int m = from_sim ? GM_MODEL_SIMILARITY : (int)chosen; m <= (int)chosen && st == GM_OK; m++)
-        st = r->be->refine(lane, map_at(r, pl), vq0, (gm_model)m, h, GM_MODEL_ITERS, 1, v);
-    for (int k = 0; k < GM_RIVAL_ROUNDS && st == GM_OK; k++) {
-        gm_verify_score v2;
-        double h2[9];
-        memcpy(h2, h, sizeof h2);
-        st = r->be->refine(lane, map_at(r, pl), vq0, chosen, h2, GM_MODEL_ITERS, 1, &v2);
-        if (st != GM_OK || !(v2.whole > v->whole))
-            break;
-        memcpy(h, h2, sizeof h2);
-        *v = v2;
+    int take[GM_RIVALS_MAX];
+    gm_verify_score v2[GM_RIVALS_MAX];
+    for (int i = 0; i < n; i++)
+        memset(&rv[i].v, 0, sizeof rv[i].v);
+    for (int m = GM_MODEL_SIMILARITY; m <= (int)chosen && st == GM_OK; m++) {
+        for (int i = 0; i < n; i++)
+            take[i] = rv[i].from_sim || m == (int)chosen;
+        if ((st = rivals_step(r, lane, vq0, pl, (gm_model)m, rv, n, take, NULL, v2)) != GM_OK)
+            return st;
+        for (int i = 0; i < n; i++)
+            if (take[i])
+                rv[i].v = v2[i];
     }
-    for (int k = 0; k < GM_FINE_LEVELS && pl->f > bf && st == GM_OK; k++) {
+    /* the rounds: a rival stops at its first round that explains no more */
+    for (int i = 0; i < n; i++)
+        take[i] = 1;
+    for (int k = 0; k < GM_RIVAL_ROUNDS; k++) {
+        double h2[GM_RIVALS_MAX][9];
+        int more = 0;
+        if ((st = rivals_step(r, lane, vq0, pl, chosen, rv, n, take, h2, v2)) != GM_OK)
+            return st;
+        for (int i = 0; i < n; i++) {
+            if (!take[i])
+                continue;
+            if (!(v2[i].whole > rv[i].v.whole)) {
+                take[i] = 0;
+                continue;
+            }
+            memcpy(rv[i].h, h2[i], sizeof h2[i]);
+            rv[i].v = v2[i];
+            more = 1;
+        }
+        if (!more)
+            break;
+    }
+    for (int i = 0; i < n; i++)
+        take[i] = 1;
+    for (int k = 0; k < GM_FINE_LEVELS && pl->f > bf; k++) {
         const ref_level *nl = &r->lv[GM_LEVELS + k];
-        double hs[9];
         if (!nl->ok || nl->f < bf)
             break;
-        h_work_to_source(h, q0->f, pl->f, hs);
-        h_source_to_work(hs, q0->f, nl->f, h);
+        for (int i = 0; i < n; i++) {
+            double hs[9];
+            h_work_to_source(rv[i].h, q0->f, pl->f, hs);
+            h_source_to_work(hs, q0->f, nl->f, rv[i].h);
+        }
         pl = nl;
-        st = r->be->refine(lane, map_at(r, pl), vq0, chosen, h, GM_MODEL_ITERS, 1, v);
+        if ((st = rivals_step(r, lane, vq0, pl, chosen, rv, n, take, NULL, v2)) != GM_OK)
+            return st;
+        for (int i = 0; i < n; i++)
+            rv[i].v = v2[i];
     }
     if (pl->f != bf)
-        memset(v, 0, sizeof *v);
-    return st;
+        for (int i = 0; i < n; i++)
+            memset(&rv[i].v, 0, sizeof rv[i].v);
+    return GM_OK;
 }
 
 /* The rivals S h0 of the reference's self-maps S (selfmap.h; h0 the
  * answer in level 0's working coordinates): each scored as it stands on
- * level 0's map beside the answer, and those that explain at least
- * GM_RIVAL_FLOOR of what the answer explains there refined as the other
- * rivals (rival_refine) and judged the same way (another placement, more
- * than `far` from the answer). */
-static gm_status self_rivals(const gm_index *r, void *lane, const side *q0, const gm_points *vq0,
-                             int bf, gm_model chosen, const double hw[9], const double h0[9],
-                             double far, double *second)
+ * level 0's map beside the answer; those that explain at least
+ * GM_RIVAL_FLOOR of what the answer explains there join the rivals rv (from
+ * *n on), to be refined and judged as the others. */
+static gm_status self_rivals(const gm_index *r, void *lane, const gm_points *vq0,
+                             gm_model chosen, const double h0[9], rival *rv, int *n)
 {
     if (r->n_self == 0)
         return GM_OK;
@@ -334,13 +401,8 @@ static gm_status self_rivals(const gm_index *r, void *lane, const side *q0, cons
     for (int k = 0; k < r->n_self && st == GM_OK; k++) {
         if (!(vs[1 + k].whole >= GM_RIVAL_FLOOR * vs[0].whole) || !(vs[1 + k].whole > 0))
             continue;
-        double h[9];
-        gm_verify_score v;
-        memcpy(h, hs[1 + k], sizeof h);
-        if ((st = rival_refine(r, lane, q0, vq0, bf, chosen, 0, h, &v)) != GM_OK)
-            break;
-        if (gm_h_plausible(h, q0->w, q0->h) && gm_corner_move(hw, h, q0->w, q0->h) > far)
-            *second = fmax(*second, v.whole);
+        memcpy(rv[*n].h, hs[1 + k], sizeof rv[*n].h);
+        rv[(*n)++].from_sim = 0;
     }
     return st;
 }
@@ -381,22 +443,24 @@ static gm_status rival_whole(const gm_index *r, void *lane, const search_state *
     h_source_to_work(hs0, q0->f, r->lv[0].f, h0);
     const double(*taken[2 * GM_RIVALS])[6];
     int nt = 0;
+    rival rv[GM_RIVALS_MAX];
+    int n = 0;
     const int n_sim = 2 * GM_RIVALS; /* GM_RIVALS refined, then GM_RIVALS not refined */
     for (int j = 0; j < n_sim + lv->n_seen + GM_PROBES; j++) {
-        double h[9];
+        double *h = rv[n].h;
         int from_sim = j < n_sim;
         if (j >= n_sim + lv->n_seen) {
             static const double step[GM_PROBES] = {-0.75, -0.25, 0.25, 0.75};
             double d = step[j - n_sim - lv->n_seen] * qd, tx = d * ux, ty = d * uy;
-            memcpy(h, h0, sizeof h);
+            memcpy(h, h0, sizeof h0);
             for (int k = 0; k < 3; k++)
                 h[3 * k + 2] += h0[3 * k] * tx + h0[3 * k + 1] * ty;
         } else if (from_sim) {
             /* from the refined (rconf) or the verified only (uconf) */
             const double(*list)[6] = j < GM_RIVALS ? ss->refined : ss->unref;
             const double *conf = j < GM_RIVALS ? ss->rconf : ss->uconf;
-            int n = j < GM_RIVALS ? ss->n_refined : ss->n_unref, bi = -1;
-            for (int i = 0; i < n; i++) {
+            int nl = j < GM_RIVALS ? ss->n_refined : ss->n_unref, bi = -1;
+            for (int i = 0; i < nl; i++) {
                 if (conf[i] < GM_RIVAL_FLOOR * best_sim ||
                     corner_dist(list[i], ss->m0, q0->w, q0->h) <= GM_DISTINCT_PX)
                     continue;
@@ -413,14 +477,15 @@ static gm_status rival_whole(const gm_index *r, void *lane, const search_state *
         } else {
             h_source_to_work(lv->seen[j - n_sim], q0->f, r->lv[0].f, h);
         }
-        gm_verify_score v;
-        gm_status st = rival_refine(r, lane, q0, vq0, bf, chosen, from_sim, h, &v);
-        if (st != GM_OK)
-            return st;
-        if (gm_h_plausible(h, q0->w, q0->h) && gm_corner_move(hw, h, q0->w, q0->h) > far)
-            *second = fmax(*second, v.whole);
+        rv[n++].from_sim = from_sim;
     }
-    return self_rivals(r, lane, q0, vq0, bf, chosen, hw, h0, far, second);
+    gm_status st = self_rivals(r, lane, vq0, chosen, h0, rv, &n);
+    if (st == GM_OK)
+        st = rivals_refine(r, lane, q0, vq0, bf, chosen, rv, n);
+    for (int i = 0; i < n && st == GM_OK; i++)
+        if (gm_h_plausible(rv[i].h, q0->w, q0->h) && gm_corner_move(hw, rv[i].h, q0->w, q0->h) > far)
+            *second = fmax(*second, rv[i].v.whole);
+    return st;
 }
 
 /* The candidate that explains most of the query (gm_verify_score.whole) not yet taken (total UINT32_MAX marks
