@@ -160,16 +160,14 @@ static __device__ void block_sum_f64(double (&v)[NV], double *s_warp, double *s_
 }
 
 /* The points a refinement of the block takes: within the disc (seed x, y;
- * squared radius r2: gm_grow_d2) and outside quadrant skip of a qw x qh
- * query (gm_quadrant; skip -1: none). */
+ * squared radius r2: gm_grow_d2). */
 struct refine_set {
     double seed[3], r2;
-    int skip, qw, qh;
 };
 
 static __device__ __forceinline__ bool in_set(const refine_set &m, gm_point p)
 {
-    return gm_grow_d2(p, m.seed) <= m.r2 && (m.skip < 0 || gm_quadrant(p, m.qw, m.qh) != m.skip);
+    return gm_grow_d2(p, m.seed) <= m.r2;
 }
 
 /* The normal equations of a model with NP parameters as NV = NP (NP + 1) / 2
@@ -309,12 +307,14 @@ static __device__ void strict_block(const gm_map_view &map, const gm_point *pts,
  * iteration) sums the nb partials in block order (deterministic, whichever
  * block is last), solves (gm_fit_finish) into params[9c..9c+9), or stops
  * the loop (stop[c]) as gm_refine_model_cpu's break: too few pairs, a
- * degenerate solve.  Nothing once stop[c]. */
+ * degenerate solve.  Nothing once stop[c].  qw > 0: candidate c leaves out
+ * the points of quadrant c of a qw x qh query (gm_corner_spread_cpu's refit
+ * c; too few points left: no solve, h stays, as the CPU's). */
 template <int MODEL>
 static __global__ void __launch_bounds__(GM_VERIFY_THREADS)
     k_refine_part(const float4 *cells, int w, int hgt, const gm_point *pts, const float *cs,
                   uint32_t n, int it, double *params, int *stop, unsigned *done, uint32_t nb,
-                  double *part)
+                  double *part, int qw, int qh)
 {
     constexpr int NP = MODEL == GM_MODEL_SIMILARITY ? 4 : MODEL == GM_MODEL_AFFINE ? 6 : 8;
     constexpr int NA = NP * (NP + 1) / 2;
@@ -331,7 +331,7 @@ static __global__ void __launch_bounds__(GM_VERIFY_THREADS)
     double A[8][8] = {{0}}, rb[8] = {0};
     uint32_t cnt = 0;
     const uint32_t k = b * GM_REFINE_CHUNK + threadIdx.x;
-    if (k < n)
+    if (k < n && (qw <= 0 || gm_quadrant(pts[k], qw, qh) != (int)c))
         cnt = refine_point<MODEL, NP>(cells, w, hgt, pts, cs, k, h, hn, gm_refine_radius(it),
                                       gm_refine_huber(it), A, rb);
     double v[NV];
@@ -414,42 +414,16 @@ static __global__ void __launch_bounds__(GM_VERIFY_THREADS)
         for (uint32_t k = threadIdx.x; k < n; k += blockDim.x)
             in += gm_grow_d2(pts[k], seed) <= rad * rad;
         in = block_sum_u32(in, s_hits);
-        const refine_set disc = {{seed[0], seed[1], seed[2]}, rad * rad, -1, 0, 0};
+        const refine_set disc = {{seed[0], seed[1], seed[2]}, rad * rad};
         refine_block<MODEL>(cells, map.w, map.h, pts, cs, n, in, disc, GM_GROW_STEP_ITERS, s_h,
                             &s_stop, s_warp, s_sum);
         if (rad * rad >= rmax2)
             break;
     }
-    const refine_set all = {{0, 0, 0}, INFINITY, -1, 0, 0};
+    const refine_set all = {{0, 0, 0}, INFINITY};
     refine_block<MODEL>(cells, map.w, map.h, pts, cs, n, n, all, GM_GROW_FINAL_ITERS, s_h,
                         &s_stop, s_warp, s_sum);
     strict_block(map, pts, cs, n, s_h, s_hits, s_bg, s_in, params, scores, c);
-}
-
-/* Block j (0..3): gm_corner_spread_cpu's refit j, h (params[0..9)) refined
- * on the points outside quadrant j of a qw x qh query; the refit goes to
- * params[9 (j + 1)..). */
-template <int MODEL>
-static __global__ void __launch_bounds__(GM_VERIFY_THREADS)
-    k_spread(gm_map_view map, const float4 *cells, const gm_point *pts, const float *cs,
-             uint32_t n, int qw, int qh, double *params)
-{
-    __shared__ double s_h[9];
-    __shared__ int s_stop;
-    __shared__ double s_warp[GM_VERIFY_WARPS * GM_MAX_NV], s_sum[GM_MAX_NV];
-    __shared__ uint32_t s_in[GM_VERIFY_WARPS];
-    const int quad = (int)blockIdx.x;
-    if (threadIdx.x < 9)
-        s_h[threadIdx.x] = params[threadIdx.x];
-    const refine_set set = {{0, 0, 0}, INFINITY, quad, qw, qh};
-    uint32_t in = 0;
-    for (uint32_t k = threadIdx.x; k < n; k += blockDim.x)
-        in += in_set(set, pts[k]);
-    in = block_sum_u32(in, s_in);
-    refine_block<MODEL>(cells, map.w, map.h, pts, cs, n, in, set, GM_SPREAD_ITERS, s_h, &s_stop,
-                        s_warp, s_sum);
-    if (threadIdx.x < 9)
-        params[9 * (size_t)(quad + 1) + threadIdx.x] = s_h[threadIdx.x];
 }
 
 /* ---- the edge map ------------------------------------------------------------ */
@@ -709,27 +683,48 @@ extern "C" gm_status gm_grow_verify_cuda(const gm_edge_map_dev *map, gm_verify_d
     return GM_OK;
 }
 
+/* The iterations of a split refinement of the nc candidates in
+ * v->d_params (k_refine_part; qw > 0: the spread's refits), queued without
+ * a wait. */
+static gm_status refine_iters(const gm_edge_map_dev *map, gm_verify_dev *v, gm_model model,
+                              int iters, uint32_t nc, int qw, int qh, cudaStream_t stream)
+{
+    const uint32_t nb = (v->n + GM_REFINE_CHUNK - 1) / GM_REFINE_CHUNK;
+    if (v->n < GM_REFINE_MIN_PAIRS || iters <= 0) /* too few points: h stays, as on the CPU */
+        return GM_OK;
+    GM_CUDA_CHECK(cudaMemsetAsync(v->d_stop, 0, 2 * nc * sizeof *v->d_stop, stream));
+    const dim3 grid(nb, nc);
+    unsigned *done = (unsigned *)(v->d_stop + nc);
+    for (int it = 0; it < iters; it++) {
+        LAUNCH_MODEL(k_refine_part, model, grid, stream, map->d_cells, map->w, map->h, v->d_pts,
+                     v->d_cs, v->n, it, v->d_params, v->d_stop, done, nb, v->d_part, qw, qh);
+        GM_CUDA_CHECK_LAUNCH();
+    }
+    return GM_OK;
+}
+
+/* gm_corner_spread_cpu: the four refits as four candidates of one split
+ * refinement, each leaving out its quadrant. */
 extern "C" gm_status gm_spread_cuda(const gm_edge_map_dev *map, gm_verify_dev *v,
                                     gm_model model, const double h[9], int w, int hgt,
                                     double *spread, cudaStream_t stream)
 {
-    if (!map || !v || !h || !spread || v->max_cands < 5 ||
+    if (!map || !v || !h || !spread || v->max_cands < 4 || w <= 0 || hgt <= 0 ||
         (model != GM_MODEL_SIMILARITY && model != GM_MODEL_AFFINE &&
          model != GM_MODEL_HOMOGRAPHY))
         return GM_ERR_INVALID;
-    memcpy(v->h_params, h, 9 * sizeof *h);
-    gm_status st = batch_upload(v, 1, 0, stream);
+    for (int quad = 0; quad < 4; quad++)
+        memcpy(v->h_params + 9 * quad, h, 9 * sizeof *h);
+    gm_status st = batch_upload(v, 4, 0, stream);
+    if (st == GM_OK)
+        st = refine_iters(map, v, model, GM_SPREAD_ITERS, 4, w, hgt, stream);
     if (st != GM_OK)
         return st;
-    const gm_map_view mv = map_view(map);
-    LAUNCH_MODEL(k_spread, model, 4, stream, mv, map->d_cells, v->d_pts, v->d_cs, v->n, w, hgt,
-                 v->d_params);
-    GM_CUDA_CHECK_LAUNCH();
-    GM_CUDA_CHECK(cudaMemcpyAsync(v->h_params + 9, v->d_params + 9, 36 * sizeof *v->h_params,
+    GM_CUDA_CHECK(cudaMemcpyAsync(v->h_params, v->d_params, 36 * sizeof *v->h_params,
                                   cudaMemcpyDeviceToHost, stream));
     GM_CUDA_CHECK(gm_cuda_stream_wait(stream));
     double hq[4][9];
-    memcpy(hq, v->h_params + 9, sizeof hq);
+    memcpy(hq, v->h_params, sizeof hq);
     *spread = gm_corner_moves(h, (const double(*)[9])hq, w, hgt);
     return GM_OK;
 }
@@ -749,19 +744,9 @@ extern "C" gm_status gm_refine_verify_cuda(const gm_edge_map_dev *map, gm_verify
     if (st != GM_OK)
         return st;
     /* the iterations, queued without a wait: a launch each, its last block
-     * a candidate solving (too few points: h stays, as on the CPU) */
-    const uint32_t nb = (v->n + GM_REFINE_CHUNK - 1) / GM_REFINE_CHUNK;
-    if (v->n >= GM_REFINE_MIN_PAIRS && iters > 0) {
-        GM_CUDA_CHECK(cudaMemsetAsync(v->d_stop, 0, 2 * nc * sizeof *v->d_stop, stream));
-        const dim3 grid(nb, nc);
-        unsigned *done = (unsigned *)(v->d_stop + nc);
-        for (int it = 0; it < iters; it++) {
-            LAUNCH_MODEL(k_refine_part, model, grid, stream, map->d_cells, map->w, map->h,
-                         v->d_pts, v->d_cs, v->n, it, v->d_params, v->d_stop, done, nb,
-                         v->d_part);
-            GM_CUDA_CHECK_LAUNCH();
-        }
-    }
+     * a candidate solving */
+    if ((st = refine_iters(map, v, model, iters, nc, 0, 0, stream)) != GM_OK)
+        return st;
     k_strict<<<nc, GM_VERIFY_THREADS, 0, stream>>>(map_view(map), v->d_pts, v->d_cs, v->n,
                                                    v->d_params, v->d_scores);
     GM_CUDA_CHECK_LAUNCH();

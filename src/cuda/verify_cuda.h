@@ -100,15 +100,25 @@ gm_status gm_verify_batch_cuda(const gm_edge_map_dev *map, gm_verify_dev *v, con
 
 /* For each of the nc <= v->max_cands candidates h[9c..9c+9) (host, in and
  * out): gm_refine_model_cpu(map, points, model, h, iters), then
- * gm_verify_strict_h_cpu of the refined h into scores[c].  One kernel, one
- * block per candidate (per-point partner search, block reduction of the
- * normal equations in double, one thread solves, iterate); a degenerate
- * solve or too few pairs keeps the previous h and stops, as on the CPU.
+ * gm_verify_strict_h_cpu of the refined h into scores[c].  A launch an
+ * iteration over blocks of points, a point a thread (its partner, its rows
+ * of the normal equations in double), each candidate's last block summing
+ * the partials in block order and solving; then the strict score; a
+ * degenerate solve or too few pairs keeps the previous h and stops, as on
+ * the CPU.
  * iters = 0: strict scoring only (h unchanged).  Synchronizes stream once.
  * GM_ERR_INVALID when nc > v->max_cands, iters < 0 or model unknown. */
 gm_status gm_refine_verify_cuda(const gm_edge_map_dev *map, gm_verify_dev *v, gm_model model,
                                 double *h, int iters, uint32_t nc, gm_verify_score *scores,
                                 cudaStream_t stream);
+/* gm_corner_spread_cpu(map, points, model, h, w, hgt) into *spread: the
+ * four refits as four candidates of one split refinement (each leaving out
+ * its quadrant of the w x hgt query), the corners' moves on the host
+ * (gm_corner_moves).  Needs v->max_cands >= 4, w and hgt > 0.
+ * Synchronizes stream once. */
+gm_status gm_spread_cuda(const gm_edge_map_dev *map, gm_verify_dev *v, gm_model model,
+                         const double h[9], int w, int hgt, double *spread, cudaStream_t stream);
+
 /* For each of the nc <= v->max_cands candidates h[9c..9c+9) (host, in and
  * out): gm_grow_model_cpu(map, points, model, seeds + 3c, h), then
  * gm_verify_strict_h_cpu of the grown h into scores[c].  One kernel, one
@@ -116,12 +126,6 @@ gm_status gm_refine_verify_cuda(const gm_edge_map_dev *map, gm_verify_dev *v, gm
  * block, the disc test gm_grow_d2's.  Synchronizes stream once.
  * GM_ERR_INVALID when nc > v->max_cands or model is not affine or
  * homography. */
-/* gm_corner_spread_cpu(map, points, model, h, w, hgt) into *spread: the
- * four refits in one kernel (a block each), the corners' moves on the host
- * (gm_corner_moves).  Needs v->max_cands >= 5 (h and the four refits).
- * Synchronizes stream once. */
-gm_status gm_spread_cuda(const gm_edge_map_dev *map, gm_verify_dev *v, gm_model model,
-                         const double h[9], int w, int hgt, double *spread, cudaStream_t stream);
 gm_status gm_grow_verify_cuda(const gm_edge_map_dev *map, gm_verify_dev *v, gm_model model,
                               double *h, const double *seeds, uint32_t nc,
                               gm_verify_score *scores, cudaStream_t stream);

@@ -310,7 +310,7 @@ double gm_corner_moves(const double h[9], const double hq[4][9], int w, int hgt)
 }
 
 /* Leaving out the only edges near a corner lets it swing.  Its CUDA twin is
- * k_spread (src/cuda/verify.cu). */
+ * gm_spread_cuda (src/cuda/verify.cu). */
 double gm_corner_spread_cpu(const gm_edge_map *map, const gm_points *q, gm_model model,
                             const double h[9], int w, int hgt)
 {

@@ -519,9 +519,11 @@ START_TEST(test_spread)
     }
     double h[9] = {1, 0, 0, 0, 1, 0, 0, 0, 1}, sg;
     gm_verify_dev small;
-    EXPECT_OK(gm_verify_dev_alloc(&small, 16, 4));
+    EXPECT_OK(gm_verify_dev_alloc(&small, 16, 3));
     EXPECT_EQ(gm_spread_cuda(&r.dev, &small, GM_MODEL_AFFINE, h, qw, qh, &sg, g_stream),
-              GM_ERR_INVALID); /* room for h and four refits: five candidates */
+              GM_ERR_INVALID); /* the four refits are four candidates */
+    EXPECT_EQ(gm_spread_cuda(&r.dev, &v, GM_MODEL_AFFINE, h, 0, qh, &sg, g_stream),
+              GM_ERR_INVALID); /* no query */
     gm_verify_dev_free(&small);
     gm_verify_dev_free(&v);
     ref_free(&r);
