@@ -14,7 +14,12 @@
  * then the warps in order) into its partial.  The candidate's last block
  * to finish sums its partials in block order (deterministic), solves
  * (gm_fit_finish) and publishes the new h, or stops the loop as the CPU's
- * `break` does.  Then the strict score of the final h
+ * `break` does.  On a device with thread block clusters (compute capability
+ * 9.0 on) the whole refinement is one launch instead (k_refine_fused): a
+ * cluster of blocks a candidate sums the same chunks the same way, its
+ * first block solves, cluster barriers between the iterations; the same h
+ * bit for bit, one launch where there were a memset, one an iteration and
+ * the score's.  Then the strict score of the final h
  * (gm_verify_strict_point), exact for that h.  The sums run in another
  * order than the CPU's point order, so the refined h agrees with the CPU's
  * to rounding, not bit for bit.  Why split: one block a candidate kept a
@@ -30,6 +35,8 @@
 #include <math.h>
 #include <stdint.h>
 #include <string.h>
+
+#include <cooperative_groups.h>
 
 #include "cuda/cuda_check.cuh"
 #include "cuda/gm_cuda.h"
@@ -298,6 +305,9 @@ static __device__ void strict_block(const gm_map_view &map, const gm_point *pts,
 /* The split refinement: a block's points, GM_REFINE_CHUNK of them (a
  * thread each), and the partial sums' stride. */
 #define GM_REFINE_CHUNK GM_VERIFY_THREADS
+/* The blocks of a candidate's cluster in the one-launch refinement (8: the
+ * portable cluster size) */
+#define GM_REFINE_CLUSTER 8
 
 /* Block (b, c): the normal equations of candidate c's points
  * [b GM_REFINE_CHUNK, (b + 1) GM_REFINE_CHUNK) under params[9c..9c+9), for
@@ -362,6 +372,121 @@ static __global__ void __launch_bounds__(GM_VERIFY_THREADS)
     else
         for (int j = 0; j < 9; j++)
             params[9 * (size_t)c + j] = hh[j];
+}
+
+/* The refinement in one launch, where the device has thread block clusters
+ * (compute capability 9.0 on): candidate c is the cluster of blocks
+ * (0..GM_REFINE_CLUSTER-1, c).  Each iteration, block r sums the chunks r,
+ * r + GM_REFINE_CLUSTER, ... of GM_REFINE_CHUNK points exactly as
+ * k_refine_part sums its chunk (the same thread a point, the same order)
+ * into part[], and the cluster's block 0 sums the partials in chunk order
+ * and solves, as k_refine_part's last block does: the same h, bit for bit,
+ * with two cluster barriers an iteration instead of a launch.  Block 0's
+ * shared h and stop flag are what the other blocks read (distributed
+ * shared memory).  Then, when scores is not NULL, the strict score of the
+ * final h (integer counts, summed over the cluster in any order: exact);
+ * the final h into params.  qw > 0: candidate c leaves out quadrant c
+ * (the spread's refits), as k_refine_part. */
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 900
+#define GM_CLUSTER_DIMS
+#else
+#define GM_CLUSTER_DIMS __cluster_dims__(GM_REFINE_CLUSTER, 1, 1)
+#endif
+template <int MODEL>
+static __global__ void GM_CLUSTER_DIMS __launch_bounds__(GM_VERIFY_THREADS)
+    k_refine_fused(gm_map_view map, const float4 *cells, const gm_point *pts, const float *cs,
+                   uint32_t n, int iters, double *params, uint32_t nb, double *part, int qw,
+                   int qh, gm_verify_score *scores)
+{
+#if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 900
+    namespace cg = cooperative_groups;
+    constexpr int NP = MODEL == GM_MODEL_SIMILARITY ? 4 : MODEL == GM_MODEL_AFFINE ? 6 : 8;
+    constexpr int NA = NP * (NP + 1) / 2;
+    constexpr int NV = NA + NP + 1;
+    __shared__ double s_warp[GM_VERIFY_WARPS * NV], s_sum[NV];
+    __shared__ double s_h[9];      /* block 0's: the candidate's h */
+    __shared__ int s_stop;         /* block 0's: the loop has ended */
+    __shared__ uint32_t s_cnt[3];  /* each block's strict counts */
+    __shared__ uint32_t s_hits[GM_VERIFY_WARPS], s_bg[GM_VERIFY_WARPS], s_in[GM_VERIFY_WARPS];
+    cg::cluster_group cluster = cg::this_cluster();
+    const uint32_t rank = cluster.block_rank(), c = blockIdx.y;
+    double *const h0 = cluster.map_shared_rank(s_h, 0);
+    int *const stop0 = cluster.map_shared_rank(&s_stop, 0);
+    if (rank == 0 && threadIdx.x < 9)
+        s_h[threadIdx.x] = params[9 * (size_t)c + threadIdx.x];
+    if (rank == 0 && threadIdx.x == 0)
+        s_stop = 0;
+    cluster.sync();
+    double h[9];
+    for (int it = 0; it < iters; it++) {
+        if (*stop0)
+            break; /* every block reads the same flag between the same barriers */
+        double hn[9];
+        for (int i = 0; i < 9; i++)
+            h[i] = h0[i];
+        gm_fit_prepare(h, hn);
+        for (uint32_t b = rank; b < nb; b += GM_REFINE_CLUSTER) {
+            double A[8][8] = {{0}}, rb[8] = {0};
+            uint32_t cnt = 0;
+            const uint32_t k = b * GM_REFINE_CHUNK + threadIdx.x;
+            if (k < n && (qw <= 0 || gm_quadrant(pts[k], qw, qh) != (int)c))
+                cnt = refine_point<MODEL, NP>(cells, map.w, map.h, pts, cs, k, h, hn,
+                                              gm_refine_radius(it), gm_refine_huber(it), A, rb);
+            double v[NV];
+            normal_pack<NP, NV>(A, rb, cnt, v);
+            block_sum_f64<NV>(v, s_warp, s_sum);
+            if (threadIdx.x < NV)
+                part[((size_t)c * nb + b) * GM_MAX_NV + threadIdx.x] = s_sum[threadIdx.x];
+        }
+        __threadfence();
+        cluster.sync(); /* the partials are written; block 0 sums them */
+        if (rank == 0) {
+            for (int i = threadIdx.x; i < NV; i += blockDim.x) {
+                double t = 0;
+                for (uint32_t j = 0; j < nb; j++)
+                    t += __ldcg(&part[((size_t)c * nb + j) * GM_MAX_NV + i]);
+                s_sum[i] = t;
+            }
+            __syncthreads();
+            if (threadIdx.x == 0) {
+                double hh[9];
+                if (normal_solve<MODEL, NP>(s_sum, hn, hh))
+                    s_stop = 1;
+                else
+                    for (int j = 0; j < 9; j++)
+                        s_h[j] = hh[j];
+            }
+        }
+        cluster.sync(); /* block 0's h and flag are published */
+    }
+    for (int i = 0; i < 9; i++)
+        h[i] = h0[i];
+    if (scores) {
+        uint32_t hits = 0, bg = 0, in = 0;
+        for (uint32_t k = rank * blockDim.x + threadIdx.x; k < n;
+             k += GM_REFINE_CLUSTER * blockDim.x)
+            hits += gm_verify_strict_point(&map, h, pts[k], cs[2 * k], cs[2 * k + 1], &bg, &in);
+        hits = block_sum_u32(hits, s_hits);
+        bg = block_sum_u32(bg, s_bg);
+        in = block_sum_u32(in, s_in);
+        if (threadIdx.x == 0)
+            s_cnt[0] = hits, s_cnt[1] = bg, s_cnt[2] = in;
+    }
+    cluster.sync(); /* every block has read block 0's h and written its counts */
+    if (rank == 0 && threadIdx.x == 0) {
+        if (scores) {
+            uint32_t t[3] = {0, 0, 0};
+            for (uint32_t r = 0; r < GM_REFINE_CLUSTER; r++) {
+                const uint32_t *o = cluster.map_shared_rank(s_cnt, r);
+                t[0] += o[0], t[1] += o[1], t[2] += o[2];
+            }
+            scores[c] = gm_score_of(n, t[2], t[0], t[1]);
+        }
+        for (int j = 0; j < 9; j++)
+            params[9 * (size_t)c + j] = h[j];
+    }
+    cluster.sync(); /* block 0 has read the others' counts before they end */
+#endif
 }
 
 /* Block c: the strict score of params[9c..9c+9) into scores[c]. */
@@ -553,6 +678,10 @@ static gm_status verify_dev_alloc(gm_verify_dev *v)
     if (st != GM_OK)
         return st;
     GM_CUDA_CHECK(cudaEventCreateWithFlags(&v->staged, cudaEventDisableTiming));
+    int dev = 0, cl = 0;
+    GM_CUDA_CHECK(cudaGetDevice(&dev));
+    GM_CUDA_CHECK(cudaDeviceGetAttribute(&cl, cudaDevAttrClusterLaunch, dev));
+    v->cluster = cl != 0;
     return GM_OK;
 }
 
@@ -683,21 +812,40 @@ extern "C" gm_status gm_grow_verify_cuda(const gm_edge_map_dev *map, gm_verify_d
     return GM_OK;
 }
 
-/* The iterations of a split refinement of the nc candidates in
- * v->d_params (k_refine_part; qw > 0: the spread's refits), queued without
- * a wait. */
-static gm_status refine_iters(const gm_edge_map_dev *map, gm_verify_dev *v, gm_model model,
-                              int iters, uint32_t nc, int qw, int qh, cudaStream_t stream)
+/* A refinement of the nc candidates in v->d_params queued without a wait
+ * (qw > 0: the spread's refits, no score): on a device with clusters one
+ * launch (k_refine_fused), else a launch an iteration (k_refine_part) and
+ * k_strict.  Too few points: h stays, as on the CPU.  strict: the scores
+ * into v->d_scores. */
+static gm_status refine_launch(const gm_edge_map_dev *map, gm_verify_dev *v, gm_model model,
+                               int iters, uint32_t nc, int qw, int qh, int strict,
+                               cudaStream_t stream)
 {
     const uint32_t nb = (v->n + GM_REFINE_CHUNK - 1) / GM_REFINE_CHUNK;
-    if (v->n < GM_REFINE_MIN_PAIRS || iters <= 0) /* too few points: h stays, as on the CPU */
+    if (v->n < GM_REFINE_MIN_PAIRS || iters < 0)
+        iters = 0;
+    if (v->cluster) {
+        const dim3 grid(GM_REFINE_CLUSTER, nc);
+        LAUNCH_MODEL(k_refine_fused, model, grid, stream, map_view(map), map->d_cells, v->d_pts,
+                     v->d_cs, v->n, iters, v->d_params, nb, v->d_part, qw, qh,
+                     strict ? v->d_scores : NULL);
+        GM_CUDA_CHECK_LAUNCH();
         return GM_OK;
-    GM_CUDA_CHECK(cudaMemsetAsync(v->d_stop, 0, 2 * nc * sizeof *v->d_stop, stream));
-    const dim3 grid(nb, nc);
-    unsigned *done = (unsigned *)(v->d_stop + nc);
-    for (int it = 0; it < iters; it++) {
-        LAUNCH_MODEL(k_refine_part, model, grid, stream, map->d_cells, map->w, map->h, v->d_pts,
-                     v->d_cs, v->n, it, v->d_params, v->d_stop, done, nb, v->d_part, qw, qh);
+    }
+    if (iters > 0) {
+        GM_CUDA_CHECK(cudaMemsetAsync(v->d_stop, 0, 2 * nc * sizeof *v->d_stop, stream));
+        const dim3 grid(nb, nc);
+        unsigned *done = (unsigned *)(v->d_stop + nc);
+        for (int it = 0; it < iters; it++) {
+            LAUNCH_MODEL(k_refine_part, model, grid, stream, map->d_cells, map->w, map->h,
+                         v->d_pts, v->d_cs, v->n, it, v->d_params, v->d_stop, done, nb,
+                         v->d_part, qw, qh);
+            GM_CUDA_CHECK_LAUNCH();
+        }
+    }
+    if (strict) {
+        k_strict<<<nc, GM_VERIFY_THREADS, 0, stream>>>(map_view(map), v->d_pts, v->d_cs, v->n,
+                                                       v->d_params, v->d_scores);
         GM_CUDA_CHECK_LAUNCH();
     }
     return GM_OK;
@@ -717,7 +865,7 @@ extern "C" gm_status gm_spread_cuda(const gm_edge_map_dev *map, gm_verify_dev *v
         memcpy(v->h_params + 9 * quad, h, 9 * sizeof *h);
     gm_status st = batch_upload(v, 4, 0, stream);
     if (st == GM_OK)
-        st = refine_iters(map, v, model, GM_SPREAD_ITERS, 4, w, hgt, stream);
+        st = refine_launch(map, v, model, GM_SPREAD_ITERS, 4, w, hgt, 0, stream);
     if (st != GM_OK)
         return st;
     GM_CUDA_CHECK(cudaMemcpyAsync(v->h_params, v->d_params, 36 * sizeof *v->h_params,
@@ -743,13 +891,8 @@ extern "C" gm_status gm_refine_verify_cuda(const gm_edge_map_dev *map, gm_verify
     gm_status st = batch_upload(v, nc, 0, stream);
     if (st != GM_OK)
         return st;
-    /* the iterations, queued without a wait: a launch each, its last block
-     * a candidate solving */
-    if ((st = refine_iters(map, v, model, iters, nc, 0, 0, stream)) != GM_OK)
+    if ((st = refine_launch(map, v, model, iters, nc, 0, 0, 1, stream)) != GM_OK)
         return st;
-    k_strict<<<nc, GM_VERIFY_THREADS, 0, stream>>>(map_view(map), v->d_pts, v->d_cs, v->n,
-                                                   v->d_params, v->d_scores);
-    GM_CUDA_CHECK_LAUNCH();
     if ((st = batch_download(v, nc, 1, scores, stream)) != GM_OK)
         return st;
     memcpy(h, v->h_params, 9 * (size_t)nc * sizeof *h);

@@ -76,6 +76,10 @@ typedef struct {
     float *h_rot;             /* pinned [max_cands] */
     gm_verify_score *h_scores; /* pinned [max_cands] */
     cudaEvent_t staged;       /* the last points upload has left h_pts, h_cs */
+    int cluster;              /* the device launches thread block clusters (compute
+                                 capability 9.0 on): a refinement is one launch, its
+                                 iterations in a cluster of blocks a candidate; 0: a
+                                 launch an iteration (the tests set it to compare) */
 } gm_verify_dev;
 
 /* Buffers for up to max_points points and max_cands candidates per call

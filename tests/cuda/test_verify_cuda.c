@@ -249,6 +249,23 @@ static double check_refine(const ref_t *r, gm_verify_dev *v, const gm_points *q,
     gm_verify_score g[MAX_CANDS];
     memcpy(hg, hs, 9 * nc * sizeof *hg);
     EXPECT_OK(gm_refine_verify_cuda(&r->dev, v, model, hg, iters, nc, g, g_stream));
+    if (v->cluster) {
+        /* the one-launch refinement against a launch an iteration: the same
+         * sums in the same order, so the same h and scores bit for bit */
+        double h2[9 * MAX_CANDS] = {0};
+        gm_verify_score g2[MAX_CANDS];
+        memcpy(h2, hs, 9 * nc * sizeof *h2);
+        v->cluster = 0;
+        gm_status st = gm_refine_verify_cuda(&r->dev, v, model, h2, iters, nc, g2, g_stream);
+        v->cluster = 1;
+        EXPECT_OK(st);
+        for (uint32_t c = 0; c < nc; c++) {
+            if (memcmp(h2 + 9 * c, hg + 9 * c, 9 * sizeof *hg) != 0)
+                ck_abort_msg("%s, model %d, candidate %u: the one-launch refinement's h differs "
+                             "from the split one's", what, (int)model, c);
+            expect_same_score(g[c], g2[c], what, c);
+        }
+    }
     double worst = 0;
     uint32_t same_cpu = 0;
     for (uint32_t c = 0; c < nc; c++) {
@@ -506,6 +523,14 @@ START_TEST(test_spread)
             candidate(c % 2 ? 1 : 4 * c, cases[k].H, qcx, qcy, r.w, r.h, h);
             double sc = gm_corner_spread_cpu(&r.map, &q, cases[k].model, h, qw, qh), sg = -1;
             EXPECT_OK(gm_spread_cuda(&r.dev, &v, cases[k].model, h, qw, qh, &sg, g_stream));
+            if (v.cluster) { /* the one launch against a launch an iteration: bit for bit */
+                double s2 = -1;
+                v.cluster = 0;
+                gm_status st = gm_spread_cuda(&r.dev, &v, cases[k].model, h, qw, qh, &s2, g_stream);
+                v.cluster = 1;
+                EXPECT_OK(st);
+                EXPECT(memcmp(&s2, &sg, sizeof sg) == 0);
+            }
             if (!(fabs(sc - sg) <= CORNER_TOL))
                 ck_abort_msg("model %d, candidate %d: spread %.6f on the CPU, %.6f on the GPU",
                              (int)cases[k].model, c, sc, sg);
@@ -513,8 +538,10 @@ START_TEST(test_spread)
                 EXPECT(sc < 0.5); /* the truth stays */
             worst = fmax(worst, fabs(sc - sg));
         }
-        printf("%-28s model %d: %u points, spreads within %.2g px of the CPU's\n",
-               "scene, spread", (int)cases[k].model, q.n, worst);
+        printf("%-28s model %d: %u points, spreads within %.2g px of the CPU's%s\n",
+               "scene, spread", (int)cases[k].model, q.n, worst,
+               v.cluster ? "; one launch = a launch an iteration, bit for bit"
+                         : " (no clusters: a launch an iteration)");
         free(q.p);
     }
     double h[9] = {1, 0, 0, 0, 1, 0, 0, 0, 1}, sg;
