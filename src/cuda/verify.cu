@@ -383,60 +383,62 @@ static __global__ void __launch_bounds__(GM_VERIFY_THREADS)
  * and solves, as k_refine_part's last block does: the same h, bit for bit,
  * with two cluster barriers an iteration instead of a launch.  Block 0's
  * shared h and stop flag are what the other blocks read (distributed
- * shared memory).  Then, when scores is not NULL, the strict score of the
- * final h (integer counts, summed over the cluster in any order: exact);
- * the final h into params.  qw > 0: candidate c leaves out quadrant c
- * (the spread's refits), as k_refine_part. */
+ * shared memory).  The growth (k_grow_fused) runs its radius steps the
+ * same way. */
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 900
 #define GM_CLUSTER_DIMS
 #else
 #define GM_CLUSTER_DIMS __cluster_dims__(GM_REFINE_CLUSTER, 1, 1)
 #endif
-template <int MODEL>
-static __global__ void GM_CLUSTER_DIMS __launch_bounds__(GM_VERIFY_THREADS)
-    k_refine_fused(gm_map_view map, const float4 *cells, const gm_point *pts, const float *cs,
-                   uint32_t n, int iters, double *params, uint32_t nb, double *part, int qw,
-                   int qh, gm_verify_score *scores)
-{
 #if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 900
-    namespace cg = cooperative_groups;
+/* A cluster's shared state: block 0's h and stop flag (read by every
+ * block), each block's strict counts, the sums' scratch. */
+struct cluster_state {
+    double h[9];
+    int stop;
+    uint32_t cnt[3];
+    uint32_t hits[GM_VERIFY_WARPS], bg[GM_VERIFY_WARPS], in[GM_VERIFY_WARPS];
+    double warp[GM_VERIFY_WARPS * GM_MAX_NV], sum[GM_MAX_NV];
+};
+
+/* gm_refine_model_cpu(MODEL, iters) of the cluster's h (block 0's) on the
+ * points of set (and, qw > 0, outside quadrant c of a qw x qh query): too
+ * few of them, or too few pairs, or a degenerate solve end it, h as it
+ * was. */
+template <int MODEL>
+static __device__ void cluster_refine(cooperative_groups::cluster_group &cluster,
+                                      cluster_state *s, const cluster_state *s0,
+                                      const float4 *cells, int w, int hgt, const gm_point *pts,
+                                      const float *cs, uint32_t n, const refine_set &set, int qw,
+                                      int qh, int iters, uint32_t nb, double *part)
+{
     constexpr int NP = MODEL == GM_MODEL_SIMILARITY ? 4 : MODEL == GM_MODEL_AFFINE ? 6 : 8;
     constexpr int NA = NP * (NP + 1) / 2;
     constexpr int NV = NA + NP + 1;
-    __shared__ double s_warp[GM_VERIFY_WARPS * NV], s_sum[NV];
-    __shared__ double s_h[9];      /* block 0's: the candidate's h */
-    __shared__ int s_stop;         /* block 0's: the loop has ended */
-    __shared__ uint32_t s_cnt[3];  /* each block's strict counts */
-    __shared__ uint32_t s_hits[GM_VERIFY_WARPS], s_bg[GM_VERIFY_WARPS], s_in[GM_VERIFY_WARPS];
-    cg::cluster_group cluster = cg::this_cluster();
     const uint32_t rank = cluster.block_rank(), c = blockIdx.y;
-    double *const h0 = cluster.map_shared_rank(s_h, 0);
-    int *const stop0 = cluster.map_shared_rank(&s_stop, 0);
-    if (rank == 0 && threadIdx.x < 9)
-        s_h[threadIdx.x] = params[9 * (size_t)c + threadIdx.x];
+    cluster.sync(); /* every block has read the last call's flag */
     if (rank == 0 && threadIdx.x == 0)
-        s_stop = 0;
+        s->stop = 0;
     cluster.sync();
-    double h[9];
     for (int it = 0; it < iters; it++) {
-        if (*stop0)
+        if (s0->stop)
             break; /* every block reads the same flag between the same barriers */
-        double hn[9];
+        double h[9], hn[9];
         for (int i = 0; i < 9; i++)
-            h[i] = h0[i];
+            h[i] = s0->h[i];
         gm_fit_prepare(h, hn);
         for (uint32_t b = rank; b < nb; b += GM_REFINE_CLUSTER) {
             double A[8][8] = {{0}}, rb[8] = {0};
             uint32_t cnt = 0;
             const uint32_t k = b * GM_REFINE_CHUNK + threadIdx.x;
-            if (k < n && (qw <= 0 || gm_quadrant(pts[k], qw, qh) != (int)c))
-                cnt = refine_point<MODEL, NP>(cells, map.w, map.h, pts, cs, k, h, hn,
+            if (k < n && (qw <= 0 || gm_quadrant(pts[k], qw, qh) != (int)c) && in_set(set, pts[k]))
+                cnt = refine_point<MODEL, NP>(cells, w, hgt, pts, cs, k, h, hn,
                                               gm_refine_radius(it), gm_refine_huber(it), A, rb);
             double v[NV];
             normal_pack<NP, NV>(A, rb, cnt, v);
-            block_sum_f64<NV>(v, s_warp, s_sum);
+            block_sum_f64<NV>(v, s->warp, s->sum);
             if (threadIdx.x < NV)
-                part[((size_t)c * nb + b) * GM_MAX_NV + threadIdx.x] = s_sum[threadIdx.x];
+                part[((size_t)c * nb + b) * GM_MAX_NV + threadIdx.x] = s->sum[threadIdx.x];
         }
         __threadfence();
         cluster.sync(); /* the partials are written; block 0 sums them */
@@ -445,40 +447,53 @@ static __global__ void GM_CLUSTER_DIMS __launch_bounds__(GM_VERIFY_THREADS)
                 double t = 0;
                 for (uint32_t j = 0; j < nb; j++)
                     t += __ldcg(&part[((size_t)c * nb + j) * GM_MAX_NV + i]);
-                s_sum[i] = t;
+                s->sum[i] = t;
             }
             __syncthreads();
             if (threadIdx.x == 0) {
                 double hh[9];
-                if (normal_solve<MODEL, NP>(s_sum, hn, hh))
-                    s_stop = 1;
+                if (normal_solve<MODEL, NP>(s->sum, hn, hh))
+                    s->stop = 1;
                 else
                     for (int j = 0; j < 9; j++)
-                        s_h[j] = hh[j];
+                        s->h[j] = hh[j];
             }
         }
         cluster.sync(); /* block 0's h and flag are published */
     }
+}
+
+/* The end of a cluster's work: when scores is not NULL, the strict score of
+ * the final h (integer counts, summed over the cluster in any order:
+ * exact) into scores[c]; the final h into params[9c..). */
+static __device__ void cluster_finish(cooperative_groups::cluster_group &cluster,
+                                      cluster_state *s, const cluster_state *s0,
+                                      const gm_map_view &map, const gm_point *pts,
+                                      const float *cs, uint32_t n, double *params,
+                                      gm_verify_score *scores)
+{
+    const uint32_t rank = cluster.block_rank(), c = blockIdx.y;
+    double h[9];
     for (int i = 0; i < 9; i++)
-        h[i] = h0[i];
+        h[i] = s0->h[i];
     if (scores) {
         uint32_t hits = 0, bg = 0, in = 0;
         for (uint32_t k = rank * blockDim.x + threadIdx.x; k < n;
              k += GM_REFINE_CLUSTER * blockDim.x)
             hits += gm_verify_strict_point(&map, h, pts[k], cs[2 * k], cs[2 * k + 1], &bg, &in);
-        hits = block_sum_u32(hits, s_hits);
-        bg = block_sum_u32(bg, s_bg);
-        in = block_sum_u32(in, s_in);
+        hits = block_sum_u32(hits, s->hits);
+        bg = block_sum_u32(bg, s->bg);
+        in = block_sum_u32(in, s->in);
         if (threadIdx.x == 0)
-            s_cnt[0] = hits, s_cnt[1] = bg, s_cnt[2] = in;
+            s->cnt[0] = hits, s->cnt[1] = bg, s->cnt[2] = in;
     }
     cluster.sync(); /* every block has read block 0's h and written its counts */
     if (rank == 0 && threadIdx.x == 0) {
         if (scores) {
             uint32_t t[3] = {0, 0, 0};
             for (uint32_t r = 0; r < GM_REFINE_CLUSTER; r++) {
-                const uint32_t *o = cluster.map_shared_rank(s_cnt, r);
-                t[0] += o[0], t[1] += o[1], t[2] += o[2];
+                const cluster_state *o = cluster.map_shared_rank(s, r);
+                t[0] += o->cnt[0], t[1] += o->cnt[1], t[2] += o->cnt[2];
             }
             scores[c] = gm_score_of(n, t[2], t[0], t[1]);
         }
@@ -486,6 +501,83 @@ static __global__ void GM_CLUSTER_DIMS __launch_bounds__(GM_VERIFY_THREADS)
             params[9 * (size_t)c + j] = h[j];
     }
     cluster.sync(); /* block 0 has read the others' counts before they end */
+}
+#endif
+
+/* The refinement of candidate c (params[9c..]) in one launch, then (scores
+ * not NULL) its strict score; qw > 0: candidate c leaves out quadrant c
+ * (the spread's refits), as k_refine_part. */
+template <int MODEL>
+static __global__ void GM_CLUSTER_DIMS __launch_bounds__(GM_VERIFY_THREADS)
+    k_refine_fused(gm_map_view map, const float4 *cells, const gm_point *pts, const float *cs,
+                   uint32_t n, int iters, double *params, uint32_t nb, double *part, int qw,
+                   int qh, gm_verify_score *scores)
+{
+#if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 900
+    __shared__ cluster_state s;
+    cooperative_groups::cluster_group cluster = cooperative_groups::this_cluster();
+    const cluster_state *s0 = cluster.map_shared_rank(&s, 0);
+    if (cluster.block_rank() == 0 && threadIdx.x < 9)
+        s.h[threadIdx.x] = params[9 * (size_t)blockIdx.y + threadIdx.x];
+    const refine_set all = {{0, 0, 0}, INFINITY};
+    cluster_refine<MODEL>(cluster, &s, s0, cells, map.w, map.h, pts, cs, n, all, qw, qh, iters,
+                          nb, part);
+    cluster_finish(cluster, &s, s0, map, pts, cs, n, params, scores);
+#endif
+}
+
+/* gm_grow_model_cpu(MODEL) of candidate c from seeds[3c..3c+3) in one
+ * launch: each radius step and the final refinement a cluster_refine (the
+ * disc test gm_grow_d2's, the largest distance a max over the cluster:
+ * exact in any order), then the strict score.  The sums are
+ * k_refine_part's, chunk by chunk, where k_grow_verify sums each thread's
+ * points in turn: the two agree to rounding (test_verify_cuda compares
+ * both with the CPU). */
+template <int MODEL>
+static __global__ void GM_CLUSTER_DIMS __launch_bounds__(GM_VERIFY_THREADS)
+    k_grow_fused(gm_map_view map, const float4 *cells, const gm_point *pts, const float *cs,
+                 uint32_t n, const double *seeds, double *params, uint32_t nb, double *part,
+                 gm_verify_score *scores)
+{
+#if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 900
+    __shared__ cluster_state s;
+    __shared__ double s_max[GM_VERIFY_WARPS], s_rmax2;
+    cooperative_groups::cluster_group cluster = cooperative_groups::this_cluster();
+    const cluster_state *s0 = cluster.map_shared_rank(&s, 0);
+    const uint32_t rank = cluster.block_rank(), c = blockIdx.y;
+    if (rank == 0 && threadIdx.x < 9)
+        s.h[threadIdx.x] = params[9 * (size_t)c + threadIdx.x];
+    const double seed[3] = {seeds[3 * (size_t)c], seeds[3 * (size_t)c + 1],
+                            seeds[3 * (size_t)c + 2]};
+    double m2 = 0;
+    for (uint32_t k = rank * blockDim.x + threadIdx.x; k < n; k += GM_REFINE_CLUSTER * blockDim.x)
+        m2 = fmax(m2, gm_grow_d2(pts[k], seed));
+    for (int o = 16; o > 0; o >>= 1)
+        m2 = fmax(m2, __shfl_xor_sync(0xFFFFFFFFu, m2, o));
+    if ((threadIdx.x & 31) == 0)
+        s_max[threadIdx.x >> 5] = m2;
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        double bm = 0;
+        for (int wi = 0; wi < GM_VERIFY_WARPS; wi++)
+            bm = fmax(bm, s_max[wi]);
+        s_rmax2 = bm;
+    }
+    cluster.sync();
+    double rmax2 = 0;
+    for (uint32_t r = 0; r < GM_REFINE_CLUSTER; r++)
+        rmax2 = fmax(rmax2, *cluster.map_shared_rank(&s_rmax2, r));
+    for (double rad = fmax(GM_GROW_START * seed[2], GM_GROW_MIN_PX);; rad *= GM_GROW_STEP) {
+        const refine_set disc = {{seed[0], seed[1], seed[2]}, rad * rad};
+        cluster_refine<MODEL>(cluster, &s, s0, cells, map.w, map.h, pts, cs, n, disc, 0, 0,
+                              GM_GROW_STEP_ITERS, nb, part);
+        if (rad * rad >= rmax2)
+            break;
+    }
+    const refine_set all = {{0, 0, 0}, INFINITY};
+    cluster_refine<MODEL>(cluster, &s, s0, cells, map.w, map.h, pts, cs, n, all, 0, 0,
+                          GM_GROW_FINAL_ITERS, nb, part);
+    cluster_finish(cluster, &s, s0, map, pts, cs, n, params, scores);
 #endif
 }
 
@@ -803,8 +895,15 @@ extern "C" gm_status gm_grow_verify_cuda(const gm_edge_map_dev *map, gm_verify_d
                                   cudaMemcpyHostToDevice, stream));
     const gm_map_view mv = map_view(map);
     const double *d_seeds = v->d_seeds;
-    LAUNCH_MODEL(k_grow_verify, model, nc, stream, mv, map->d_cells, v->d_pts, v->d_cs, v->n,
-                 d_seeds, v->d_params, v->d_scores);
+    if (v->cluster) {
+        const uint32_t nb = (v->n + GM_REFINE_CHUNK - 1) / GM_REFINE_CHUNK;
+        const dim3 grid(GM_REFINE_CLUSTER, nc);
+        LAUNCH_MODEL(k_grow_fused, model, grid, stream, mv, map->d_cells, v->d_pts, v->d_cs,
+                     v->n, d_seeds, v->d_params, nb, v->d_part, v->d_scores);
+    } else {
+        LAUNCH_MODEL(k_grow_verify, model, nc, stream, mv, map->d_cells, v->d_pts, v->d_cs,
+                     v->n, d_seeds, v->d_params, v->d_scores);
+    }
     GM_CUDA_CHECK_LAUNCH();
     if ((st = batch_download(v, nc, 1, scores, stream)) != GM_OK)
         return st;

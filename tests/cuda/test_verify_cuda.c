@@ -454,7 +454,14 @@ START_TEST(test_grow)
     gm_verify_dev v;
     scene_open(&r, &v);
     const view_case *cases = k_views;
-    for (size_t k = 1; k < N_VIEWS; k++) { /* the affine and the homography */
+    /* both ways where the device has clusters: one launch (k_grow_fused),
+     * then a block a candidate (k_grow_verify, the other devices') */
+    const int clusters = v.cluster;
+    for (size_t kk = 1; kk < (clusters ? 2 : 1) * N_VIEWS; kk++) {
+        const size_t k = kk % N_VIEWS; /* the affine and the homography */
+        if (k == 0)
+            continue;
+        v.cluster = clusters && kk < N_VIEWS;
         gm_points q = query_rendered(cases[k].H, 170, 140);
         EXPECT(q.n > 200);
         EXPECT_OK(gm_verify_points_upload(&v, &q, g_stream));
@@ -477,13 +484,15 @@ START_TEST(test_grow)
             worst = fmax(worst, check_grow(&r, &v, &q, cases[k].model, hs, seeds, cases[k].H, nc,
                                            "grow", &converged));
         }
-        printf("%-28s model %d: %u points, %u growths right, within %.2g px of the CPU's\n",
-               "scene, growth", (int)cases[k].model, q.n, converged, worst);
+        printf("%-28s model %d: %u points, %u growths right, within %.2g px of the CPU's (%s)\n",
+               "scene, growth", (int)cases[k].model, q.n, converged, worst,
+               v.cluster ? "one launch" : "a block a candidate");
         /* something to compare: the truth grows right from every seed (with
          * the sanitizers' few points, GM_TEST_SMALL, from one at least) */
         EXPECT(converged >= (getenv("GM_TEST_SMALL") ? 1u : 3u));
         free(q.p);
     }
+    v.cluster = clusters;
     /* nothing to grow on: h kept, scores of nothing */
     gm_points none = {NULL, 0};
     EXPECT_OK(gm_verify_points_upload(&v, &none, g_stream));
