@@ -141,6 +141,26 @@ static __global__ void __launch_bounds__(GM_VERIFY_THREADS)
         scores[c] = gm_score_of(n, in, hits, bg);
 }
 
+/* The largest gm_grow_d2 from seed of the points first, first + stride, ...
+ * below n that the block's threads take, returned to every thread (max is
+ * exact in any order); s_max: GM_VERIFY_WARPS doubles of shared memory. */
+static __device__ double block_max_d2(const gm_point *pts, uint32_t n, const double seed[3],
+                                      uint32_t first, uint32_t stride, double *s_max)
+{
+    double m2 = 0;
+    for (uint32_t k = first; k < n; k += stride)
+        m2 = fmax(m2, gm_grow_d2(pts[k], seed));
+    for (int o = 16; o > 0; o >>= 1)
+        m2 = fmax(m2, __shfl_xor_sync(0xFFFFFFFFu, m2, o));
+    if ((threadIdx.x & 31) == 0)
+        s_max[threadIdx.x >> 5] = m2;
+    __syncthreads();
+    double bm = 0;
+    for (int wi = 0; wi < GM_VERIFY_WARPS; wi++)
+        bm = fmax(bm, s_max[wi]);
+    return bm;
+}
+
 /* Sums NV doubles per thread over the block into s_out[NV] (valid after the
  * trailing __syncthreads); s_warp: GM_VERIFY_WARPS * NV doubles.  Warps in
  * order, so the result does not depend on scheduling. */
@@ -549,20 +569,10 @@ static __global__ void GM_CLUSTER_DIMS __launch_bounds__(GM_VERIFY_THREADS)
         s.h[threadIdx.x] = params[9 * (size_t)c + threadIdx.x];
     const double seed[3] = {seeds[3 * (size_t)c], seeds[3 * (size_t)c + 1],
                             seeds[3 * (size_t)c + 2]};
-    double m2 = 0;
-    for (uint32_t k = rank * blockDim.x + threadIdx.x; k < n; k += GM_REFINE_CLUSTER * blockDim.x)
-        m2 = fmax(m2, gm_grow_d2(pts[k], seed));
-    for (int o = 16; o > 0; o >>= 1)
-        m2 = fmax(m2, __shfl_xor_sync(0xFFFFFFFFu, m2, o));
-    if ((threadIdx.x & 31) == 0)
-        s_max[threadIdx.x >> 5] = m2;
-    __syncthreads();
-    if (threadIdx.x == 0) {
-        double bm = 0;
-        for (int wi = 0; wi < GM_VERIFY_WARPS; wi++)
-            bm = fmax(bm, s_max[wi]);
+    const double bm = block_max_d2(pts, n, seed, rank * blockDim.x + threadIdx.x,
+                                   GM_REFINE_CLUSTER * blockDim.x, s_max);
+    if (threadIdx.x == 0)
         s_rmax2 = bm;
-    }
     cluster.sync();
     double rmax2 = 0;
     for (uint32_t r = 0; r < GM_REFINE_CLUSTER; r++)
@@ -614,18 +624,7 @@ static __global__ void __launch_bounds__(GM_VERIFY_THREADS)
         s_h[threadIdx.x] = params[9 * (size_t)c + threadIdx.x];
     const double seed[3] = {seeds[3 * (size_t)c], seeds[3 * (size_t)c + 1],
                             seeds[3 * (size_t)c + 2]};
-    /* the largest squared distance from the seed: max is exact in any order */
-    double m2 = 0;
-    for (uint32_t k = threadIdx.x; k < n; k += blockDim.x)
-        m2 = fmax(m2, gm_grow_d2(pts[k], seed));
-    for (int o = 16; o > 0; o >>= 1)
-        m2 = fmax(m2, __shfl_xor_sync(0xFFFFFFFFu, m2, o));
-    if ((threadIdx.x & 31) == 0)
-        s_max[threadIdx.x >> 5] = m2;
-    __syncthreads();
-    double rmax2 = 0;
-    for (int wi = 0; wi < GM_VERIFY_WARPS; wi++)
-        rmax2 = fmax(rmax2, s_max[wi]);
+    const double rmax2 = block_max_d2(pts, n, seed, threadIdx.x, blockDim.x, s_max);
     for (double rad = fmax(GM_GROW_START * seed[2], GM_GROW_MIN_PX);; rad *= GM_GROW_STEP) {
         uint32_t in = 0;
         for (uint32_t k = threadIdx.x; k < n; k += blockDim.x)
