@@ -12,7 +12,7 @@
 # GM_GPU_BUILD (default build-gpu) and GM_GPU_DEV (default .device) name the
 # build and carry folders, so that several checkouts' work can travel apart;
 # GM_GPU_TESTS (a grep pattern, default all) picks the tests that run,
-# GM_GPU_BENCH (words: hash match scores video videolong fault soak sift gpus photo scene seeds; default
+# GM_GPU_BENCH (words: hash match scores pairs video videolong fault soak sift gpus photo scene seeds; default
 # hash match scores video sift fault) the
 # benchmarks; GM_GPU_NOBENCH=1 runs none, GM_GPU_NOSAN=1 no sanitizer;
 # GM_GPU_INVISIBLE=0 leaves the seeds bench's invisible-change run out.
@@ -115,6 +115,17 @@ if [ -z "${GM_GPU_NOBENCH:-}" ]; then
   if want match && [ -x "$dev/bin/bench_match" ] && [ -d "$dev/bench/stills" ]; then
     echo "== end to end per stage (bench_match, public stills)"
     "$dev/bin/bench_match" -r 5 "$dev/bench/stills/manifest.jsonl" 2>&1 | tee "$out/bench_match.log"
+  fi
+  # the public stills as one batch of 5,070 pairs (tools/bench/bench_pairs.sh):
+  # pairs per second and the GPU's busy share, similarity and auto, the
+  # command line's workers and 16, 32 (GM_GPU_PAIRS_WORKERS)
+  if want pairs && [ -x "$dev/bin/gmatch" ] && [ -d "$dev/bench/stills" ]; then
+    for m in similarity auto; do
+      echo "== batch of the public stills, --device cuda --model $m"
+      WORKERS=${GM_GPU_PAIRS_WORKERS:-default 16 32} REPS=1 tools/bench/bench_pairs.sh \
+        "$dev/bin/gmatch" "$dev/bench/stills" "$out/pairs-$m" --device cuda --model "$m" 2>&1 |
+        tee "$out/pairs-$m.log"
+    done
   fi
   if [ -x "$dev/bin/gmatch" ] && [ -x "$dev/bench/run.sh" ]; then
     want scores && for d in cuda cpu; do
