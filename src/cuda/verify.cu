@@ -1,5 +1,6 @@
-/* verify.cu: verification and refinement of candidate transforms on the GPU,
- * one thread block per candidate.
+/* verify.cu: verification and refinement of candidate transforms on the GPU:
+ * a thread block a candidate to verify, several blocks (or a cluster of
+ * them) a candidate to refine or grow.
  *
  * Loose verification (k_verify): the block's threads take the query points,
  * count hits and chance hits with the CPU's per-point rule
@@ -25,8 +26,11 @@
  * to rounding, not bit for bit.  Why split: one block a candidate kept a
  * single candidate's six dependent iterations on one SM, latency bound
  * (0.94 ms a launch under ncu on an H200, 94% of a public still's kernel
- * time, 2026-11-27); the growth and the spread still refine within a
- * block (refine_block), their point sets and radius steps decided there.
+ * time, 2026-11-27).  The spread's four refits are four candidates of the
+ * same refinement, each leaving out its quadrant.  The growth's radius
+ * steps run in one launch too: across a cluster (k_grow_fused), or, on a
+ * device without clusters, within one block a candidate (k_grow_verify,
+ * refine_block).
  *
  * Exactness: the per-point functions are the CPU's (src/stages/verify_core.h,
  * src/stages/fit_core.h); this file is compiled with --fmad=false so no
