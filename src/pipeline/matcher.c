@@ -284,10 +284,10 @@ typedef struct {
 /* Every rival (at most GM_RIVALS_MAX) and self-map rival of an answer. */
 #define GM_RIVALS_MAX (2 * GM_RIVALS + GM_SEEN_MAX + GM_PROBES + 2 * GM_SELF_MAX)
 
-/* The rivals rv[i] with take[i] refined to model on pl's map, iters
- * iterations, in one call of the backend (side by side: one wait of the
- * device for all of them); scores into v2 (at the same i), the refined
- * transforms into h2, or into the rivals' own h when h2 is NULL. */
+/* The rivals rv[i] with take[i] refined to model on pl's map in one call
+ * of the backend (side by side: one wait of the device for all of them):
+ * the refined transforms and their scores into h2 and v2 (at the same i),
+ * or, when h2 is NULL, into the rivals themselves. */
 static gm_status rivals_step(const gm_index *r, void *lane, const gm_points *vq0,
                              const ref_level *pl, gm_model model, rival *rv, int n,
                              const int *take, double (*h2)[9], gm_verify_score *v2)
@@ -306,7 +306,7 @@ static gm_status rivals_step(const gm_index *r, void *lane, const gm_points *vq0
                                  (uint32_t)nb, vb);
     for (int k = 0; k < nb && st == GM_OK; k++) {
         memcpy(h2 ? h2[at[k]] : rv[at[k]].h, hb[k], sizeof hb[k]);
-        v2[at[k]] = vb[k];
+        *(h2 ? &v2[at[k]] : &rv[at[k]].v) = vb[k];
     }
     return st;
 }
@@ -319,19 +319,16 @@ static gm_status rivals_refine(const gm_index *r, void *lane, const side *q0,
                                const gm_points *vq0, int bf, gm_model chosen, rival *rv, int n)
 {
     const ref_level *pl = &r->lv[0];
-    gm_status st = GM_OK;
+    gm_status st;
     int take[GM_RIVALS_MAX];
     gm_verify_score v2[GM_RIVALS_MAX];
     for (int i = 0; i < n; i++)
         memset(&rv[i].v, 0, sizeof rv[i].v);
-    for (int m = GM_MODEL_SIMILARITY; m <= (int)chosen && st == GM_OK; m++) {
+    for (int m = GM_MODEL_SIMILARITY; m <= (int)chosen; m++) {
         for (int i = 0; i < n; i++)
             take[i] = rv[i].from_sim || m == (int)chosen;
-        if ((st = rivals_step(r, lane, vq0, pl, (gm_model)m, rv, n, take, NULL, v2)) != GM_OK)
+        if ((st = rivals_step(r, lane, vq0, pl, (gm_model)m, rv, n, take, NULL, NULL)) != GM_OK)
             return st;
-        for (int i = 0; i < n; i++)
-            if (take[i])
-                rv[i].v = v2[i];
     }
     /* the rounds: a rival stops at its first round that explains no more */
     for (int i = 0; i < n; i++)
@@ -367,10 +364,8 @@ static gm_status rivals_refine(const gm_index *r, void *lane, const side *q0,
             h_source_to_work(hs, q0->f, nl->f, rv[i].h);
         }
         pl = nl;
-        if ((st = rivals_step(r, lane, vq0, pl, chosen, rv, n, take, NULL, v2)) != GM_OK)
+        if ((st = rivals_step(r, lane, vq0, pl, chosen, rv, n, take, NULL, NULL)) != GM_OK)
             return st;
-        for (int i = 0; i < n; i++)
-            rv[i].v = v2[i];
     }
     if (pl->f != bf)
         for (int i = 0; i < n; i++)
