@@ -333,6 +333,50 @@ static __device__ void strict_block(const gm_map_view &map, const gm_point *pts,
  * portable cluster size) */
 #define GM_REFINE_CLUSTER 8
 
+/* Chunk b of candidate c's points (GM_REFINE_CHUNK of them, a thread a
+ * point): their rows of the normal equations under h summed over the block
+ * and written to part[(c nb + b) GM_MAX_NV ..).  A point takes part when it
+ * is in set (NULL: every point) and, qw > 0, outside quadrant c of a qw x qh
+ * query.  The split refinement (k_refine_part) and the cluster's
+ * (cluster_refine) both sum a chunk here, so their partials are the same
+ * bit for bit. */
+template <int MODEL, int NP, int NV>
+static __device__ __forceinline__ void chunk_partial(const float4 *cells, int w, int hgt,
+                                                     const gm_point *pts, const float *cs,
+                                                     uint32_t n, uint32_t b, uint32_t c,
+                                                     uint32_t nb, const refine_set *set, int qw,
+                                                     int qh, int it, const double (&h)[9],
+                                                     const double (&hn)[9], double *s_warp,
+                                                     double *s_sum, double *part)
+{
+    double A[8][8] = {{0}}, rb[8] = {0};
+    uint32_t cnt = 0;
+    const uint32_t k = b * GM_REFINE_CHUNK + threadIdx.x;
+    if (k < n && (qw <= 0 || gm_quadrant(pts[k], qw, qh) != (int)c) &&
+        (!set || in_set(*set, pts[k])))
+        cnt = refine_point<MODEL, NP>(cells, w, hgt, pts, cs, k, h, hn, gm_refine_radius(it),
+                                      gm_refine_huber(it), A, rb);
+    double v[NV];
+    normal_pack<NP, NV>(A, rb, cnt, v);
+    block_sum_f64<NV>(v, s_warp, s_sum);
+    if (threadIdx.x < NV)
+        part[((size_t)c * nb + b) * GM_MAX_NV + threadIdx.x] = s_sum[threadIdx.x];
+}
+
+/* Candidate c's nb partials summed in chunk order into s_sum (read past L1:
+ * other blocks wrote them); the same order in both refinements. */
+template <int NV>
+static __device__ __forceinline__ void partials_sum(const double *part, uint32_t c, uint32_t nb,
+                                                    double *s_sum)
+{
+    for (int i = threadIdx.x; i < NV; i += blockDim.x) {
+        double t = 0;
+        for (uint32_t j = 0; j < nb; j++)
+            t += __ldcg(&part[((size_t)c * nb + j) * GM_MAX_NV + i]);
+        s_sum[i] = t;
+    }
+}
+
 /* Block (b, c): the normal equations of candidate c's points
  * [b GM_REFINE_CHUNK, (b + 1) GM_REFINE_CHUNK) under params[9c..9c+9), for
  * iteration it, summed into part[(c nb + b) GM_MAX_NV ..]: the upper
@@ -362,17 +406,8 @@ static __global__ void __launch_bounds__(GM_VERIFY_THREADS)
     for (int i = 0; i < 9; i++)
         h[i] = params[9 * (size_t)c + i];
     gm_fit_prepare(h, hn);
-    double A[8][8] = {{0}}, rb[8] = {0};
-    uint32_t cnt = 0;
-    const uint32_t k = b * GM_REFINE_CHUNK + threadIdx.x;
-    if (k < n && (qw <= 0 || gm_quadrant(pts[k], qw, qh) != (int)c))
-        cnt = refine_point<MODEL, NP>(cells, w, hgt, pts, cs, k, h, hn, gm_refine_radius(it),
-                                      gm_refine_huber(it), A, rb);
-    double v[NV];
-    normal_pack<NP, NV>(A, rb, cnt, v);
-    block_sum_f64<NV>(v, s_warp, s_sum);
-    if (threadIdx.x < NV)
-        part[((size_t)c * nb + b) * GM_MAX_NV + threadIdx.x] = s_sum[threadIdx.x];
+    chunk_partial<MODEL, NP, NV>(cells, w, hgt, pts, cs, n, b, c, nb, nullptr, qw, qh, it, h, hn,
+                                 s_warp, s_sum, part);
     __threadfence(); /* the partial is seen before the count says it is there */
     __syncthreads();
     if (threadIdx.x == 0)
@@ -380,12 +415,7 @@ static __global__ void __launch_bounds__(GM_VERIFY_THREADS)
     __syncthreads();
     if (!s_last)
         return;
-    for (int i = threadIdx.x; i < NV; i += blockDim.x) {
-        double t = 0;
-        for (uint32_t j = 0; j < nb; j++) /* past L1: written by other blocks */
-            t += __ldcg(&part[((size_t)c * nb + j) * GM_MAX_NV + i]);
-        s_sum[i] = t;
-    }
+    partials_sum<NV>(part, c, nb, s_sum);
     __syncthreads();
     if (threadIdx.x != 0)
         return;
@@ -451,28 +481,13 @@ static __device__ void cluster_refine(cooperative_groups::cluster_group &cluster
         for (int i = 0; i < 9; i++)
             h[i] = s0->h[i];
         gm_fit_prepare(h, hn);
-        for (uint32_t b = rank; b < nb; b += GM_REFINE_CLUSTER) {
-            double A[8][8] = {{0}}, rb[8] = {0};
-            uint32_t cnt = 0;
-            const uint32_t k = b * GM_REFINE_CHUNK + threadIdx.x;
-            if (k < n && (qw <= 0 || gm_quadrant(pts[k], qw, qh) != (int)c) && in_set(set, pts[k]))
-                cnt = refine_point<MODEL, NP>(cells, w, hgt, pts, cs, k, h, hn,
-                                              gm_refine_radius(it), gm_refine_huber(it), A, rb);
-            double v[NV];
-            normal_pack<NP, NV>(A, rb, cnt, v);
-            block_sum_f64<NV>(v, s->warp, s->sum);
-            if (threadIdx.x < NV)
-                part[((size_t)c * nb + b) * GM_MAX_NV + threadIdx.x] = s->sum[threadIdx.x];
-        }
+        for (uint32_t b = rank; b < nb; b += GM_REFINE_CLUSTER)
+            chunk_partial<MODEL, NP, NV>(cells, w, hgt, pts, cs, n, b, c, nb, &set, qw, qh, it,
+                                         h, hn, s->warp, s->sum, part);
         __threadfence();
         cluster.sync(); /* the partials are written; block 0 sums them */
         if (rank == 0) {
-            for (int i = threadIdx.x; i < NV; i += blockDim.x) {
-                double t = 0;
-                for (uint32_t j = 0; j < nb; j++)
-                    t += __ldcg(&part[((size_t)c * nb + j) * GM_MAX_NV + i]);
-                s->sum[i] = t;
-            }
+            partials_sum<NV>(part, c, nb, s->sum);
             __syncthreads();
             if (threadIdx.x == 0) {
                 double hh[9];
