@@ -162,20 +162,59 @@ typedef struct {
     int resumed;        /* --resume: the pair has lines already */
 } run_item;
 
-/* Every item's lines, in order.  On a GPU (still_workers > 1) in windows:
- * the stills matched at once by the workers, then every line written in
- * order by this thread, a video matched in its turn; else one at a time,
- * as the command line always did (plain: the first may be the read-ahead's
- * video, and auto's choice of the GPU sees how many are left). */
+/* What a stream of run_items' stills shares with its callbacks. */
+typedef struct {
+    run_ctx *rc;
+    const cli_opts *o;
+    gm_ref **ref;
+    const char *ref_msg;
+    run_item *items; /* the stream's first item */
+    int base;        /* its index among the run's items */
+    int plain;
+    int *done;       /* lines written so far in the run */
+    double t_start, t_stream;
+} item_stream;
+
+static void item_fill(void *ctx, int i, still_job *j)
+{
+    item_stream *s = ctx;
+    run_item *it = &s->items[i];
+    *j = (still_job){.o = &it->o, .tmpl = &it->tmpl, .path = it->path, .resumed = it->resumed};
+}
+
+/* Job i's line (or its video's lines), then whether to stop streaming:
+ * the output failed, or the reference moved to a device of one worker. */
+static int item_emit(void *ctx, int i, still_job *j)
+{
+    item_stream *s = ctx;
+    if (s->rc->write_failed) /* the jobs taken before the output failed: no line */
+        return 1;
+    run_item *it = &s->items[i];
+    double extra = (*s->done)++ == 0 ? s->t_stream - s->t_start : 0.0;
+    if (j->video) /* a video (or a pair with lines: a video's next frames) */
+        run_query(s->rc, &it->o, s->ref, s->ref_msg, &it->tmpl, it->q, it->path,
+                  s->plain && s->base + i == 0, g_run.total - g_run.done, now_ms() - extra,
+                  it->resumed);
+    else
+        still_emit(s->rc, s->o, *s->ref, j, it->q, extra);
+    gm_progress_step(&g_run);
+    return s->rc->write_failed || still_workers(*s->ref) == 1;
+}
+
+/* Every item's lines, in order.  On a GPU (still_workers > 1) the stills
+ * are streamed through the workers (still_pool_stream), and this thread
+ * writes every line in order and matches a video in its turn; else one at
+ * a time, as the command line always did (plain: the first may be the
+ * read-ahead's video, and auto's choice of the GPU sees how many are
+ * left). */
 static void run_items(run_ctx *rc, const cli_opts *o, gm_ref **ref, const char *ref_msg,
                       run_item *items, int n, double t_start, int plain)
 {
-    still_job *jobs = *ref ? calloc(STILL_WINDOW, sizeof *jobs) : NULL;
     int done = 0;
     for (int k = 0; k < n && !rc->write_failed;) {
         /* the workers of the device that answers now: under auto one on the
          * CPU, the GPU's once the library moved the reference there */
-        int workers = jobs ? still_workers(*ref) : 1;
+        int workers = *ref ? still_workers(*ref) : 1;
         if (workers == 1) {
             run_item *it = &items[k];
             run_query(rc, &it->o, ref, ref_msg, &it->tmpl, it->q, it->path, plain && k == 0,
@@ -185,25 +224,11 @@ static void run_items(run_ctx *rc, const cli_opts *o, gm_ref **ref, const char *
             k++;
             continue;
         }
-        int w = 0, first = k;
-        for (; k < n && w < STILL_WINDOW; k++, w++)
-            jobs[w] = (still_job){.o = &items[k].o, .tmpl = &items[k].tmpl,
-                                  .path = items[k].path, .resumed = items[k].resumed};
-        double t_window = now_ms();
-        still_pool_run(*ref, jobs, w, workers);
-        for (int i = 0; i < w && !rc->write_failed; i++) {
-            run_item *it = &items[first + i];
-            double extra = done++ == 0 ? t_window - t_start : 0.0;
-            if (jobs[i].video) /* a video (or a pair with lines: a video's next frames) */
-                run_query(rc, &it->o, ref, ref_msg, &it->tmpl, it->q, it->path,
-                          plain && first + i == 0, g_run.total - g_run.done, now_ms() - extra,
-                          it->resumed);
-            else
-                still_emit(rc, o, *ref, &jobs[i], it->q, extra);
-            gm_progress_step(&g_run);
-        }
+        item_stream s = {.rc = rc, .o = o, .ref = ref, .ref_msg = ref_msg, .items = &items[k],
+                         .base = k, .plain = plain, .done = &done, .t_start = t_start,
+                         .t_stream = now_ms()};
+        k += still_pool_stream(*ref, n - k, workers, item_fill, item_emit, &s);
     }
-    free(jobs);
 }
 
 /* prepare_reference for a run: NULL when it failed, with the message each

@@ -1,7 +1,6 @@
 /* stills.c: the command line's stills (stills.h). */
 #define _POSIX_C_SOURCE 200809L
 
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -9,15 +8,8 @@
 #include <omp.h>
 
 #include "cli/stills.h"
+#include "cli/stream.h"
 #include "cli/videorun.h"
-
-/* A window's jobs, shared by its workers. */
-typedef struct {
-    const gm_ref *ref;
-    still_job *jobs;
-    int n;
-    int next;             /* atomic: the next job to take */
-} still_pool;
 
 void still_match(const gm_ref *ref, still_job *j, const gm_image *img)
 {
@@ -89,22 +81,6 @@ void still_emit(run_ctx *rc, const cli_opts *o, const gm_ref *ref, const still_j
         rc->write_failed = 1;
 }
 
-static void *still_main(void *arg)
-{
-    still_pool *p = arg;
-    /* a thread a still: its host stages on one core (threads x cores
-     * oversubscribed the host: 240 pairs/s on two H200s, GPUs 15% busy) */
-    int old = gm_set_thread_budget(1);
-    for (;;) {
-        int i = __atomic_fetch_add(&p->next, 1, __ATOMIC_RELAXED);
-        if (i >= p->n) {
-            gm_set_thread_budget(old);
-            return NULL;
-        }
-        still_run(p->ref, &p->jobs[i]);
-    }
-}
-
 int still_workers(const gm_ref *ref)
 {
     const char *wk = getenv("GMATCH_WORKERS");
@@ -118,14 +94,47 @@ int still_workers(const gm_ref *ref)
     return n < 1 ? 1 : n > 256 ? 256 : n;
 }
 
-void still_pool_run(const gm_ref *ref, still_job *jobs, int n, int workers)
+/* A stream of stills: the ring of jobs and the caller's callbacks. */
+typedef struct {
+    const gm_ref *ref;
+    still_job *slot;
+    still_fill_fn fill;
+    still_emit_fn put;
+    void *ctx;
+} still_stream;
+
+static void stream_work(void *ctx, int i, int slot)
 {
-    still_pool pool = {.ref = ref, .jobs = jobs, .n = n};
-    pthread_t th[256];
-    int started = 0;
-    for (int k = 1; k < workers && k < n; k++)
-        started += pthread_create(&th[started], NULL, still_main, &pool) == 0;
-    still_main(&pool);
-    for (int k = 0; k < started; k++)
-        pthread_join(th[k], NULL);
+    still_stream *s = ctx;
+    /* a thread a still: its host stages on one core (threads x cores
+     * oversubscribed the host: 240 pairs/s on two H200s, GPUs 15% busy) */
+    int old = gm_set_thread_budget(1);
+    still_job *j = &s->slot[slot];
+    memset(j, 0, sizeof *j);
+    s->fill(s->ctx, i, j);
+    still_run(s->ref, j);
+    gm_set_thread_budget(old);
+}
+
+static int stream_put(void *ctx, int i, int slot)
+{
+    still_stream *s = ctx;
+    return s->put(s->ctx, i, &s->slot[slot]);
+}
+
+int still_pool_stream(const gm_ref *ref, int n, int workers, still_fill_fn fill,
+                      still_emit_fn put, void *ctx)
+{
+    int ring = STILL_WINDOW > 4 * workers ? STILL_WINDOW : 4 * workers;
+    if (ring > n)
+        ring = n > 0 ? n : 1;
+    still_stream s = {.ref = ref, .fill = fill, .put = put, .ctx = ctx};
+    still_job one;
+    still_job *ring_jobs = calloc((size_t)ring, sizeof *ring_jobs);
+    s.slot = ring_jobs ? ring_jobs : &one;
+    if (!ring_jobs) /* no memory for the ring: one at a time, in a job of its own */
+        ring = 1, workers = 0;
+    int done = gm_stream_run(n, workers, ring, stream_work, stream_put, &s);
+    free(ring_jobs);
+    return done;
 }

@@ -11,7 +11,9 @@
  * its lanes (and the copies of cuda:all, gm_ref_pick) work at once, as a
  * video's workers do; the lines are written in manifest order by the main
  * thread, which also matches the videos in their turn.  On the CPU each
- * still takes every core already (OpenMP), so one at a time. */
+ * still takes every core already (OpenMP), so one at a time.  At most
+ * STILL_WINDOW stills (4 a worker when that is more) are taken and not yet
+ * written: the results held while an earlier, slower still is matched. */
 #define STILL_WINDOW 64
 
 /* A still to match: what a worker is given, and what it found. */
@@ -44,7 +46,20 @@ void still_emit(run_ctx *rc, const cli_opts *o, const gm_ref *ref, const still_j
  * path on the CPU so). */
 int still_workers(const gm_ref *ref);
 
-/* Jobs [0, n) on `workers` threads (the calling one among them). */
-void still_pool_run(const gm_ref *ref, still_job *jobs, int n, int workers);
+/* Job i of a stream: filled in (fill: what to match; called on a worker),
+ * then, once matched, handed to put in order of i on the calling thread
+ * (which writes its line, or matches a video in its turn); put returns
+ * nonzero to stop taking jobs. */
+typedef void (*still_fill_fn)(void *ctx, int i, still_job *j);
+typedef int (*still_emit_fn)(void *ctx, int i, still_job *j);
+
+/* Jobs [0, n) streamed through `workers` threads: each worker takes the
+ * next job as soon as it is free (no barrier between groups of jobs: a
+ * slow still holds up only the lines after it, not the workers), while the
+ * calling thread puts the matched jobs out in order.  After put asks to stop,
+ * the jobs already taken are still matched and emitted.  Returns the
+ * number of jobs emitted: n, or fewer after a stop. */
+int still_pool_stream(const gm_ref *ref, int n, int workers, still_fill_fn fill,
+                      still_emit_fn put, void *ctx);
 
 #endif
