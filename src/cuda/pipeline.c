@@ -229,6 +229,54 @@ static gm_gpu_lane *lane_new(gm_gpu *g)
     return l;
 }
 
+/* Lanes outlive the reference that made them: gm_gpu_close leaves a
+ * device's idle lanes here (GM_GPU_MAX_LANES a device at most) and the next
+ * reference on that device takes them before it makes new ones, with the
+ * buffers they grew.  A batch prepares a reference a group of queries, and
+ * each group's first stills made their lanes anew (a stream, events, and
+ * every buffer grown step by step, each step a cudaFree that waits for the
+ * whole device): the public stills as a batch on an H200, 16 workers, the
+ * first 48 stills of each group took 19.5 ms a still against 5 ms for the
+ * rest (docs/speed.md).  Like the library's memory pool, what is kept here
+ * stays for the process. */
+#define GM_SPARE_DEVICES 64
+static pthread_mutex_t g_spare_lock = PTHREAD_MUTEX_INITIALIZER;
+static gm_gpu_lane *g_spare[GM_SPARE_DEVICES][GM_GPU_MAX_LANES];
+static int g_n_spare[GM_SPARE_DEVICES];
+
+/* A kept lane of device dev, or NULL. */
+static gm_gpu_lane *spare_take(int dev)
+{
+    gm_gpu_lane *l = NULL;
+    if (dev < 0 || dev >= GM_SPARE_DEVICES)
+        return NULL;
+    pthread_mutex_lock(&g_spare_lock);
+    if (g_n_spare[dev] > 0)
+        l = g_spare[dev][--g_n_spare[dev]];
+    pthread_mutex_unlock(&g_spare_lock);
+    return l;
+}
+
+/* l kept for the next reference on its device (its device current, its
+ * stream idle and without error): 1, else 0 (the caller frees it). */
+static int spare_put(gm_gpu_lane *l)
+{
+    if (l->dev < 0 || l->dev >= GM_SPARE_DEVICES || gm_cuda_stream_wait(l->stream) != cudaSuccess) {
+        (void)cudaGetLastError();
+        return 0;
+    }
+    int kept = 0;
+    pthread_mutex_lock(&g_spare_lock);
+    if (g_n_spare[l->dev] < GM_GPU_MAX_LANES) {
+        l->map = NULL;
+        l->busy = 0;
+        g_spare[l->dev][g_n_spare[l->dev]++] = l;
+        kept = 1;
+    }
+    pthread_mutex_unlock(&g_spare_lock);
+    return kept;
+}
+
 gm_gpu_lane *gm_gpu_acquire(gm_gpu *g)
 {
     /* the lane's device current on this thread for as long as it holds it
@@ -248,8 +296,11 @@ gm_gpu_lane *gm_gpu_acquire(gm_gpu *g)
         for (int i = 0; i < g->n_lanes && !got; i++)
             if (!g->lanes[i]->busy)
                 got = g->lanes[i];
-        if (!got && g->n_lanes < GM_GPU_MAX_LANES && (got = lane_new(g)) != NULL)
+        if (!got && g->n_lanes < GM_GPU_MAX_LANES &&
+            ((got = spare_take(g->dev)) != NULL || (got = lane_new(g)) != NULL)) {
+            got->map = &g->map; /* this reference's */
             g->lanes[g->n_lanes++] = got;
+        }
         if (got || g->n_lanes == 0)
             break;
         pthread_cond_wait(&g->freed, &g->lock); /* every lane busy: wait for one */
@@ -282,7 +333,8 @@ void gm_gpu_close(gm_gpu *g)
     if (g->ready) /* opened: its device exists (else an API error under compute-sanitizer) */
         (void)gm_cuda_device_enter(g->dev, &sc);
     for (int i = 0; i < g->n_lanes; i++)
-        lane_free(g->lanes[i]);
+        if (!g->ready || !spare_put(g->lanes[i]))
+            lane_free(g->lanes[i]);
     gm_edge_map_dev_free(&g->map);
     if (g->ready) {
         pthread_mutex_destroy(&g->lock);
