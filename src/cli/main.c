@@ -99,7 +99,7 @@ static void start_plain(cli_opts *o, int argc, char **argv, char **queries, int 
     if (dashes)
         stdin_to_file();
     /* under cuda CUDA starts on a thread of its own (gpu_start_main) and
-     * prepare_reference waits for it; under auto the library begins on the
+     * load_reference waits for it; under auto the library begins on the
      * CPU (warmstart.h) */
     gpu_start(o);
     if (nq > 0)

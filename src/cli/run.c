@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -34,46 +35,69 @@ static void note_device(const cli_opts *o, const gm_ref *ref, const char *q)
     snprintf(g_device_line, sizeof g_device_line, "%s", now);
 }
 
-/* Load and prepare the reference.  Returns NULL on failure with the cause
- * in err. */
-static gm_ref *prepare_reference(const cli_opts *o, const char *name, int *w, int *h, char *err,
-                                 size_t errlen)
-{
+/* A reference loaded and prepared, and what its messages say: the work
+ * (load_reference), which a thread of its own may do, apart from the
+ * messages and the picture's image (report_reference), which the main
+ * thread gives when the reference's queries begin. */
+typedef struct {
+    gm_ref *ref;          /* NULL: failed, err says why */
     gm_image img;
+    int w, h;
+    char err[512];
+    double decode_ms, prepare_ms, ready_ms;
+} ref_loaded;
+
+static void load_reference(const cli_opts *o, const char *name, ref_loaded *l)
+{
+    memset(l, 0, sizeof *l);
     double t0 = now_ms();
-    const char *path = source_of(name, err, errlen);
+    const char *path = source_of(name, l->err, sizeof l->err);
     if (!path)
-        return NULL;
-    gm_status st = gm_image_load_frame(path, o->ref_frame, o->params.max_pixels, &img, err,
-                                       errlen);
+        return;
+    gm_status st = gm_image_load_frame(path, o->ref_frame, o->params.max_pixels, &l->img, l->err,
+                                       sizeof l->err);
     double t1 = now_ms();
     gpu_wait(); /* under cuda: what it did not hide counts in "prepare" */
     if (st != GM_OK)
-        return NULL;
-    gm_ref *r = NULL;
-    st = gm_ref_prepare(&o->params, gm_image_view(&img), &r);
-    double t2 = now_ms();
+        return;
+    st = gm_ref_prepare(&o->params, gm_image_view(&l->img), &l->ref);
+    l->decode_ms = t1 - t0, l->prepare_ms = now_ms() - t1, l->ready_ms = since_main();
     if (st != GM_OK) {
-        snprintf(err, errlen, "%s", r && *gm_ref_error(r) ? gm_ref_error(r) : gm_status_str(st));
-        gm_ref_free(r);
-        gm_image_free(&img);
+        snprintf(l->err, sizeof l->err, "%s",
+                 l->ref && *gm_ref_error(l->ref) ? gm_ref_error(l->ref) : gm_status_str(st));
+        gm_ref_free(l->ref);
+        l->ref = NULL;
+        gm_image_free(&l->img);
+        return;
+    }
+    l->w = l->img.width, l->h = l->img.height;
+}
+
+/* l's messages; its image kept for the pictures or freed.  Returns its
+ * reference (NULL on failure, with the cause in err). */
+static gm_ref *report_reference(const cli_opts *o, const char *name, ref_loaded *l, int *w,
+                                int *h, char *err, size_t errlen)
+{
+    *w = *h = 0;
+    if (!l->ref) {
+        snprintf(err, errlen, "%s", l->err);
         return NULL;
     }
-    warn_fallback(r, name);
-    note_device(o, r, NULL);
+    warn_fallback(l->ref, name);
+    note_device(o, l->ref, NULL);
     if (o->verbosity >= VERBOSITY_VERBOSE && g_gpu.ready_ms > 0)
         fprintf(stderr, PROG ": timeline: CUDA started %.1f to %.1f ms after main began\n",
                 g_gpu.begin_ms, g_gpu.ready_ms);
     if (o->verbosity >= VERBOSITY_VERBOSE)
         diag_file(name, "reference %dx%d: decode %.2f ms, prepare %.2f ms (library %.2f ms), "
                   "ready %.1f ms after main began",
-                  img.width, img.height, t1 - t0, t2 - t1, gm_ref_time_ms(r), since_main());
-    *w = img.width, *h = img.height;
+                  l->w, l->h, l->decode_ms, l->prepare_ms, gm_ref_time_ms(l->ref), l->ready_ms);
+    *w = l->w, *h = l->h;
     if (o->draw)
-        g_pictures.ref = img; /* kept for the pictures */
+        g_pictures.ref = l->img; /* kept for the pictures */
     else
-        gm_image_free(&img);
-    return r;
+        gm_image_free(&l->img);
+    return l->ref;
 }
 
 /* One query against the reference *ref (NULL: it failed, ref_msg says
@@ -231,20 +255,32 @@ static void run_items(run_ctx *rc, const cli_opts *o, gm_ref **ref, const char *
     }
 }
 
-/* prepare_reference for a run: NULL when it failed, with the message each
- * of its queries' lines carries in ref_msg ("reference NAME: why"). */
-static gm_ref *open_reference(run_ctx *rc, const cli_opts *o, const char *path,
-                              const char *name, int *w, int *h, char *ref_msg, size_t len)
+/* A loaded reference reported (report_reference) for a run: NULL when it
+ * failed, with the message each of its queries' lines carries in ref_msg
+ * ("reference NAME: why"). */
+static gm_ref *opened_reference(run_ctx *rc, const cli_opts *o, const char *path,
+                                const char *name, ref_loaded *l, int *w, int *h, char *ref_msg,
+                                size_t len)
 {
     char err[512] = "";
-    *w = *h = 0;
-    gm_ref *ref = prepare_reference(o, path, w, h, err, sizeof err);
+    gm_ref *ref = report_reference(o, path, l, w, h, err, sizeof err);
     if (!ref) {
         diag_file(path, "%s", err);
         snprintf(ref_msg, len, "reference %s: %s", name, err);
         rc->failed = 1;
     }
     return ref;
+}
+
+/* The reference loaded and prepared for a run: NULL when it failed, with
+ * the message each of its queries' lines carries in ref_msg ("reference
+ * NAME: why"). */
+static gm_ref *open_reference(run_ctx *rc, const cli_opts *o, const char *path,
+                              const char *name, int *w, int *h, char *ref_msg, size_t len)
+{
+    ref_loaded l;
+    load_reference(o, path, &l);
+    return opened_reference(rc, o, path, name, &l, w, h, ref_msg, len);
 }
 
 /* The reference freed, unless the library is still preparing its GPU copy
@@ -286,6 +322,83 @@ void run_plain(run_ctx *rc, const cli_opts *o, const char *ref_path, char **quer
     release_reference(ref);
 }
 
+/* A batch group's work: what is left of its pairs as items, the options
+ * its reference is prepared with, and (ahead) its reference being loaded
+ * on a thread of its own. */
+typedef struct {
+    int g;
+    gm_batch_group *gr;
+    run_item *items;
+    int ni;
+    cli_opts go;
+    int ahead;            /* th runs group_load_main */
+    pthread_t th;
+    ref_loaded loaded;
+} batch_group_run;
+
+static void *group_load_main(void *arg)
+{
+    batch_group_run *r = arg;
+    load_reference(&r->go, r->gr->ref_path, &r->loaded);
+    return NULL;
+}
+
+/* Group g's work into *r: 1, or 0 when none is left for this shard (or
+ * no memory: its message given). */
+static int group_items(run_ctx *rc, gm_batch *b, int g, const cli_opts *o, gm_model run_model,
+                       int wide, batch_group_run *r)
+{
+    memset(r, 0, sizeof *r);
+    gm_batch_group *gr = &b->groups[g];
+    if (gr->shard != o->shard)
+        return 0;
+    /* what is left: pairs without lines, and videos (their next frames),
+     * with their options (frames, the frame to go on from) and their
+     * lines' fields */
+    run_item *items = calloc((size_t)gr->n, sizeof *items);
+    if (!items) {
+        diag_file(gr->ref_path, "out of memory");
+        rc->failed = 1;
+        return 0;
+    }
+    int ni = 0, mixed = 0;
+    for (int k = 0; k < gr->n; k++) {
+        gm_batch_pair *p = &b->pairs[gr->pairs[k]];
+        if (p->written > 0 && starts_still(p->query_path))
+            continue;
+        run_item *it = &items[ni];
+        it->o = *o;
+        if (p->has_frames)
+            it->o.first = p->first, it->o.last = p->last;
+        if (p->written > 0) { /* on from the frame after the last one written */
+            int64_t next = p->last_frame + it->o.step;
+            it->o.first = next > it->o.first ? next : it->o.first;
+            if (it->o.last >= 0 && it->o.first >= it->o.last)
+                continue;
+        }
+        it->tmpl = (gm_output_rec){.line = p->line, .id = p->id,
+                                   .ref = p->ref, .query = p->query,
+                                   .model = p->model >= 0 ? (gm_model)p->model : run_model,
+                                   .wide = wide};
+        it->q = p->query, it->path = p->query_path, it->resumed = p->written > 0;
+        mixed |= it->tmpl.model != run_model;
+        ni++;
+    }
+    if (ni == 0) {
+        free(items);
+        return 0;
+    }
+    /* a reference asked for several models is prepared for auto, which
+     * answers each (the same results as one prepared for it); the items'
+     * options carry the reference's model, so that gm_match_model answers
+     * the others */
+    r->g = g, r->gr = gr, r->items = items, r->ni = ni;
+    r->go = *o;
+    if (mixed && run_model == GM_MODEL_SIMILARITY)
+        r->go.params.model = GM_MODEL_AUTO;
+    return 1;
+}
+
 void run_batch(run_ctx *rc, cli_opts *o, gm_batch *b, int appending)
 {
     gm_model run_model = o->params.model;
@@ -316,66 +429,50 @@ void run_batch(run_ctx *rc, cli_opts *o, gm_batch *b, int appending)
             rc->write_failed = 1;
         gm_progress_step(&g_run);
     }
+    /* group by group; on a GPU the next group's reference is prepared on a
+     * thread of its own while this group's stills are matched */
+    batch_group_run cur, next;
+    int have_next = 0;
     for (int g = 0; g < b->ng && !rc->write_failed; g++) {
-        gm_batch_group *gr = &b->groups[g];
-        if (gr->shard != o->shard)
-            continue;
-        /* what is left: pairs without lines, and videos (their next
-         * frames), with their options (frames, the frame to go on from)
-         * and their lines' fields */
-        run_item *items = calloc((size_t)gr->n, sizeof *items);
-        if (!items) {
-            diag_file(gr->ref_path, "out of memory");
-            rc->failed = 1;
+        double t_start = now_ms(); /* the first line's time: the wait for its reference too */
+        if (have_next && next.g == g) {
+            if (next.ahead) /* its reference loaded meanwhile */
+                pthread_join(next.th, NULL);
+            cur = next;
+            have_next = 0;
+        } else if (!group_items(rc, b, g, o, run_model, wide, &cur)) {
             continue;
         }
-        int ni = 0, mixed = 0;
-        for (int k = 0; k < gr->n; k++) {
-            gm_batch_pair *p = &b->pairs[gr->pairs[k]];
-            if (p->written > 0 && starts_still(p->query_path))
-                continue;
-            run_item *it = &items[ni];
-            it->o = *o;
-            if (p->has_frames)
-                it->o.first = p->first, it->o.last = p->last;
-            if (p->written > 0) { /* on from the frame after the last one written */
-                int64_t next = p->last_frame + it->o.step;
-                it->o.first = next > it->o.first ? next : it->o.first;
-                if (it->o.last >= 0 && it->o.first >= it->o.last)
-                    continue;
-            }
-            it->tmpl = (gm_output_rec){.line = p->line, .id = p->id,
-                                       .ref = p->ref, .query = p->query,
-                                       .model = p->model >= 0 ? (gm_model)p->model : run_model,
-                                       .wide = wide};
-            it->q = p->query, it->path = p->query_path, it->resumed = p->written > 0;
-            mixed |= it->tmpl.model != run_model;
-            ni++;
-        }
-        if (ni == 0) {
-            free(items);
-            continue;
-        }
-        /* a reference asked for several models is prepared for auto,
-         * which answers each (the same results as one prepared for it);
-         * the items' options carry the reference's model, so that
-         * gm_match_model answers the others */
-        cli_opts go = *o;
-        if (mixed && run_model == GM_MODEL_SIMILARITY)
-            go.params.model = GM_MODEL_AUTO;
-        double t_start = now_ms();
         char ref_msg[1024] = "";
         int ref_w, ref_h;
         gm_image_free(&g_pictures.ref);
-        gm_ref *ref = open_reference(rc, &go, gr->ref_path, gr->ref, &ref_w, &ref_h, ref_msg,
-                                     sizeof ref_msg);
-        for (int k = 0; k < ni; k++) {
-            items[k].o.params.model = go.params.model;
-            items[k].tmpl.ref_w = ref_w, items[k].tmpl.ref_h = ref_h;
+        if (!cur.ahead)
+            load_reference(&cur.go, cur.gr->ref_path, &cur.loaded);
+        gm_ref *ref = opened_reference(rc, &cur.go, cur.gr->ref_path, cur.gr->ref, &cur.loaded,
+                                       &ref_w, &ref_h, ref_msg, sizeof ref_msg);
+        for (int k = 0; k < cur.ni; k++) {
+            cur.items[k].o.params.model = cur.go.params.model;
+            cur.items[k].tmpl.ref_w = ref_w, cur.items[k].tmpl.ref_h = ref_h;
         }
-        run_items(rc, o, &ref, ref_msg, items, ni, t_start, 0);
-        free(items);
+        /* this group's stills on several workers (a GPU's), the next
+         * group's reference meanwhile */
+        if (ref && still_workers(ref) > 1)
+            for (int g2 = g + 1; g2 < b->ng && !have_next; g2++)
+                if (group_items(rc, b, g2, o, run_model, wide, &next)) {
+                    have_next = 1;
+                    next.ahead = pthread_create(&next.th, NULL, group_load_main, &next) == 0;
+                }
+        run_items(rc, o, &ref, ref_msg, cur.items, cur.ni, t_start, 0);
+        free(cur.items);
         release_reference(ref);
+    }
+    if (have_next) { /* the output failed: the next group's reference is not used */
+        if (next.ahead) {
+            pthread_join(next.th, NULL);
+            gm_ref_free(next.loaded.ref);
+            gm_image_free(&next.loaded.img);
+        }
+        free(next.items);
     }
 }
 
