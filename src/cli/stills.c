@@ -87,7 +87,7 @@ int still_workers(const gm_ref *ref)
     int n = wk ? atoi(wk) : 0;
     if (n <= 0) {
         int gpus = ref ? gm_ref_gpus(ref) : 0;
-        n = gpus > 0 ? GPU_VIDEO_WORKERS * gpus : 1;
+        n = gpus > 0 ? STILL_GPU_WORKERS * gpus : 1;
         if (n > omp_get_num_procs())
             n = omp_get_num_procs();
     }

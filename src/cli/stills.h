@@ -41,7 +41,16 @@ void still_match(const gm_ref *ref, still_job *j, const gm_image *img);
 void still_emit(run_ctx *rc, const cli_opts *o, const gm_ref *ref, const still_job *j,
                 const char *q, double extra_ms);
 
-/* Matchers for a batch's stills: 1 on the CPU, GPU_VIDEO_WORKERS a GPU
+/* Stills matched at once a GPU: as many as a GPU has lanes
+ * (GM_GPU_MAX_LANES).  Each still's host stages take one core, so workers
+ * hide each other's host time; the public stills as one batch of 5,070
+ * pairs on an H200 machine's 16 cores (2026-11-28): 8 workers 1,206
+ * similarity and 244 auto pairs/s, 16 workers 1,458 and 357; two H200s
+ * (32 cores, cuda:all) 16 workers 1,995 and 393, 32 workers 2,206 and 608
+ * (docs/speed.md). */
+#define STILL_GPU_WORKERS 16
+
+/* Matchers for a batch's stills: 1 on the CPU, STILL_GPU_WORKERS a GPU
  * (the cores permitting); GMATCH_WORKERS overrides (tests run the threaded
  * path on the CPU so). */
 int still_workers(const gm_ref *ref);
