@@ -40,10 +40,12 @@
  * Threads: gm_match may run on many threads at once against one reference
  * (each with its own gm_result); everything else acts on the handle it is
  * given and is not to be called on that handle from two threads at once.
- * The library keeps no global state of its own but a CUDA memory pool, and
- * changes none of the process's settings (OpenMP's threads, FFmpeg's log
- * level, CUDA's scheduling) unless the application calls the functions
- * that say so.
+ * The library keeps no global state of its own but a CUDA memory pool and
+ * each GPU's idle lanes (a stream and its stages' buffers, up to 16 a GPU,
+ * left by a freed reference for the next one on that GPU: both kept for
+ * the process), and changes none of the process's settings (OpenMP's
+ * threads, FFmpeg's log level, CUDA's scheduling) unless the application
+ * calls the functions that say so.
  *
  * Conventions: the matrix m = [a b c; d e f] maps query pixel (x, y) to
  * reference pixel (a*x + b*y + c, d*x + e*y + f); x right, y down, pixel
