@@ -198,7 +198,8 @@ uint32_t gm_grid_gather(const gm_grid *g, float cx, float cy, float r, int sorte
     return n;
 }
 
-uint32_t gm_grid_gather_box(const gm_grid *g, float x0, float y0, float x1, float y1, uint32_t *out)
+void gm_grid_box_cells(const gm_grid *g, float x0, float y0, float x1, float y1, int *cx0,
+                       int *cy0, int *cx1, int *cy1)
 {
     int gx0 = (int)floorf((x0 - g->x0) / g->cell), gx1 = (int)floorf((x1 - g->x0) / g->cell);
     int gy0 = (int)floorf((y0 - g->y0) / g->cell), gy1 = (int)floorf((y1 - g->y0) / g->cell);
@@ -206,6 +207,13 @@ uint32_t gm_grid_gather_box(const gm_grid *g, float x0, float y0, float x1, floa
     if (gy0 < 0) gy0 = 0;
     if (gx1 >= g->gw) gx1 = g->gw - 1;
     if (gy1 >= g->gh) gy1 = g->gh - 1;
+    *cx0 = gx0, *cy0 = gy0, *cx1 = gx1, *cy1 = gy1;
+}
+
+uint32_t gm_grid_gather_box(const gm_grid *g, float x0, float y0, float x1, float y1, uint32_t *out)
+{
+    int gx0, gy0, gx1, gy1;
+    gm_grid_box_cells(g, x0, y0, x1, y1, &gx0, &gy0, &gx1, &gy1);
     uint32_t n = 0;
     for (int y = gy0; y <= gy1; y++)
         for (int x = gx0; x <= gx1; x++) {
@@ -271,7 +279,7 @@ typedef struct {
     uint64_t seed, thr;
 } pair_sel;
 
-static uint32_t pair_row(const void *ctx, uint32_t i, const uint32_t *near, uint32_t m, void *out)
+static uint32_t pair_row(const void *ctx, uint32_t i, uint32_t *near, uint32_t m, void *out)
 {
     const pair_sel *c = ctx;
     return select_row(c->pts, i, near, m, c->l2min, c->l2max, c->seed, c->thr, out);

@@ -42,14 +42,19 @@ uint32_t gm_grid_gather(const gm_grid *g, float cx, float cy, float r, int sorte
  * cell (rows of cells top to bottom, each left to right): a box inside
  * another gathers a subsequence of its points. */
 uint32_t gm_grid_gather_box(const gm_grid *g, float x0, float y0, float x1, float y1, uint32_t *out);
+/* The cells that box touches, [*cx0, *cx1] x [*cy0, *cy1] (empty when *cx0 >
+ * *cx1 or *cy0 > *cy1): every point of the grid inside the box is in them. */
+void gm_grid_box_cells(const gm_grid *g, float x0, float y0, float x1, float y1, int *cx0,
+                       int *cy0, int *cx1, int *cy1);
 void gm_grid_free(gm_grid *g);
 /* A selection made row by row in two passes (count, then fill), rows in
  * parallel, order kept: row(ctx, i, near, m, out) counts the items of point
  * i, or writes them to out when out is not NULL; near holds the m points of
  * the grid cells within `reach` of point i (sorted), or is NULL when grid is
- * 0 (every point is a candidate).  *items (n_items of elem bytes) is the
+ * 0 (every point is a candidate); the row may overwrite it (it is gathered
+ * anew for each row and pass).  *items (n_items of elem bytes) is the
  * caller's to free. */
-typedef uint32_t (*gm_grid_row)(const void *ctx, uint32_t i, const uint32_t *near, uint32_t m,
+typedef uint32_t (*gm_grid_row)(const void *ctx, uint32_t i, uint32_t *near, uint32_t m,
                                 void *out);
 gm_status gm_grid_rows(const gm_points *pts, float reach, int grid, size_t elem, gm_grid_row row,
                        const void *ctx, void **items, uint32_t *n_items);

@@ -18,6 +18,7 @@
  * branch stops the scan from vectorizing).
  * gm_vote_cpu keeps the whole matrix for the tests and the GPU's parity
  * checks. */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -80,18 +81,82 @@ typedef struct {
     uint32_t n_ref;
     const gm_points *qbasis_pts, *qcloud;
     const uint32_t *qbasis_keys;
+    const gm_grid *grid; /* of qcloud */
 } pair_rows;
 
+/* The box of the points that can have a key in the frame of basis (a -> b)
+ * (gm_frame_key): u in [-(GM_UV_HALF - B/2), GM_UV_HALF + B/2) and v in
+ * [-GM_UV_HALF, GM_UV_HALF) cells, B = GM_BASIS_B cells a basis length, so
+ * p = a + s (b - a) + t perp(b - a) with s = u / B, t = v / B; the box of
+ * that square, a pixel wider (far beyond the keys' float rounding): a
+ * point outside it has no key. */
+static void pair_key_box(gm_point a, gm_point b, float *x0, float *y0, float *x1, float *y1)
+{
+    const float s0 = -(float)(GM_UV_HALF - GM_BASIS_B / 2) / GM_BASIS_B;
+    const float s1 = (float)(GM_UV_HALF + GM_BASIS_B / 2) / GM_BASIS_B;
+    const float t = (float)GM_UV_HALF / GM_BASIS_B;
+    float dx = b.x - a.x, dy = b.y - a.y;
+    *x0 = a.x + fminf(s0 * dx, s1 * dx) - t * fabsf(dy) - 1.0f;
+    *x1 = a.x + fmaxf(s0 * dx, s1 * dx) + t * fabsf(dy) + 1.0f;
+    *y0 = a.y + fminf(s0 * dy, s1 * dy) - t * fabsf(dx) - 1.0f;
+    *y1 = a.y + fmaxf(s0 * dy, s1 * dy) + t * fabsf(dx) + 1.0f;
+}
+
+/* Row q as vote_row counts it, from the cloud points in the cells of the
+ * basis's key box only (pair_key_box) when they are fewer than half the
+ * grid's: a row counts its keys' votes in any order, so the row is the
+ * same.  A short basis's window is a small part of the query (the CPU
+ * path's vote took a fifth of a public still's match, every basis trying
+ * every point). */
 static void fill_pair_row(const void *ctx, uint32_t q, uint16_t *row)
 {
     const pair_rows *c = ctx;
-    vote_row(c->table, c->n_ref, c->qbasis_pts, c->qbasis_keys[q], c->qcloud, row);
+    const gm_grid *g = c->grid;
+    const uint32_t qkey = c->qbasis_keys[q];
+    gm_point a = c->qbasis_pts->p[qkey >> 16], b = c->qbasis_pts->p[qkey & 0xFFFF];
+    float x0, y0, x1, y1;
+    int cx0, cy0, cx1, cy1;
+    pair_key_box(a, b, &x0, &y0, &x1, &y1);
+    gm_grid_box_cells(g, x0, y0, x1, y1, &cx0, &cy0, &cx1, &cy1);
+    const int64_t cells = cx1 < cx0 || cy1 < cy0 ? 0 : (int64_t)(cx1 - cx0 + 1) * (cy1 - cy0 + 1);
+    if (2 * cells >= (int64_t)g->gw * g->gh) {
+        vote_row(c->table, c->n_ref, c->qbasis_pts, qkey, c->qcloud, row);
+        return;
+    }
+    gm_frame f = gm_frame_of(a, b);
+    gm_key_batch kb = {c->table, row, 0, {0}};
+    for (int cy = cy0; cy <= cy1; cy++)
+        for (int cx = cx0; cx <= cx1; cx++) {
+            const size_t cell = (size_t)cy * g->gw + cx;
+            for (uint32_t i = g->start[cell]; i < g->start[cell + 1]; i++) {
+                const gm_point p = c->qcloud->p[g->idx[i]];
+                if (gm_near_endpoint(a, b, p))
+                    continue;
+                uint32_t key = gm_frame_key(&f, p);
+                if (key != GM_KEY_EMPTY)
+                    gm_batch_add(&kb, key);
+            }
+        }
+    gm_batch_flush(&kb);
 }
 
 gm_status gm_vote_rows_cpu(const gm_multi *table, uint32_t n_ref, const float *share,
                            const gm_points *qbasis_pts, const uint32_t *qbasis_keys, uint32_t n_q,
                            const gm_points *qcloud, gm_candidate *best)
 {
-    pair_rows c = {table, n_ref, qbasis_pts, qcloud, qbasis_keys};
-    return gm_rows_reduce_cpu(n_ref, share, n_q, fill_pair_row, &c, best);
+    /* cells of the shortest basis's length, at least 8 pixels: a window is
+     * four basis lengths across */
+    float cell = INFINITY;
+    for (uint32_t q = 0; q < n_q; q++) {
+        gm_point a = qbasis_pts->p[qbasis_keys[q] >> 16], b = qbasis_pts->p[qbasis_keys[q] & 0xFFFF];
+        cell = fminf(cell, hypotf(b.x - a.x, b.y - a.y));
+    }
+    gm_grid g;
+    gm_status st = gm_grid_build(qcloud, fmaxf(isfinite(cell) ? cell : 8.0f, 8.0f), &g);
+    if (st != GM_OK)
+        return st;
+    pair_rows c = {table, n_ref, qbasis_pts, qcloud, qbasis_keys, &g};
+    st = gm_rows_reduce_cpu(n_ref, share, n_q, fill_pair_row, &c, best);
+    gm_grid_free(&g);
+    return st;
 }

@@ -293,6 +293,60 @@ START_TEST(test_vote_finds_image)
 }
 END_TEST
 
+/* gm_tri_vote_rows_cpu against rows counted over every cloud point (it
+ * tries only the points in each triangle's key box): the same best cell,
+ * count and score for every query triangle, on a cloud much larger than
+ * the triangles' boxes, triangles of every shape the selection keeps. */
+START_TEST(test_vote_rows_brute_force)
+{
+    rng_state = 0xB0C5;
+    gm_points qc = random_points(120, 640, 360), cloud = random_points(6000, 640, 360);
+    gm_points rc = random_points(80, 500, 400), rcloud = random_points(3000, 500, 400);
+    gm_tris rt, qt;
+    EXPECT_EQ(gm_tris_select_cpu(&rc, 15, 140, 0.2f, 0.3, 1, &rt), GM_OK);
+    EXPECT_EQ(gm_tris_select_cpu(&qc, 12, 160, 0.16f, 0.2, 2, &qt), GM_OK);
+    EXPECT(qt.n > 200 && rt.n > 50);
+    uint32_t *keys, *vals, n;
+    EXPECT_EQ(gm_tri_items_cpu(&rc, &rt, &rcloud, &keys, &vals, &n), GM_OK);
+    gm_multi table;
+    EXPECT_EQ(gm_multi_build_cpu(&table, keys, vals, n, GM_AFF_KEYS, 3, NULL), GM_OK);
+    float *share = gm_item_shares(vals, n, rt.n);
+    gm_candidate *best = xmalloc(qt.n, sizeof *best);
+    EXPECT_EQ(gm_tri_vote_rows_cpu(&table, rt.n, share, &qc, qt.t, qt.n, &cloud, best), GM_OK);
+    uint16_t *row = xmalloc(rt.n, sizeof *row);
+    const float r2 = GM_ENDPOINT_EXCL * GM_ENDPOINT_EXCL;
+    uint32_t voted = 0;
+    for (uint32_t q = 0; q < qt.n; q++) {
+        const gm_point *v[3] = {&qc.p[qt.t[q].a], &qc.p[qt.t[q].b], &qc.p[qt.t[q].c]};
+        gm_aframe f = gm_aframe_of(*v[0], *v[1], *v[2]);
+        memset(row, 0, rt.n * sizeof *row);
+        for (uint32_t k = 0; k < cloud.n; k++) {
+            gm_point p = cloud.p[k];
+            int near = 0;
+            for (int j = 0; j < 3; j++)
+                near |= (p.x - v[j]->x) * (p.x - v[j]->x) + (p.y - v[j]->y) * (p.y - v[j]->y) < r2;
+            uint32_t key = near ? GM_KEY_EMPTY : gm_aframe_key(&f, p);
+            const uint32_t *vs;
+            uint32_t c = key == GM_KEY_EMPTY ? 0 : gm_multi_find(&table, key, &vs);
+            for (uint32_t i = 0; i < c; i++)
+                if (row[vs[i]] != UINT16_MAX)
+                    row[vs[i]]++;
+        }
+        gm_candidate want = gm_reduce_row_cpu(row, share, rt.n, q);
+        EXPECT(best[q].ref_basis == want.ref_basis && best[q].query_basis == want.query_basis);
+        EXPECT(best[q].votes == want.votes && best[q].score == want.score);
+        voted += want.votes > 0;
+    }
+    EXPECT(voted > qt.n / 2);
+    free(row);
+    free(best);
+    free(share);
+    gm_multi_free(&table);
+    free(keys), free(vals), free(rt.t), free(qt.t);
+    free(qc.p), free(cloud.p), free(rc.p), free(rcloud.p);
+}
+END_TEST
+
 START_TEST(test_h_plausible)
 {
     const double id[9] = {1, 0, 0, 0, 1, 0, 0, 0, 1};
@@ -341,6 +395,7 @@ static Suite *affine_suite(void)
     tcase_add_test(tc, test_key_affine_invariance);
     tcase_add_test(tc, test_key_range);
     tcase_add_test(tc, test_tris_select);
+    tcase_add_test(tc, test_vote_rows_brute_force);
     tcase_add_test(tc, test_items_brute_force);
     tcase_add_test(tc, test_aff_bin_fast);
     tcase_add_test(tc, test_affine_from_tris);

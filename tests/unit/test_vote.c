@@ -195,6 +195,47 @@ START_TEST(test_matrix_brute_force)
 }
 END_TEST
 
+/* Short bases on a wide cloud: gm_vote_rows_cpu takes only the cloud
+ * points in each basis's key box (most of them outside it here), and must
+ * still give every row's best as the whole matrix's per-row reduction. */
+START_TEST(test_rows_short_bases)
+{
+    rng_state = 0x5B0A;
+    gm_points bp = spaced_points(220, 0, 0, 900, 600, 10);
+    gm_points cloud = spaced_points(2500, 0, 0, 900, 600, 3);
+    gm_bases rb;
+    EXPECT_EQ(gm_bases_select_cpu(&bp, 12, 70, 1.0, 1, &rb), GM_OK);
+    EXPECT(rb.n > 100);
+    ref_t r;
+    build_ref(&bp, rb.key, rb.n, &cloud, &r);
+    simil T = make_simil(25, 0.8, 30, -15);
+    gm_points qbp = transform_points(&bp, T), qcl = transform_points(&cloud, T);
+    gm_bases qb;
+    EXPECT_EQ(gm_bases_select_cpu(&qbp, 9, 60, 1.0, 9, &qb), GM_OK);
+    EXPECT(qb.n > 100);
+    uint16_t *got = run_vote(&r, rb.n, &qbp, qb.key, qb.n, &qcl);
+    float *share = xmalloc(rb.n, sizeof *share);
+    for (uint32_t i = 0; i < rb.n; i++)
+        share[i] = (float)(1 + i % 5) / (float)(3 * rb.n);
+    gm_candidate *rows = xmalloc(qb.n, sizeof *rows);
+    EXPECT_EQ(gm_vote_rows_cpu(&r.table, rb.n, share, &qbp, qb.key, qb.n, &qcl, rows), GM_OK);
+    uint32_t voted = 0;
+    for (uint32_t q = 0; q < qb.n; q++) {
+        gm_candidate c = gm_reduce_row_cpu(got + (size_t)q * rb.n, share, rb.n, q);
+        if (memcmp(&c, &rows[q], sizeof c) != 0)
+            ck_abort_msg("row %u: fused best (%u, %u votes, %g), matrix (%u, %u, %g)", q,
+                         rows[q].ref_basis, rows[q].votes, rows[q].score, c.ref_basis, c.votes,
+                         c.score);
+        voted += c.votes > 0;
+    }
+    EXPECT(voted > qb.n / 2);
+    free(rows), free(share), free(got);
+    free(qb.key), free(qbp.p), free(qcl.p);
+    free_ref(&r);
+    free(rb.key), free(bp.p), free(cloud.p);
+}
+END_TEST
+
 static int near_int(double x, double tol) { return fabs(x - floor(x + 0.5)) < tol; }
 
 /* The corresponding pair: query basis d (the image of reference basis d).
@@ -343,6 +384,7 @@ static Suite *vote_suite(void)
     TCase *tc = tcase_create("cpu");
     tcase_set_timeout(tc, 60);
     tcase_add_test(tc, test_matrix_brute_force);
+    tcase_add_test(tc, test_rows_short_bases);
     tcase_add_test(tc, test_corresponding_cell);
     tcase_add_test(tc, test_saturation);
     tcase_add_test(tc, test_threads);
