@@ -15,6 +15,7 @@
 #include "cli/run.h"
 #include "cli/spool.h"
 #include "cli/stills.h"
+#include "cli/stream.h"
 #include "cli/videorun.h"
 #include "cli/warmstart.h"
 
@@ -37,7 +38,7 @@ static void note_device(const cli_opts *o, const gm_ref *ref, const char *q)
 
 /* A reference loaded and prepared, and what its messages say: the work
  * (load_reference), which a thread of its own may do, apart from the
- * messages and the picture's image (report_reference), which the main
+ * messages and the picture's image (opened_reference), which the main
  * thread gives when the reference's queries begin. */
 typedef struct {
     gm_ref *ref;          /* NULL: failed, err says why */
@@ -71,33 +72,6 @@ static void load_reference(const cli_opts *o, const char *name, ref_loaded *l)
         return;
     }
     l->w = l->img.width, l->h = l->img.height;
-}
-
-/* l's messages; its image kept for the pictures or freed.  Returns its
- * reference (NULL on failure, with the cause in err). */
-static gm_ref *report_reference(const cli_opts *o, const char *name, ref_loaded *l, int *w,
-                                int *h, char *err, size_t errlen)
-{
-    *w = *h = 0;
-    if (!l->ref) {
-        snprintf(err, errlen, "%s", l->err);
-        return NULL;
-    }
-    warn_fallback(l->ref, name);
-    note_device(o, l->ref, NULL);
-    if (o->verbosity >= VERBOSITY_VERBOSE && g_gpu.ready_ms > 0)
-        fprintf(stderr, PROG ": timeline: CUDA started %.1f to %.1f ms after main began\n",
-                g_gpu.begin_ms, g_gpu.ready_ms);
-    if (o->verbosity >= VERBOSITY_VERBOSE)
-        diag_file(name, "reference %dx%d: decode %.2f ms, prepare %.2f ms (library %.2f ms), "
-                  "ready %.1f ms after main began",
-                  l->w, l->h, l->decode_ms, l->prepare_ms, gm_ref_time_ms(l->ref), l->ready_ms);
-    *w = l->w, *h = l->h;
-    if (o->draw)
-        g_pictures.ref = l->img; /* kept for the pictures */
-    else
-        gm_image_free(&l->img);
-    return l->ref;
 }
 
 /* One query against the reference *ref (NULL: it failed, ref_msg says
@@ -186,34 +160,40 @@ typedef struct {
     int resumed;        /* --resume: the pair has lines already */
 } run_item;
 
-/* What a stream of run_items' stills shares with its callbacks. */
+/* What a stream of run_items' stills (gm_stream_run) shares: job i's
+ * still_job in slots[i % ring] from its match to its line. */
 typedef struct {
     run_ctx *rc;
     const cli_opts *o;
     gm_ref **ref;
     const char *ref_msg;
     run_item *items; /* the stream's first item */
+    still_job *slots;
     int base;        /* its index among the run's items */
     int plain;
     int *done;       /* lines written so far in the run */
     double t_start, t_stream;
 } item_stream;
 
-static void item_fill(void *ctx, int i, still_job *j)
+/* A worker: item i matched into its slot. */
+static void item_work(void *ctx, int i, int slot)
 {
     item_stream *s = ctx;
     run_item *it = &s->items[i];
+    still_job *j = &s->slots[slot];
     *j = (still_job){.o = &it->o, .tmpl = &it->tmpl, .path = it->path, .resumed = it->resumed};
+    still_run(*s->ref, j);
 }
 
-/* Job i's line (or its video's lines), then whether to stop streaming:
+/* Item i's line (or its video's lines), then whether to stop streaming:
  * the output failed, or the reference moved to a device of one worker. */
-static int item_emit(void *ctx, int i, still_job *j)
+static int item_put(void *ctx, int i, int slot)
 {
     item_stream *s = ctx;
     if (s->rc->write_failed) /* the jobs taken before the output failed: no line */
         return 1;
     run_item *it = &s->items[i];
+    const still_job *j = &s->slots[slot];
     double extra = (*s->done)++ == 0 ? s->t_stream - s->t_start : 0.0;
     if (j->video) /* a video (or a pair with lines: a video's next frames) */
         run_query(s->rc, &it->o, s->ref, s->ref_msg, &it->tmpl, it->q, it->path,
@@ -226,7 +206,8 @@ static int item_emit(void *ctx, int i, still_job *j)
 }
 
 /* Every item's lines, in order.  On a GPU (still_workers > 1) the stills
- * are streamed through the workers (still_pool_stream), and this thread
+ * are streamed through the workers (gm_stream_run: each takes the next
+ * still when free, at most a ring of results ahead), and this thread
  * writes every line in order and matches a video in its turn; else one at
  * a time, as the command line always did (plain: the first may be the
  * read-ahead's video, and auto's choice of the GPU sees how many are
@@ -239,7 +220,10 @@ static void run_items(run_ctx *rc, const cli_opts *o, gm_ref **ref, const char *
         /* the workers of the device that answers now: under auto one on the
          * CPU, the GPU's once the library moved the reference there */
         int workers = *ref ? still_workers(*ref) : 1;
-        if (workers == 1) {
+        int ring = STILL_WINDOW > 4 * workers ? STILL_WINDOW : 4 * workers;
+        ring = ring < n - k ? ring : n - k;
+        still_job *slots = workers > 1 ? calloc((size_t)ring, sizeof *slots) : NULL;
+        if (!slots) { /* one worker (or no memory for the ring) */
             run_item *it = &items[k];
             run_query(rc, &it->o, ref, ref_msg, &it->tmpl, it->q, it->path, plain && k == 0,
                       g_run.total - g_run.done, done++ == 0 ? t_start : now_ms(),
@@ -249,27 +233,42 @@ static void run_items(run_ctx *rc, const cli_opts *o, gm_ref **ref, const char *
             continue;
         }
         item_stream s = {.rc = rc, .o = o, .ref = ref, .ref_msg = ref_msg, .items = &items[k],
-                         .base = k, .plain = plain, .done = &done, .t_start = t_start,
-                         .t_stream = now_ms()};
-        k += still_pool_stream(*ref, n - k, workers, item_fill, item_emit, &s);
+                         .slots = slots, .base = k, .plain = plain, .done = &done,
+                         .t_start = t_start, .t_stream = now_ms()};
+        k += gm_stream_run(n - k, workers, ring, item_work, item_put, &s);
+        free(slots);
     }
 }
 
-/* A loaded reference reported (report_reference) for a run: NULL when it
- * failed, with the message each of its queries' lines carries in ref_msg
- * ("reference NAME: why"). */
+/* A loaded reference for a run, with its messages (its image kept for the
+ * pictures or freed): NULL when it failed, with the message each of its
+ * queries' lines carries in ref_msg ("reference NAME: why"). */
 static gm_ref *opened_reference(run_ctx *rc, const cli_opts *o, const char *path,
                                 const char *name, ref_loaded *l, int *w, int *h, char *ref_msg,
                                 size_t len)
 {
-    char err[512] = "";
-    gm_ref *ref = report_reference(o, path, l, w, h, err, sizeof err);
-    if (!ref) {
-        diag_file(path, "%s", err);
-        snprintf(ref_msg, len, "reference %s: %s", name, err);
+    *w = *h = 0;
+    if (!l->ref) {
+        diag_file(path, "%s", l->err);
+        snprintf(ref_msg, len, "reference %s: %s", name, l->err);
         rc->failed = 1;
+        return NULL;
     }
-    return ref;
+    warn_fallback(l->ref, path);
+    note_device(o, l->ref, NULL);
+    if (o->verbosity >= VERBOSITY_VERBOSE && g_gpu.ready_ms > 0)
+        fprintf(stderr, PROG ": timeline: CUDA started %.1f to %.1f ms after main began\n",
+                g_gpu.begin_ms, g_gpu.ready_ms);
+    if (o->verbosity >= VERBOSITY_VERBOSE)
+        diag_file(path, "reference %dx%d: decode %.2f ms, prepare %.2f ms (library %.2f ms), "
+                  "ready %.1f ms after main began",
+                  l->w, l->h, l->decode_ms, l->prepare_ms, gm_ref_time_ms(l->ref), l->ready_ms);
+    *w = l->w, *h = l->h;
+    if (o->draw)
+        g_pictures.ref = l->img; /* kept for the pictures */
+    else
+        gm_image_free(&l->img);
+    return l->ref;
 }
 
 /* The reference loaded and prepared for a run: NULL when it failed, with

@@ -8,7 +8,6 @@
 #include <omp.h>
 
 #include "cli/stills.h"
-#include "cli/stream.h"
 #include "cli/videorun.h"
 
 void still_match(const gm_ref *ref, still_job *j, const gm_image *img)
@@ -32,9 +31,8 @@ void still_match(const gm_ref *ref, still_job *j, const gm_image *img)
     }
 }
 
-/* A worker's job: decode (a video, or a pair that has lines, goes back to
- * the main thread), then still_match. */
-static void still_run(const gm_ref *ref, still_job *j)
+/* still_run's job on the thread's budget of cores. */
+static void still_work(const gm_ref *ref, still_job *j)
 {
     j->begin_ms = now_ms();
     if (j->resumed) { /* a still with lines is never a job: a video's next frames */
@@ -55,6 +53,15 @@ static void still_run(const gm_ref *ref, still_job *j)
         snprintf(j->err, sizeof j->err, "%s", gm_status_str(j->st));
     gm_image_free(&img);
     j->ms = now_ms() - j->begin_ms;
+}
+
+void still_run(const gm_ref *ref, still_job *j)
+{
+    /* a thread a still: its host stages on one core (threads x cores
+     * oversubscribed the host: 240 pairs/s on two H200s, GPUs 15% busy) */
+    int old = gm_set_thread_budget(1);
+    still_work(ref, j);
+    gm_set_thread_budget(old);
 }
 
 void still_emit(run_ctx *rc, const cli_opts *o, const gm_ref *ref, const still_job *j,
@@ -92,49 +99,4 @@ int still_workers(const gm_ref *ref)
             n = omp_get_num_procs();
     }
     return n < 1 ? 1 : n > 256 ? 256 : n;
-}
-
-/* A stream of stills: the ring of jobs and the caller's callbacks. */
-typedef struct {
-    const gm_ref *ref;
-    still_job *slot;
-    still_fill_fn fill;
-    still_emit_fn put;
-    void *ctx;
-} still_stream;
-
-static void stream_work(void *ctx, int i, int slot)
-{
-    still_stream *s = ctx;
-    /* a thread a still: its host stages on one core (threads x cores
-     * oversubscribed the host: 240 pairs/s on two H200s, GPUs 15% busy) */
-    int old = gm_set_thread_budget(1);
-    still_job *j = &s->slot[slot];
-    memset(j, 0, sizeof *j);
-    s->fill(s->ctx, i, j);
-    still_run(s->ref, j);
-    gm_set_thread_budget(old);
-}
-
-static int stream_put(void *ctx, int i, int slot)
-{
-    still_stream *s = ctx;
-    return s->put(s->ctx, i, &s->slot[slot]);
-}
-
-int still_pool_stream(const gm_ref *ref, int n, int workers, still_fill_fn fill,
-                      still_emit_fn put, void *ctx)
-{
-    int ring = STILL_WINDOW > 4 * workers ? STILL_WINDOW : 4 * workers;
-    if (ring > n)
-        ring = n > 0 ? n : 1;
-    still_stream s = {.ref = ref, .fill = fill, .put = put, .ctx = ctx};
-    still_job one;
-    still_job *ring_jobs = calloc((size_t)ring, sizeof *ring_jobs);
-    s.slot = ring_jobs ? ring_jobs : &one;
-    if (!ring_jobs) /* no memory for the ring: one at a time, in a job of its own */
-        ring = 1, workers = 0;
-    int done = gm_stream_run(n, workers, ring, stream_work, stream_put, &s);
-    free(ring_jobs);
-    return done;
 }

@@ -55,20 +55,9 @@ void still_emit(run_ctx *rc, const cli_opts *o, const gm_ref *ref, const still_j
  * path on the CPU so). */
 int still_workers(const gm_ref *ref);
 
-/* Job i of a stream: filled in (fill: what to match; called on a worker),
- * then, once matched, handed to put in order of i on the calling thread
- * (which writes its line, or matches a video in its turn); put returns
- * nonzero to stop taking jobs. */
-typedef void (*still_fill_fn)(void *ctx, int i, still_job *j);
-typedef int (*still_emit_fn)(void *ctx, int i, still_job *j);
-
-/* Jobs [0, n) streamed through `workers` threads: each worker takes the
- * next job as soon as it is free (no barrier between groups of jobs: a
- * slow still holds up only the lines after it, not the workers), while the
- * calling thread puts the matched jobs out in order.  After put asks to stop,
- * the jobs already taken are still matched and emitted.  Returns the
- * number of jobs emitted: n, or fewer after a stop. */
-int still_pool_stream(const gm_ref *ref, int n, int workers, still_fill_fn fill,
-                      still_emit_fn put, void *ctx);
+/* A worker's job (run.c streams them through gm_stream_run, stream.h): on
+ * one core, decode (a video, or a pair that has lines, is left to the main
+ * thread: j->video), then still_match. */
+void still_run(const gm_ref *ref, still_job *j);
 
 #endif

@@ -1,7 +1,8 @@
 /* stream.h: jobs [0, n) on a pool of threads, each handed on in order as
  * soon as it and every job before it are done.
  *
- * The command line's batch of stills (stills.c) runs on it: on a GPU each
+ * The command line's stills (run.c, each job stills.c's still_run) run on
+ * it: on a GPU each
  * worker matches a still on its own lane, and the main thread writes the
  * lines in manifest order.  Before it, the stills went in windows of 64
  * with a barrier after each: one slow still (a negative's reverse search,
