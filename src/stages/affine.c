@@ -271,18 +271,18 @@ static void fill_tri_row(const void *ctx, uint32_t q, uint16_t *row)
     int cx0, cy0, cx1, cy1;
     tri_key_box(a, b, c, &x0, &y0, &x1, &y1);
     gm_grid_box_cells(g, x0, y0, x1, y1, &cx0, &cy0, &cx1, &cy1);
-    for (int cy = cy0; cy <= cy1; cy++)
-        for (int cx = cx0; cx <= cx1; cx++) {
-            const size_t cell = (size_t)cy * g->gw + cx;
-            for (uint32_t i = g->start[cell]; i < g->start[cell + 1]; i++) {
-                const gm_point p = x->qcloud->p[g->idx[i]];
-                if (near_vertex(a, b, c, p))
-                    continue;
-                uint32_t key = gm_aframe_key(&f, p);
-                if (key != GM_KEY_EMPTY)
-                    gm_batch_add(&kb, key);
-            }
+    for (int cy = cy0; cy <= cy1; cy++) {
+        uint32_t i0, i1;
+        gm_grid_span(g, cy, cx0, cx1, &i0, &i1);
+        for (uint32_t i = i0; i < i1; i++) {
+            const gm_point p = x->qcloud->p[g->idx[i]];
+            if (near_vertex(a, b, c, p))
+                continue;
+            uint32_t key = gm_aframe_key(&f, p);
+            if (key != GM_KEY_EMPTY)
+                gm_batch_add(&kb, key);
         }
+    }
     gm_batch_flush(&kb);
 }
 

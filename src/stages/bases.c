@@ -215,12 +215,12 @@ uint32_t gm_grid_gather_box(const gm_grid *g, float x0, float y0, float x1, floa
     int gx0, gy0, gx1, gy1;
     gm_grid_box_cells(g, x0, y0, x1, y1, &gx0, &gy0, &gx1, &gy1);
     uint32_t n = 0;
-    for (int y = gy0; y <= gy1; y++)
-        for (int x = gx0; x <= gx1; x++) {
-            size_t c = (size_t)y * g->gw + x;
-            for (uint32_t k = g->start[c]; k < g->start[c + 1]; k++)
-                out[n++] = g->idx[k];
-        }
+    for (int y = gy0; y <= gy1; y++) {
+        uint32_t k0, k1;
+        gm_grid_span(g, y, gx0, gx1, &k0, &k1);
+        for (uint32_t k = k0; k < k1; k++)
+            out[n++] = g->idx[k];
+    }
     return n;
 }
 

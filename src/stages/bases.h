@@ -46,6 +46,18 @@ uint32_t gm_grid_gather_box(const gm_grid *g, float x0, float y0, float x1, floa
  * *cx1 or *cy0 > *cy1): every point of the grid inside the box is in them. */
 void gm_grid_box_cells(const gm_grid *g, float x0, float y0, float x1, float y1, int *cx0,
                        int *cy0, int *cx1, int *cy1);
+/* The points of cells cx0..cx1 of cell row cy: g->idx[*i0 .. *i1) (a row's
+ * cells are consecutive in idx); empty when cx1 < cx0. */
+static inline void gm_grid_span(const gm_grid *g, int cy, int cx0, int cx1, uint32_t *i0,
+                                uint32_t *i1)
+{
+    if (cx1 < cx0) {
+        *i0 = *i1 = 0;
+        return;
+    }
+    *i0 = g->start[(size_t)cy * g->gw + cx0];
+    *i1 = g->start[(size_t)cy * g->gw + cx1 + 1];
+}
 void gm_grid_free(gm_grid *g);
 /* A selection made row by row in two passes (count, then fill), rows in
  * parallel, order kept: row(ctx, i, near, m, out) counts the items of point

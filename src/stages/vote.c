@@ -125,18 +125,18 @@ static void fill_pair_row(const void *ctx, uint32_t q, uint16_t *row)
     }
     gm_frame f = gm_frame_of(a, b);
     gm_key_batch kb = {c->table, row, 0, {0}};
-    for (int cy = cy0; cy <= cy1; cy++)
-        for (int cx = cx0; cx <= cx1; cx++) {
-            const size_t cell = (size_t)cy * g->gw + cx;
-            for (uint32_t i = g->start[cell]; i < g->start[cell + 1]; i++) {
-                const gm_point p = c->qcloud->p[g->idx[i]];
-                if (gm_near_endpoint(a, b, p))
-                    continue;
-                uint32_t key = gm_frame_key(&f, p);
-                if (key != GM_KEY_EMPTY)
-                    gm_batch_add(&kb, key);
-            }
+    for (int cy = cy0; cy <= cy1; cy++) {
+        uint32_t i0, i1;
+        gm_grid_span(g, cy, cx0, cx1, &i0, &i1);
+        for (uint32_t i = i0; i < i1; i++) {
+            const gm_point p = c->qcloud->p[g->idx[i]];
+            if (gm_near_endpoint(a, b, p))
+                continue;
+            uint32_t key = gm_frame_key(&f, p);
+            if (key != GM_KEY_EMPTY)
+                gm_batch_add(&kb, key);
         }
+    }
     gm_batch_flush(&kb);
 }
 
