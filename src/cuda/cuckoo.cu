@@ -211,12 +211,9 @@ static gm_status gm_build_alloc(gm_build *c, gm_build_shape *sh)
     sh->nhist = (size_t)sh->ns * sh->ntiles;
     sh->pb_shared = ((size_t)1 << ph->shift) * sizeof(uint32_t);
     if (sh->pb_shared > 48 * 1024) { /* only for some ten million buckets */
-        GM_CUDA_CHECK(cudaFuncSetAttribute(k_pb_bucket<true>,
-                                           cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                           (int)sh->pb_shared));
-        GM_CUDA_CHECK(cudaFuncSetAttribute(k_pb_bucket<false>,
-                                           cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                           (int)sh->pb_shared));
+        int max_smem = 0;
+        GM_CUDA_CHECK(gm_cuda_smem_optin(k_pb_bucket<true>, &max_smem));
+        GM_CUDA_CHECK(gm_cuda_smem_optin(k_pb_bucket<false>, &max_smem));
     }
     /* Sizes: n, nb < 2^32, so no part overflows a 64-bit size_t. */
     size_t t1 = 0, t2 = 0;

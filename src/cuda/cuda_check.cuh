@@ -52,6 +52,31 @@ extern "C"
 cudaError_t gm_cuda_launched(void); /* gm_cuda.h: cudaGetLastError or an injected fault */
 #define GM_CUDA_CHECK_LAUNCH() GM_CUDA_CHECK(gm_cuda_launched())
 
+#ifdef __CUDACC__
+/* Lets `kernel` take as much dynamic shared memory as the current device
+ * allows a block past the default 48 KiB (its opt-in maximum less the
+ * kernel's static shared memory); *max_smem set to that opt-in maximum.
+ * The attribute is the kernel's, shared by every host thread, so it is
+ * always raised to the one value, never to a launch's own need: with the
+ * need, a thread lowering it between another's raise and launch made that
+ * launch fail ("too many resources requested for launch", a 1080p video
+ * under 8 workers, 2026-11-28). */
+template <typename K> static inline cudaError_t gm_cuda_smem_optin(K kernel, int *max_smem)
+{
+    int dev = 0;
+    cudaFuncAttributes fa;
+    cudaError_t e = cudaGetDevice(&dev);
+    if (e == cudaSuccess)
+        e = cudaDeviceGetAttribute(max_smem, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev);
+    if (e == cudaSuccess)
+        e = cudaFuncGetAttributes(&fa, kernel);
+    if (e == cudaSuccess)
+        e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                 *max_smem - (int)fa.sharedSizeBytes);
+    return e;
+}
+#endif
+
 /* Chains of calls that must all succeed (allocations, then their use):
  * `err` (a cudaError_t, cudaSuccess at first) keeps the first failure, which
  * is recorded as GM_CUDA_CHECK records it; the calls after it are skipped.

@@ -160,15 +160,10 @@ extern "C" gm_status gm_vote_reduce_cuda(const gm_cuckoo_dev *table, uint32_t n_
     if (!table || !d_share || !d_qbases || !d_best || (n_cloud && !d_cloud) || n_ref == 0)
         return GM_ERR_INVALID;
     gm_cuckoo_view v = gm_cuckoo_dev_view(table);
-    int dev = 0, max_smem = 0;
-    GM_CUDA_CHECK(cudaGetDevice(&dev));
-    GM_CUDA_CHECK(cudaDeviceGetAttribute(&max_smem, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev));
+    int max_smem = 0;
+    GM_CUDA_CHECK(gm_cuda_smem_optin(k_vote_shared, &max_smem));
     size_t smem = (size_t)n_ref * sizeof(uint32_t);
     if (smem <= (size_t)max_smem - 1024 && !g_debug_tile_rows) {
-        if (smem > 48 * 1024)
-            GM_CUDA_CHECK(cudaFuncSetAttribute(k_vote_shared,
-                                               cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                               (int)smem));
         k_vote_shared<<<n_q, GM_VOTE_THREADS, smem, stream>>>(v, n_ref, d_share, d_qbases, d_cloud,
                                                               n_cloud, d_votes, d_best);
         GM_CUDA_CHECK_LAUNCH();

@@ -4,6 +4,7 @@
  * without a CUDA device. */
 #include <check.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -164,6 +165,113 @@ START_TEST(test_vote_tiles)
 }
 END_TEST
 
+/* Threads voting at once with rows of different lengths, each past the
+ * default 48 KiB of shared memory: the kernel's shared-memory limit is one
+ * attribute for every host thread, so one thread's setting must never leave
+ * another's launch short ("too many resources requested for launch" made
+ * a 1080p video fall back to the CPU under 8 workers).  Every call must
+ * succeed and give its thread's first bests again. */
+typedef struct {
+    const gm_cuckoo_dev *table;
+    uint32_t n_ref, n_q, n_cloud, rounds;
+    const gm_vote_basis *d_qb;
+    const gm_point *d_cloud;
+    int failures, differ;
+} vote_thread;
+
+static void *vote_loop(void *arg)
+{
+    vote_thread *t = arg;
+    cudaStream_t stream;
+    float *d_share = NULL;
+    gm_candidate *d_best = NULL, *first = malloc(t->n_q * sizeof *first),
+                 *now = malloc(t->n_q * sizeof *now);
+    if (cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking) != cudaSuccess ||
+        cudaMalloc((void **)&d_share, t->n_ref * sizeof(float)) != cudaSuccess ||
+        cudaMalloc((void **)&d_best, t->n_q * sizeof(gm_candidate)) != cudaSuccess ||
+        cudaMemset(d_share, 0, t->n_ref * sizeof(float)) != cudaSuccess || !first || !now) {
+        t->failures = -1;
+        return NULL;
+    }
+    for (uint32_t k = 0; k < t->rounds; k++) {
+        gm_status st = gm_vote_reduce_cuda(t->table, t->n_ref, d_share, t->d_qb, t->n_q,
+                                           t->d_cloud, t->n_cloud, NULL, NULL, d_best, stream);
+        if (st != GM_OK || cudaStreamSynchronize(stream) != cudaSuccess) {
+            t->failures++;
+            continue;
+        }
+        gm_candidate *dst = k == 0 ? first : now;
+        if (cudaMemcpy(dst, d_best, t->n_q * sizeof *dst, cudaMemcpyDeviceToHost) != cudaSuccess)
+            t->failures++;
+        else if (k > 0 && memcmp(first, now, t->n_q * sizeof *now) != 0)
+            t->differ++;
+    }
+    cudaFree(d_share);
+    cudaFree(d_best);
+    cudaStreamDestroy(stream);
+    free(first);
+    free(now);
+    return NULL;
+}
+
+START_TEST(test_vote_threads_shared_memory)
+{
+    int dev = 0, max_smem = 0;
+    ck_assert_int_eq(cudaGetDevice(&dev), cudaSuccess);
+    ck_assert_int_eq(
+        cudaDeviceGetAttribute(&max_smem, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev),
+        cudaSuccess);
+    if (max_smem < 96 * 1024)
+        return; /* no row both past 48 KiB and two sizes apart on this device */
+    gm_points corners = random_points(60, 400, 400);
+    gm_points cloud = random_points(400, 400, 400);
+    gm_bases rb;
+    ck_assert_int_eq(gm_bases_select_cpu(&corners, 16, 150, 0.3, 7, &rb), GM_OK);
+    uint32_t *keys, *vals, n_items;
+    ck_assert_int_eq(gm_basis_items_cpu(&corners, rb.key, rb.n, &cloud, &keys, &vals, &n_items),
+                     GM_OK);
+    const uint32_t bound = 2 * GM_UV_HALF * 2 * GM_UV_HALF * GM_ANGLE_BINS;
+    uint32_t *d_keys = to_dev(keys, n_items * 4ull), *d_vals = to_dev(vals, n_items * 4ull);
+    gm_cuckoo_dev table;
+    memset(&table, 0, sizeof table);
+    ck_assert_int_eq(gm_multi_build_cuda(&table, d_keys, d_vals, n_items, bound, 11, NULL, 0),
+                     GM_OK);
+    gm_points qcorners = transform_points(&corners, 0.4, 1.1, 30, -20, 10);
+    gm_points qcloud = transform_points(&cloud, 0.4, 1.1, 30, -20, 50);
+    gm_bases qb;
+    ck_assert_int_eq(gm_bases_select_cpu(&qcorners, 16, 150, 0.05, 9, &qb), GM_OK);
+    uint32_t n_q = qb.n < 16 ? qb.n : 16;
+    ck_assert_uint_gt(n_q, 0);
+    gm_vote_basis vb[16];
+    for (uint32_t q = 0; q < n_q; q++) {
+        gm_point a = qcorners.p[qb.key[q] >> 16], b = qcorners.p[qb.key[q] & 0xFFFF];
+        vb[q] = (gm_vote_basis){gm_frame_of(a, b), a, b};
+    }
+    gm_vote_basis *d_qb = to_dev(vb, n_q * sizeof *vb);
+    gm_point *d_cloud = to_dev(qcloud.p, qcloud.n * sizeof(gm_point));
+    /* rows of 48 KiB and a half, and of the most the device allows: the
+     * reference's bases are the first rb.n cells of either */
+    const uint32_t lens[2] = {(48 * 1024 + 24 * 1024) / 4, (uint32_t)(max_smem - 2048) / 4};
+    vote_thread t[8];
+    pthread_t th[8];
+    for (int i = 0; i < 8; i++) {
+        t[i] = (vote_thread){&table, lens[i % 2], n_q, qcloud.n, 400, d_qb, d_cloud, 0, 0};
+        ck_assert_uint_ge(t[i].n_ref, rb.n);
+        ck_assert_int_eq(pthread_create(&th[i], NULL, vote_loop, &t[i]), 0);
+    }
+    for (int i = 0; i < 8; i++) {
+        pthread_join(th[i], NULL);
+        ck_assert_msg(t[i].failures == 0, "thread %d (rows of %u): %d of %u calls failed (%s)", i,
+                      t[i].n_ref, t[i].failures, t[i].rounds, gm_cuda_last_error());
+        ck_assert_msg(t[i].differ == 0, "thread %d: %d calls gave other bests", i, t[i].differ);
+    }
+    cudaFree(d_keys); cudaFree(d_vals); cudaFree(d_qb); cudaFree(d_cloud);
+    gm_cuckoo_dev_free(&table);
+    free(keys); free(vals); free(rb.key); free(qb.key);
+    free(corners.p); free(cloud.p); free(qcorners.p); free(qcloud.p);
+}
+END_TEST
+
 static Suite *vote_cuda_suite(void)
 {
     Suite *s = suite_create("vote_cuda");
@@ -171,6 +279,7 @@ static Suite *vote_cuda_suite(void)
     tcase_set_timeout(tc, 300);
     tcase_add_test(tc, test_vote_matches_cpu);
     tcase_add_test(tc, test_vote_tiles);
+    tcase_add_test(tc, test_vote_threads_shared_memory);
     suite_add_tcase(s, tc);
     return s;
 }
