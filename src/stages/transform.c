@@ -26,13 +26,10 @@ void gm_transform_apply(const double m[6], double x, double y, double *ox, doubl
     *oy = m[3] * x + m[4] * y + m[5];
 }
 
-/* Weighted least squares over the correspondences of the model's rows
- * (fit_core.h), in point order.  The similarity takes every slot (a zero
- * weight adds zeros) and needs n >= 2; the other models count the slots of
- * positive weight. */
-static int fit_lines(gm_model model, const double *qx, const double *qy, const double *rx,
-                     const double *ry, const double *nx, const double *ny, const double *w, int n,
-                     const double h0[9], double h[9])
+static inline __attribute__((always_inline)) int
+fit_lines_of(gm_model model, const double *qx, const double *qy, const double *rx,
+             const double *ry, const double *nx, const double *ny, const double *w, int n,
+             const double h0[9], double h[9])
 {
     double hn[9];
     gm_fit_prepare(h0, hn);
@@ -48,6 +45,28 @@ static int fit_lines(gm_model model, const double *qx, const double *qy, const d
         gm_fit_accumulate(np, rows, tgt, ws, 0, A, b);
     }
     return gm_fit_finish(model, used, A, b, hn, h);
+}
+
+/* Weighted least squares over the correspondences of the model's rows
+ * (fit_core.h), in point order.  The similarity takes every slot (a zero
+ * weight adds zeros) and needs n >= 2; the other models count the slots of
+ * positive weight.  Each model its own copy (fit_lines_of with a constant
+ * model): the rows' sizes known, the accumulation unrolled, the same
+ * operations in the same order. */
+static int fit_lines(gm_model model, const double *qx, const double *qy, const double *rx,
+                     const double *ry, const double *nx, const double *ny, const double *w, int n,
+                     const double h0[9], double h[9])
+{
+    switch (model) {
+    case GM_MODEL_SIMILARITY:
+        return fit_lines_of(GM_MODEL_SIMILARITY, qx, qy, rx, ry, nx, ny, w, n, h0, h);
+    case GM_MODEL_AFFINE:
+        return fit_lines_of(GM_MODEL_AFFINE, qx, qy, rx, ry, nx, ny, w, n, h0, h);
+    case GM_MODEL_HOMOGRAPHY:
+        return fit_lines_of(GM_MODEL_HOMOGRAPHY, qx, qy, rx, ry, nx, ny, w, n, h0, h);
+    default:
+        return fit_lines_of(model, qx, qy, rx, ry, nx, ny, w, n, h0, h);
+    }
 }
 
 int gm_similarity_fit_lines(const double *qx, const double *qy, const double *rx,

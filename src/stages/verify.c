@@ -215,9 +215,15 @@ void gm_refine_model_cpu(const gm_edge_map *map, const gm_points *q, gm_model mo
 {
     size_t n = q->n;
     double *buf = malloc(n * 7 * sizeof *buf);
-    if (!buf || n < GM_REFINE_MIN_PAIRS) {
+    float *cs = malloc((n ? n : 1) * 2 * sizeof *cs);
+    if (!buf || !cs || n < GM_REFINE_MIN_PAIRS) {
         free(buf);
+        free(cs);
         return;
+    }
+    for (size_t k = 0; k < n; k++) {
+        cs[2 * k] = cosf(q->p[k].angle);
+        cs[2 * k + 1] = sinf(q->p[k].angle);
     }
     double *qx = buf, *qy = buf + n, *rx = buf + 2 * n, *ry = buf + 3 * n, *nx = buf + 4 * n,
            *ny = buf + 5 * n, *wt = buf + 6 * n;
@@ -232,7 +238,7 @@ void gm_refine_model_cpu(const gm_edge_map *map, const gm_points *q, gm_model mo
         for (int64_t k = 0; k < (int64_t)n; k++) {
             gm_point p = q->p[k];
             gm_corr c = {0, 0, 0, 0, 0, 0, 0};
-            int found = gm_refine_match(&v, h, p, cosf(p.angle), sinf(p.angle), r, huber, &c);
+            int found = gm_refine_match(&v, h, p, cs[2 * k], cs[2 * k + 1], r, huber, &c);
             qx[k] = c.qx;
             qy[k] = c.qy;
             rx[k] = c.rx;
@@ -249,6 +255,7 @@ void gm_refine_model_cpu(const gm_edge_map *map, const gm_points *q, gm_model mo
         memcpy(h, hh, sizeof hh);
     }
     free(buf);
+    free(cs);
 }
 
 /* Region growing: an affine map right near its triangle (a view with
