@@ -762,13 +762,45 @@ static void tri_seed(const side *qs, const side *q0, const gm_tri *qt, double se
  * devices), the best rows' affine maps are verified on the level's map, the
  * best few grown to the model (both on the device when there is one).
  * Updates ss when one beats the best so far. */
+/* Every triangle of query level ql's first qc->n corners (qc) with sides
+ * in [lmin, lmax] (gm_tri_list): *list from lv's lists, made there when
+ * new; when lv holds GM_TRI_LISTS already, made into *own (the caller
+ * frees own->t) and *list is own. */
+static gm_status query_tris(gm_query_levels *lv, int ql, const gm_points *qc, float lmin,
+                            float lmax, gm_tris *own, const gm_tris **list)
+{
+    for (int i = 0; i < lv->n_tris; i++) {
+        const gm_tri_list *t = &lv->tris[i];
+        if (t->level == ql && t->corners == qc->n && t->lmin == lmin && t->lmax == lmax) {
+            *list = &t->all;
+            return GM_OK;
+        }
+    }
+    gm_tris all = {0};
+    gm_status st = gm_tris_select_cpu(qc, lmin, lmax, GM_TRI_MIN_SIN * 0.8f, 1.0, 0, &all);
+    if (st != GM_OK)
+        return st;
+    if (lv->n_tris < GM_TRI_LISTS) {
+        gm_tri_list *t = &lv->tris[lv->n_tris++];
+        *t = (gm_tri_list){ql, qc->n, lmin, lmax, all};
+        *list = &t->all;
+    } else {
+        *own = all;
+        *list = own;
+    }
+    return GM_OK;
+}
+
 static gm_status run_affine_pairing(const gm_index *r, gm_model model, void *lane,
-                                    const ref_level *rl, const side *qs, const side *q0,
-                                    const gm_points *vq0, search_state *ss, gm_result *out)
+                                    const ref_level *rl, gm_query_levels *lv, int ql,
+                                    const side *q0, const gm_points *vq0, search_state *ss,
+                                    gm_result *out)
 {
     const gm_params *p = &r->p;
+    const side *qs = &lv->q[ql];
     double t0 = gm_now_ms();
-    gm_tris all = {0};
+    gm_tris own = {0}, picked = {0};
+    const gm_tris *all = NULL;
     gm_candidate *best = NULL, *cands = NULL;
     gm_status st = GM_OK;
     if (rl->tris.n == 0 || qs->all.n < 8)
@@ -784,18 +816,21 @@ static gm_status run_affine_pairing(const gm_index *r, gm_model model, void *lan
     double want = GM_TRI_DENSITY * rl->corners.n / ((double)rl->w * rl->h) *
                   ((double)qs->w * qs->h) / (ratio * ratio);
     qc.n = gm_tri_corners_kept(qc.n, want, GM_TRI_MIN_CORNERS);
-    if ((st = gm_tris_select_cpu(&qc, lmin, lmax, GM_TRI_MIN_SIN * 0.8f, 1.0,
-                                 ss->key, &all)) != GM_OK)
+    if ((st = query_tris(lv, ql, &qc, lmin, lmax, &own, &all)) != GM_OK)
         goto done;
-    /* m of them at random (a hash of the draw's key and the triangle), in place */
+    /* m of them at random (a hash of the draw's key and the triangle) */
     uint32_t nsel = 0, m = (uint32_t)p->query_bases;
-    uint64_t thr = gm_prob_threshold(all.n > m ? (double)m / all.n : 1.0);
-    for (uint32_t i = 0; i < all.n; i++) {
-        const gm_tri t = all.t[i];
-        if (gm_mix64(ss->key ^ GM_SALT_QUERY_TRIS ^ ((uint64_t)t.a << 40 | (uint64_t)t.b << 20 | t.c)) <= thr)
-            all.t[nsel++] = t;
+    uint64_t thr = gm_prob_threshold(all->n > m ? (double)m / all->n : 1.0);
+    if (!(picked.t = malloc((all->n ? all->n : 1) * sizeof *picked.t))) {
+        st = GM_ERR_NOMEM;
+        goto done;
     }
-    const gm_tri *sel = all.t;
+    for (uint32_t i = 0; i < all->n; i++) {
+        const gm_tri t = all->t[i];
+        if (gm_mix64(ss->key ^ GM_SALT_QUERY_TRIS ^ ((uint64_t)t.a << 40 | (uint64_t)t.b << 20 | t.c)) <= thr)
+            picked.t[nsel++] = t;
+    }
+    const gm_tri *sel = picked.t;
     uint32_t k = (uint32_t)(p->top_k > 0 ? p->top_k : 1);
     if (k > 256)
         k = 256;
@@ -866,7 +901,8 @@ static gm_status run_affine_pairing(const gm_index *r, gm_model model, void *lan
     }
     out->time.verify += gm_now_ms() - t2;
 done:
-    free(all.t);
+    free(own.t);
+    free(picked.t);
     free(best);
     free(cands);
     return st;
@@ -976,6 +1012,8 @@ void gm_query_levels_free(gm_query_levels *lv)
 {
     for (int l = 0; l < GM_QUERY_LEVELS; l++)
         gm_side_free(&lv->q[l]);
+    for (int i = 0; i < lv->n_tris; i++)
+        free(lv->tris[i].all.t);
     memset(lv, 0, sizeof *lv);
 }
 
@@ -1051,7 +1089,7 @@ static gm_status search_pairings(const query_run *qr)
             }
             if (q[ql].w < GM_MIN_LEVEL_SIDE || q[ql].h < GM_MIN_LEVEL_SIDE)
                 continue; /* too few pixels for triangles */
-            if ((st = run_affine_pairing(r, qr->model, qr->lane, rl, &q[ql], &q[0], qr->vq0, ss,
+            if ((st = run_affine_pairing(r, qr->model, qr->lane, rl, qr->lv, ql, &q[0], qr->vq0, ss,
                                          qr->out)) != GM_OK)
                 return st;
         }

@@ -184,6 +184,20 @@ void gm_side_free(side *s);
  * one search (direction.c) share them: zero it before the first, free it
  * with gm_query_levels_free after the last (it also zeroes it). */
 #define GM_SEEN_MAX 8
+/* Every triangle of a query level's corners in a band of side lengths
+ * (gm_tris_select_cpu at prob 1), from which each draw of a triangle
+ * pairing takes its own few at random: the list depends on the level, the
+ * corners kept and the band, never on the draw, so the first draw that
+ * pairs so makes it and the later draws read it (a negative 640x360 frame
+ * under auto: 145,876 triangles of 113 corners, for some 400, made again by
+ * each of the three draws). */
+#define GM_TRI_LISTS 8
+typedef struct {
+    int level;        /* the query level */
+    uint32_t corners; /* its strongest corners taken */
+    float lmin, lmax; /* the band */
+    gm_tris all;
+} gm_tri_list;
 typedef struct {
     side q[GM_QUERY_LEVELS];
     int tried[GM_QUERY_LEVELS];
@@ -192,6 +206,8 @@ typedef struct {
      * a later draw's rivals in the distinctiveness test */
     double seen[GM_SEEN_MAX][9];
     int n_seen;
+    gm_tri_list tris[GM_TRI_LISTS]; /* the first GM_TRI_LISTS lists made */
+    int n_tris;
 } gm_query_levels;
 void gm_query_levels_free(gm_query_levels *lv);
 

@@ -8,8 +8,10 @@
 #include <string.h>
 
 #include "gmatch.h"
+#include "common/common.h"
 #include "pipeline/matcher.h"
 #include "test_util.h"
+#include "test_scene.h"
 
 /* A found answer of matrix h. */
 static gm_result found(const double h[9])
@@ -84,6 +86,54 @@ START_TEST(test_sliver_and_horizon)
 }
 END_TEST
 
+/* The draws of one query share its triangle lists (gm_query_levels.tris):
+ * a mirrored view under auto (no model carries it, so every pairing runs,
+ * the triangles' too) drawn three times with one levels struct gives, draw
+ * by draw, what the same draws give when each remakes its lists, and the
+ * later draws make none. */
+START_TEST(test_draws_share_triangles)
+{
+    const double id[9] = {1, 0, 0, 0, 1, 0, 0, 0, 1};
+    const double mirror[9] = {-0.9, 0.12, 230, -0.08, 0.95, 10, 0.0006, 0.0003, 1};
+    const int rw = 240, rh = 200, qw = 200, qh = 160;
+    uint8_t *ref = render_h(rw, rh, id), *q = render_h(qw, qh, mirror);
+    gm_params p = gm_params_default();
+    p.model = GM_MODEL_AUTO;
+    gm_ref *r;
+    ck_assert_int_eq(gm_ref_prepare(&p, (gm_view){ref, rw, rh, rw}, &r), GM_OK);
+    const gm_view qv = {q, qw, qh, qw};
+    gm_query_levels kept, remade;
+    memset(&kept, 0, sizeof kept);
+    memset(&remade, 0, sizeof remade);
+    int lists = 0;
+    for (int t = 0; t < 3; t++) {
+        uint64_t key = t == 0 ? GM_DRAW_KEY : gm_mix64(GM_DRAW_KEY ^ GM_SALT_RETRY ^ (uint64_t)t);
+        gm_result a, b;
+        ck_assert_int_eq(gm_match_forward(&r->ix, GM_MODEL_AUTO, qv, key, &kept, &a), GM_OK);
+        if (t == 0)
+            lists = kept.n_tris;
+        ck_assert_msg(lists > 0, "the draws paired no triangles");
+        ck_assert_int_eq(kept.n_tris, lists); /* read, not made again */
+        for (int i = 0; i < remade.n_tris; i++)
+            free(remade.tris[i].all.t);
+        remade.n_tris = 0;
+        ck_assert_int_eq(gm_match_forward(&r->ix, GM_MODEL_AUTO, qv, key, &remade, &b), GM_OK);
+        ck_assert_int_eq(a.status, b.status);
+        ck_assert_int_eq(a.model, b.model);
+        ck_assert_int_eq(a.votes, b.votes);
+        ck_assert_int_eq(a.inliers, b.inliers);
+        ck_assert_int_eq(a.reason, b.reason);
+        ck_assert(memcmp(&a.confidence, &b.confidence, sizeof a.confidence) == 0);
+        ck_assert(memcmp(a.h, b.h, sizeof a.h) == 0);
+    }
+    gm_query_levels_free(&kept);
+    gm_query_levels_free(&remade);
+    gm_ref_free(r);
+    free(ref);
+    free(q);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("direction");
@@ -91,6 +141,7 @@ int main(void)
     tcase_add_test(tc, test_shared_kept);
     tcase_add_test(tc, test_speck);
     tcase_add_test(tc, test_sliver_and_horizon);
+    tcase_add_test(tc, test_draws_share_triangles);
     suite_add_tcase(s, tc);
     return run_suite(s);
 }
