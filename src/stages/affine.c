@@ -84,16 +84,49 @@ int gm_aff_bin(float nx, float ny)
     return 4 * q + local;
 }
 
-uint32_t gm_aframe_key(const gm_aframe *f, gm_point p)
+/* The key's cells of p in frame f: 1 and (*fu, *fv) when p lies in the
+ * key's range, else 0. */
+static inline int aframe_cells(const gm_aframe *f, gm_point p, float *fu, float *fv)
 {
     float dx = p.x - f->ax, dy = p.y - f->ay;
     float u = f->i00 * dx + f->i01 * dy, v = f->i10 * dx + f->i11 * dy;
-    float fu = floorf((u - GM_AFF_LO) * GM_AFF_Q), fv = floorf((v - GM_AFF_LO) * GM_AFF_Q);
-    if (!(fu >= 0 && fu < GM_AFF_CELLS && fv >= 0 && fv < GM_AFF_CELLS))
-        return GM_KEY_EMPTY;
-    float c = cosf(p.angle), s = sinf(p.angle);
+    *fu = floorf((u - GM_AFF_LO) * GM_AFF_Q), *fv = floorf((v - GM_AFF_LO) * GM_AFF_Q);
+    return *fu >= 0 && *fu < GM_AFF_CELLS && *fv >= 0 && *fv < GM_AFF_CELLS;
+}
+
+static inline uint32_t aframe_key_of(const gm_aframe *f, float fu, float fv, float c, float s)
+{
     float nx = f->m00 * c + f->m10 * s, ny = f->m01 * c + f->m11 * s; /* M^T n */
     return (uint32_t)fu | (uint32_t)fv << 6 | (uint32_t)gm_aff_bin(nx, ny) << 12;
+}
+
+uint32_t gm_aframe_key(const gm_aframe *f, gm_point p)
+{
+    float fu, fv;
+    if (!aframe_cells(f, p, &fu, &fv))
+        return GM_KEY_EMPTY;
+    return aframe_key_of(f, fu, fv, cosf(p.angle), sinf(p.angle));
+}
+
+uint32_t gm_aframe_key_cs(const gm_aframe *f, gm_point p, float c, float s)
+{
+    float fu, fv;
+    if (!aframe_cells(f, p, &fu, &fv))
+        return GM_KEY_EMPTY;
+    return aframe_key_of(f, fu, fv, c, s);
+}
+
+/* cosf and sinf of every point's angle, (c, s) pairs; NULL when out of
+ * memory. */
+static float *angles_cs(const gm_points *pts)
+{
+    float *cs = malloc((pts->n ? pts->n : 1) * 2 * sizeof *cs);
+    if (cs)
+        for (uint32_t i = 0; i < pts->n; i++) {
+            cs[2 * i] = cosf(pts->p[i].angle);
+            cs[2 * i + 1] = sinf(pts->p[i].angle);
+        }
+    return cs;
 }
 
 /* Points this close to a vertex say nothing (every triangle has them). */
@@ -196,6 +229,7 @@ static float tri_reach(const gm_point *a, const gm_point *b, const gm_point *c)
 
 typedef struct {
     const gm_points *pts, *cloud;
+    const float *cs; /* the cloud's angles (angles_cs) */
     const gm_tri *t;
 } tri_items;
 
@@ -231,7 +265,8 @@ static uint32_t tri_keys(const void *ctx, uint32_t d, const gm_grid *g, uint32_t
     for (uint32_t s = 0; s < m; s++) {
         gm_point q = x->cloud->p[near[s]];
         if (!near_vertex(a, b, c, q))
-            k = gm_keys_add(seen, gm_aframe_key(&f, q), keyv, k);
+            k = gm_keys_add(seen, gm_aframe_key_cs(&f, q, x->cs[2 * near[s]], x->cs[2 * near[s] + 1]),
+                            keyv, k);
     }
     gm_keys_clear(seen, keyv, k);
     return k;
@@ -243,13 +278,20 @@ gm_status gm_tri_items_cpu(const gm_points *pts, const gm_tris *t, const gm_poin
     float reach = 1.0f;
     for (uint32_t d = 0; d < t->n; d++)
         reach = fmaxf(reach, tri_reach(&pts->p[t->t[d].a], &pts->p[t->t[d].b], &pts->p[t->t[d].c]));
-    tri_items x = {pts, cloud, t->t};
-    return gm_grid_items(cloud, reach / 2, t->n, GM_AFF_KEYS, tri_keys, &x, keys, vals, n_items);
+    float *cs = angles_cs(cloud);
+    if (!cs)
+        return GM_ERR_NOMEM;
+    tri_items x = {pts, cloud, cs, t->t};
+    gm_status st =
+        gm_grid_items(cloud, reach / 2, t->n, GM_AFF_KEYS, tri_keys, &x, keys, vals, n_items);
+    free(cs);
+    return st;
 }
 
 typedef struct {
     const gm_multi *table;
     const gm_points *qpts, *qcloud;
+    const float *cs; /* qcloud's angles (angles_cs) */
     const gm_tri *qtris;
     const gm_grid *grid; /* of qcloud */
 } tri_rows;
@@ -275,10 +317,11 @@ static void fill_tri_row(const void *ctx, uint32_t q, uint16_t *row)
         uint32_t i0, i1;
         gm_grid_span(g, cy, cx0, cx1, &i0, &i1);
         for (uint32_t i = i0; i < i1; i++) {
-            const gm_point p = x->qcloud->p[g->idx[i]];
+            const uint32_t j = g->idx[i];
+            const gm_point p = x->qcloud->p[j];
             if (near_vertex(a, b, c, p))
                 continue;
-            uint32_t key = gm_aframe_key(&f, p);
+            uint32_t key = gm_aframe_key_cs(&f, p, x->cs[2 * j], x->cs[2 * j + 1]);
             if (key != GM_KEY_EMPTY)
                 gm_batch_add(&kb, key);
         }
@@ -299,8 +342,14 @@ gm_status gm_tri_vote_rows_cpu(const gm_multi *table, uint32_t n_ref, const floa
     gm_status st = gm_grid_build(qcloud, reach / 2, &g);
     if (st != GM_OK)
         return st;
-    tri_rows x = {table, qpts, qcloud, qtris, &g};
+    float *cs = angles_cs(qcloud);
+    if (!cs) {
+        gm_grid_free(&g);
+        return GM_ERR_NOMEM;
+    }
+    tri_rows x = {table, qpts, qcloud, cs, qtris, &g};
     st = gm_rows_reduce_cpu(n_ref, share, n_q, fill_tri_row, &x, best);
+    free(cs);
     gm_grid_free(&g);
     return st;
 }

@@ -39,8 +39,12 @@ gm_aframe gm_aframe_of(gm_point a, gm_point b, gm_point c);
  * a bin's end, where it asks the reference (affine.c). */
 int gm_aff_bin_ref(float nx, float ny);
 int gm_aff_bin(float nx, float ny);
-/* The affine-invariant key of p in frame f, or GM_KEY_EMPTY. */
+/* The affine-invariant key of p in frame f, or GM_KEY_EMPTY.
+ * gm_aframe_key_cs: the same key from c = cosf(p.angle) and s =
+ * sinf(p.angle) made by the caller, once a point where a point meets many
+ * frames (the items and the vote rows). */
 uint32_t gm_aframe_key(const gm_aframe *f, gm_point p);
+uint32_t gm_aframe_key_cs(const gm_aframe *f, gm_point p, float c, float s);
 /* How many of a query's `have` corners (the strongest first) its triangles
  * are drawn from: `want` (the level's density on the query's area), at least
  * `least`, never more than it has.  (A near-blank view with 6 corners once
