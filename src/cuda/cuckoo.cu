@@ -211,9 +211,10 @@ static gm_status gm_build_alloc(gm_build *c, gm_build_shape *sh)
     sh->nhist = (size_t)sh->ns * sh->ntiles;
     sh->pb_shared = ((size_t)1 << ph->shift) * sizeof(uint32_t);
     if (sh->pb_shared > 48 * 1024) { /* only for some ten million buckets */
+        static int done_t[GM_SMEM_DEVICES], done_f[GM_SMEM_DEVICES];
         int max_smem = 0;
-        GM_CUDA_CHECK(gm_cuda_smem_optin(k_pb_bucket<true>, &max_smem));
-        GM_CUDA_CHECK(gm_cuda_smem_optin(k_pb_bucket<false>, &max_smem));
+        GM_CUDA_CHECK(gm_cuda_smem_optin(k_pb_bucket<true>, done_t, &max_smem));
+        GM_CUDA_CHECK(gm_cuda_smem_optin(k_pb_bucket<false>, done_f, &max_smem));
     }
     /* Sizes: n, nb < 2^32, so no part overflows a 64-bit size_t. */
     size_t t1 = 0, t2 = 0;

@@ -60,19 +60,28 @@ cudaError_t gm_cuda_launched(void); /* gm_cuda.h: cudaGetLastError or an injecte
  * always raised to the one value, never to a launch's own need: with the
  * need, a thread lowering it between another's raise and launch made that
  * launch fail ("too many resources requested for launch", a 1080p video
- * under 8 workers, 2026-11-28). */
-template <typename K> static inline cudaError_t gm_cuda_smem_optin(K kernel, int *max_smem)
+ * under 8 workers, 2026-11-28).  Set once a device: done is the caller's
+ * array of GM_SMEM_DEVICES flags for this kernel (static, zeroed), a
+ * device's set once its attribute is (a device past the array sets it at
+ * every call); two threads that both find it unset set the same value. */
+#define GM_SMEM_DEVICES 64
+template <typename K>
+static inline cudaError_t gm_cuda_smem_optin(K kernel, int *done, int *max_smem)
 {
     int dev = 0;
-    cudaFuncAttributes fa;
     cudaError_t e = cudaGetDevice(&dev);
     if (e == cudaSuccess)
         e = cudaDeviceGetAttribute(max_smem, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev);
-    if (e == cudaSuccess)
-        e = cudaFuncGetAttributes(&fa, kernel);
+    const int known = dev >= 0 && dev < GM_SMEM_DEVICES;
+    if (e != cudaSuccess || (known && __atomic_load_n(&done[dev], __ATOMIC_ACQUIRE)))
+        return e;
+    cudaFuncAttributes fa;
+    e = cudaFuncGetAttributes(&fa, kernel);
     if (e == cudaSuccess)
         e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                  *max_smem - (int)fa.sharedSizeBytes);
+    if (e == cudaSuccess && known)
+        __atomic_store_n(&done[dev], 1, __ATOMIC_RELEASE);
     return e;
 }
 #endif

@@ -160,8 +160,9 @@ extern "C" gm_status gm_vote_reduce_cuda(const gm_cuckoo_dev *table, uint32_t n_
     if (!table || !d_share || !d_qbases || !d_best || (n_cloud && !d_cloud) || n_ref == 0)
         return GM_ERR_INVALID;
     gm_cuckoo_view v = gm_cuckoo_dev_view(table);
+    static int smem_done[GM_SMEM_DEVICES];
     int max_smem = 0;
-    GM_CUDA_CHECK(gm_cuda_smem_optin(k_vote_shared, &max_smem));
+    GM_CUDA_CHECK(gm_cuda_smem_optin(k_vote_shared, smem_done, &max_smem));
     size_t smem = (size_t)n_ref * sizeof(uint32_t);
     if (smem <= (size_t)max_smem - 1024 && !g_debug_tile_rows) {
         k_vote_shared<<<n_q, GM_VOTE_THREADS, smem, stream>>>(v, n_ref, d_share, d_qbases, d_cloud,
