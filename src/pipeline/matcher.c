@@ -757,17 +757,11 @@ static void tri_seed(const side *qs, const side *q0, const gm_tri *qt, double se
 #define GM_TRI_DENSITY 2.0
 #define GM_TRI_MIN_CORNERS 12
 
-/* One (reference level, query level) pairing with triangles: the query's
- * triangles vote in the level's affine table (a host stage on both
- * devices), the best rows' affine maps are verified on the level's map, the
- * best few grown to the model (both on the device when there is one).
- * Updates ss when one beats the best so far. */
 /* Every triangle of query level ql's first qc->n corners (qc) with sides
  * in [lmin, lmax] (gm_tri_list): *list from lv's lists, made there when
- * new; when lv holds GM_TRI_LISTS already, made into *own (the caller
- * frees own->t) and *list is own. */
+ * new. */
 static gm_status query_tris(gm_query_levels *lv, int ql, const gm_points *qc, float lmin,
-                            float lmax, gm_tris *own, const gm_tris **list)
+                            float lmax, const gm_tris **list)
 {
     for (int i = 0; i < lv->n_tris; i++) {
         const gm_tri_list *t = &lv->tris[i];
@@ -776,21 +770,28 @@ static gm_status query_tris(gm_query_levels *lv, int ql, const gm_points *qc, fl
             return GM_OK;
         }
     }
+    if (lv->n_tris == lv->cap_tris) {
+        int cap = lv->cap_tris ? 2 * lv->cap_tris : 4;
+        gm_tri_list *grown = realloc(lv->tris, (size_t)cap * sizeof *grown);
+        if (!grown)
+            return GM_ERR_NOMEM;
+        lv->tris = grown, lv->cap_tris = cap;
+    }
     gm_tris all = {0};
     gm_status st = gm_tris_select_cpu(qc, lmin, lmax, GM_TRI_MIN_SIN * 0.8f, 1.0, 0, &all);
     if (st != GM_OK)
         return st;
-    if (lv->n_tris < GM_TRI_LISTS) {
-        gm_tri_list *t = &lv->tris[lv->n_tris++];
-        *t = (gm_tri_list){ql, qc->n, lmin, lmax, all};
-        *list = &t->all;
-    } else {
-        *own = all;
-        *list = own;
-    }
+    gm_tri_list *t = &lv->tris[lv->n_tris++];
+    *t = (gm_tri_list){ql, qc->n, lmin, lmax, all};
+    *list = &t->all;
     return GM_OK;
 }
 
+/* One (reference level, query level) pairing with triangles: the query's
+ * triangles vote in the level's affine table (a host stage on both
+ * devices), the best rows' affine maps are verified on the level's map, the
+ * best few grown to the model (both on the device when there is one).
+ * Updates ss when one beats the best so far. */
 static gm_status run_affine_pairing(const gm_index *r, gm_model model, void *lane,
                                     const ref_level *rl, gm_query_levels *lv, int ql,
                                     const side *q0, const gm_points *vq0, search_state *ss,
@@ -799,7 +800,7 @@ static gm_status run_affine_pairing(const gm_index *r, gm_model model, void *lan
     const gm_params *p = &r->p;
     const side *qs = &lv->q[ql];
     double t0 = gm_now_ms();
-    gm_tris own = {0}, picked = {0};
+    gm_tris picked = {0};
     const gm_tris *all = NULL;
     gm_candidate *best = NULL, *cands = NULL;
     gm_status st = GM_OK;
@@ -816,7 +817,7 @@ static gm_status run_affine_pairing(const gm_index *r, gm_model model, void *lan
     double want = GM_TRI_DENSITY * rl->corners.n / ((double)rl->w * rl->h) *
                   ((double)qs->w * qs->h) / (ratio * ratio);
     qc.n = gm_tri_corners_kept(qc.n, want, GM_TRI_MIN_CORNERS);
-    if ((st = query_tris(lv, ql, &qc, lmin, lmax, &own, &all)) != GM_OK)
+    if ((st = query_tris(lv, ql, &qc, lmin, lmax, &all)) != GM_OK)
         goto done;
     /* m of them at random (a hash of the draw's key and the triangle) */
     uint32_t nsel = 0, m = (uint32_t)p->query_bases;
@@ -901,7 +902,6 @@ static gm_status run_affine_pairing(const gm_index *r, gm_model model, void *lan
     }
     out->time.verify += gm_now_ms() - t2;
 done:
-    free(own.t);
     free(picked.t);
     free(best);
     free(cands);
@@ -1014,6 +1014,7 @@ void gm_query_levels_free(gm_query_levels *lv)
         gm_side_free(&lv->q[l]);
     for (int i = 0; i < lv->n_tris; i++)
         free(lv->tris[i].all.t);
+    free(lv->tris);
     memset(lv, 0, sizeof *lv);
 }
 

@@ -191,7 +191,6 @@ void gm_side_free(side *s);
  * pairs so makes it and the later draws read it (a negative 640x360 frame
  * under auto: 145,876 triangles of 113 corners, for some 400, made again by
  * each of the three draws). */
-#define GM_TRI_LISTS 8
 typedef struct {
     int level;        /* the query level */
     uint32_t corners; /* its strongest corners taken */
@@ -206,8 +205,8 @@ typedef struct {
      * a later draw's rivals in the distinctiveness test */
     double seen[GM_SEEN_MAX][9];
     int n_seen;
-    gm_tri_list tris[GM_TRI_LISTS]; /* the first GM_TRI_LISTS lists made */
-    int n_tris;
+    gm_tri_list *tris; /* the lists made so far */
+    int n_tris, cap_tris;
 } gm_query_levels;
 void gm_query_levels_free(gm_query_levels *lv);
 

@@ -84,48 +84,28 @@ int gm_aff_bin(float nx, float ny)
     return 4 * q + local;
 }
 
-/* The key's cells of p in frame f: 1 and (*fu, *fv) when p lies in the
- * key's range, else 0. */
-static inline int aframe_cells(const gm_aframe *f, gm_point p, float *fu, float *fv)
+uint32_t gm_aframe_key_cs(const gm_aframe *f, gm_point p, float c, float s)
 {
     float dx = p.x - f->ax, dy = p.y - f->ay;
     float u = f->i00 * dx + f->i01 * dy, v = f->i10 * dx + f->i11 * dy;
-    *fu = floorf((u - GM_AFF_LO) * GM_AFF_Q), *fv = floorf((v - GM_AFF_LO) * GM_AFF_Q);
-    return *fu >= 0 && *fu < GM_AFF_CELLS && *fv >= 0 && *fv < GM_AFF_CELLS;
-}
-
-static inline uint32_t aframe_key_of(const gm_aframe *f, float fu, float fv, float c, float s)
-{
+    float fu = floorf((u - GM_AFF_LO) * GM_AFF_Q), fv = floorf((v - GM_AFF_LO) * GM_AFF_Q);
+    if (!(fu >= 0 && fu < GM_AFF_CELLS && fv >= 0 && fv < GM_AFF_CELLS))
+        return GM_KEY_EMPTY;
     float nx = f->m00 * c + f->m10 * s, ny = f->m01 * c + f->m11 * s; /* M^T n */
     return (uint32_t)fu | (uint32_t)fv << 6 | (uint32_t)gm_aff_bin(nx, ny) << 12;
 }
 
 uint32_t gm_aframe_key(const gm_aframe *f, gm_point p)
 {
-    float fu, fv;
-    if (!aframe_cells(f, p, &fu, &fv))
-        return GM_KEY_EMPTY;
-    return aframe_key_of(f, fu, fv, cosf(p.angle), sinf(p.angle));
+    return gm_aframe_key_cs(f, p, cosf(p.angle), sinf(p.angle));
 }
 
-uint32_t gm_aframe_key_cs(const gm_aframe *f, gm_point p, float c, float s)
+/* The cloud's cosines and sines (gm_points_cs), NULL when out of memory. */
+static float *cloud_cs(const gm_points *cloud)
 {
-    float fu, fv;
-    if (!aframe_cells(f, p, &fu, &fv))
-        return GM_KEY_EMPTY;
-    return aframe_key_of(f, fu, fv, c, s);
-}
-
-/* cosf and sinf of every point's angle, (c, s) pairs; NULL when out of
- * memory. */
-static float *angles_cs(const gm_points *pts)
-{
-    float *cs = malloc((pts->n ? pts->n : 1) * 2 * sizeof *cs);
+    float *cs = malloc((cloud->n ? cloud->n : 1) * 2 * sizeof *cs);
     if (cs)
-        for (uint32_t i = 0; i < pts->n; i++) {
-            cs[2 * i] = cosf(pts->p[i].angle);
-            cs[2 * i + 1] = sinf(pts->p[i].angle);
-        }
+        gm_points_cs(cloud, cs);
     return cs;
 }
 
@@ -229,7 +209,7 @@ static float tri_reach(const gm_point *a, const gm_point *b, const gm_point *c)
 
 typedef struct {
     const gm_points *pts, *cloud;
-    const float *cs; /* the cloud's angles (angles_cs) */
+    const float *cs; /* the cloud's angles (cloud_cs) */
     const gm_tri *t;
 } tri_items;
 
@@ -278,7 +258,7 @@ gm_status gm_tri_items_cpu(const gm_points *pts, const gm_tris *t, const gm_poin
     float reach = 1.0f;
     for (uint32_t d = 0; d < t->n; d++)
         reach = fmaxf(reach, tri_reach(&pts->p[t->t[d].a], &pts->p[t->t[d].b], &pts->p[t->t[d].c]));
-    float *cs = angles_cs(cloud);
+    float *cs = cloud_cs(cloud);
     if (!cs)
         return GM_ERR_NOMEM;
     tri_items x = {pts, cloud, cs, t->t};
@@ -291,7 +271,7 @@ gm_status gm_tri_items_cpu(const gm_points *pts, const gm_tris *t, const gm_poin
 typedef struct {
     const gm_multi *table;
     const gm_points *qpts, *qcloud;
-    const float *cs; /* qcloud's angles (angles_cs) */
+    const float *cs; /* qcloud's angles (cloud_cs) */
     const gm_tri *qtris;
     const gm_grid *grid; /* of qcloud */
 } tri_rows;
@@ -342,7 +322,7 @@ gm_status gm_tri_vote_rows_cpu(const gm_multi *table, uint32_t n_ref, const floa
     gm_status st = gm_grid_build(qcloud, reach / 2, &g);
     if (st != GM_OK)
         return st;
-    float *cs = angles_cs(qcloud);
+    float *cs = cloud_cs(qcloud);
     if (!cs) {
         gm_grid_free(&g);
         return GM_ERR_NOMEM;

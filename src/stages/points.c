@@ -117,3 +117,11 @@ gm_status gm_points_spread_cpu(const gm_points *pts, int w, int h, uint32_t targ
     free(cell);
     return GM_OK;
 }
+
+void gm_points_cs(const gm_points *pts, float *cs)
+{
+    for (uint32_t i = 0; i < pts->n; i++) {
+        cs[2 * i] = cosf(pts->p[i].angle);
+        cs[2 * i + 1] = sinf(pts->p[i].angle);
+    }
+}

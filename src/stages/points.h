@@ -29,6 +29,10 @@ gm_status gm_edge_points_cpu(const gm_edges *e, const uint32_t *idx, uint32_t n_
  * occupied cells.  Caller frees out->p. */
 gm_status gm_points_spread_cpu(const gm_points *pts, int w, int h, uint32_t target,
                                gm_points *out);
+/* cs[2i], cs[2i + 1] = cosf, sinf of point i's angle: made once where a
+ * point meets many transforms or frames (the refinement's iterations, the
+ * triangles' keys, the edge map's directions). */
+void gm_points_cs(const gm_points *pts, float *cs);
 
 #ifdef __cplusplus
 }

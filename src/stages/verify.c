@@ -34,10 +34,7 @@ gm_status gm_edge_map_build_cpu(const gm_points *all, int w, int h, int radius, 
     }
     memcpy(map->pts.p, all->p, all->n * sizeof *all->p);
     map->pts.n = all->n;
-    for (uint32_t k = 0; k < all->n; k++) {
-        map->dir[2 * k] = cosf(all->p[k].angle);
-        map->dir[2 * k + 1] = sinf(all->p[k].angle);
-    }
+    gm_points_cs(all, map->dir);
     for (size_t i = 0; i < n; i++)
         map->nearest[i] = -1;
     for (uint32_t k = 0; k < all->n; k++) {
@@ -221,10 +218,7 @@ void gm_refine_model_cpu(const gm_edge_map *map, const gm_points *q, gm_model mo
         free(cs);
         return;
     }
-    for (size_t k = 0; k < n; k++) {
-        cs[2 * k] = cosf(q->p[k].angle);
-        cs[2 * k + 1] = sinf(q->p[k].angle);
-    }
+    gm_points_cs(q, cs);
     double *qx = buf, *qy = buf + n, *rx = buf + 2 * n, *ry = buf + 3 * n, *nx = buf + 4 * n,
            *ny = buf + 5 * n, *wt = buf + 6 * n;
     const gm_map_view v = view_of(map);
