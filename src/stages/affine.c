@@ -42,57 +42,9 @@ gm_aframe gm_aframe_of(gm_point a, gm_point b, gm_point c)
     return f;
 }
 
-int gm_aff_bin_ref(float nx, float ny)
+gm_tri_frame gm_tri_frame_of(gm_point a, gm_point b, gm_point c)
 {
-    int bin = (int)floorf(atan2f(ny, nx) * (float)(GM_AFF_BINS / (2 * GM_PI)));
-    return bin & (GM_AFF_BINS - 1);
-}
-
-/* gm_aff_bin without atan2f, which took a sixth of a reverse search (the
- * query prepared as a reference makes a key for every point of every
- * triangle).  The diamond angle d of (nx, ny), in [0, 4), grows with the
- * angle: quadrant q = floor(d), and within it f = d - q =
- * sin(phi) / (cos(phi) + sin(phi)) of the angle phi past the quadrant's
- * start, whose bins of 22.5 degrees end at f = 1 - sqrt(1/2), 1/2,
- * sqrt(1/2) and 1.  df / dphi >= 1/2, so f within GM_AFF_BIN_MARGIN of a
- * bin's end is within 2e-4 rad of it; there the reference's rounding
- * (atan2f within a few ulp, its product and floor: under 1e-6 rad) could
- * fall either side, and the reference decides.  Elsewhere both give the
- * same bin (tests/unit/test_affine.c: every direction of a fine sweep
- * across each end, and random ones). */
-#define GM_AFF_BIN_MARGIN 1e-4
-#if GM_AFF_BINS != 16
-#error "gm_aff_bin assumes 16 direction bins, 4 a quadrant"
-#endif
-int gm_aff_bin(float nx, float ny)
-{
-    const double x = nx, y = ny, ax = fabs(x), ay = fabs(y), s = ax + ay;
-    if (!(s > 0) || !isfinite(s))
-        return gm_aff_bin_ref(nx, ny);
-    int q;
-    double f;
-    if (y >= 0)
-        q = x >= 0 ? 0 : 1, f = x >= 0 ? ay / s : ax / s;
-    else
-        q = x < 0 ? 2 : 3, f = x < 0 ? ay / s : ax / s;
-    static const double end[3] = {0.29289321881345247560, 0.5, 0.70710678118654752440};
-    const double m = GM_AFF_BIN_MARGIN;
-    if (f < m || f > 1 - m || fabs(f - end[0]) < m || fabs(f - end[1]) < m ||
-        fabs(f - end[2]) < m)
-        return gm_aff_bin_ref(nx, ny);
-    int local = f < end[0] ? 0 : f < end[1] ? 1 : f < end[2] ? 2 : 3;
-    return 4 * q + local;
-}
-
-uint32_t gm_aframe_key_cs(const gm_aframe *f, gm_point p, float c, float s)
-{
-    float dx = p.x - f->ax, dy = p.y - f->ay;
-    float u = f->i00 * dx + f->i01 * dy, v = f->i10 * dx + f->i11 * dy;
-    float fu = floorf((u - GM_AFF_LO) * GM_AFF_Q), fv = floorf((v - GM_AFF_LO) * GM_AFF_Q);
-    if (!(fu >= 0 && fu < GM_AFF_CELLS && fv >= 0 && fv < GM_AFF_CELLS))
-        return GM_KEY_EMPTY;
-    float nx = f->m00 * c + f->m10 * s, ny = f->m01 * c + f->m11 * s; /* M^T n */
-    return (uint32_t)fu | (uint32_t)fv << 6 | (uint32_t)gm_aff_bin(nx, ny) << 12;
+    return (gm_tri_frame){gm_aframe_of(a, b, c), b.x, b.y, c.x, c.y};
 }
 
 uint32_t gm_aframe_key(const gm_aframe *f, gm_point p)
@@ -109,14 +61,9 @@ static float *cloud_cs(const gm_points *cloud)
     return cs;
 }
 
-/* Points this close to a vertex say nothing (every triangle has them). */
 static int near_vertex(const gm_point *a, const gm_point *b, const gm_point *c, gm_point p)
 {
-    const float r2 = GM_ENDPOINT_EXCL * GM_ENDPOINT_EXCL;
-    float d0 = (p.x - a->x) * (p.x - a->x) + (p.y - a->y) * (p.y - a->y);
-    float d1 = (p.x - b->x) * (p.x - b->x) + (p.y - b->y) * (p.y - b->y);
-    float d2 = (p.x - c->x) * (p.x - c->x) + (p.y - c->y) * (p.y - c->y);
-    return d0 < r2 || d1 < r2 || d2 < r2;
+    return gm_near_vertex(a->x, a->y, b->x, b->y, c->x, c->y, p);
 }
 
 /* Row a of the selection: the triangles (a, b, c) with b and c among near

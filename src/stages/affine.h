@@ -5,16 +5,11 @@
 #include "hash/cuckoo.h"
 #include "stages/points.h"
 #include "stages/reduce.h"
+#include "stages/affine_core.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
-
-#define GM_AFF_Q 16      /* cells per unit of the triangle's frame */
-#define GM_AFF_LO (-1)   /* u and v kept in [GM_AFF_LO, GM_AFF_LO + GM_AFF_CELLS / GM_AFF_Q) */
-#define GM_AFF_CELLS 48
-#define GM_AFF_BINS 16   /* direction of M^T n, 22.5 degrees a bin */
-#define GM_AFF_KEYS (1u << 16)
 
 typedef struct {
     uint16_t a, b, c; /* corner indices, counter-clockwise */
@@ -25,26 +20,14 @@ typedef struct {
     uint32_t n;
 } gm_tris;
 
-/* The frame of triangle (a, b, c): M = [b - a, c - a], its inverse. */
-typedef struct {
-    float ax, ay;
-    float m00, m01, m10, m11;
-    float i00, i01, i10, i11;
-} gm_aframe;
-
+/* The frame of triangle (a, b, c) (affine_core.h: the frame, the direction
+ * bin gm_aff_bin and the key gm_aframe_key_cs, the device's too). */
 gm_aframe gm_aframe_of(gm_point a, gm_point b, gm_point c);
-/* The direction bin of (nx, ny) in [0, GM_AFF_BINS): by definition
- * floorf(atan2f(ny, nx) * GM_AFF_BINS / 2 pi) mod GM_AFF_BINS
- * (gm_aff_bin_ref); gm_aff_bin gives the same without atan2f except near
- * a bin's end, where it asks the reference (affine.c). */
-int gm_aff_bin_ref(float nx, float ny);
-int gm_aff_bin(float nx, float ny);
-/* The affine-invariant key of p in frame f, or GM_KEY_EMPTY.
- * gm_aframe_key_cs: the same key from c = cosf(p.angle) and s =
- * sinf(p.angle) made by the caller, once a point where a point meets many
- * frames (the items and the vote rows). */
+/* The same with its other two vertices, as the device's vote reads it. */
+gm_tri_frame gm_tri_frame_of(gm_point a, gm_point b, gm_point c);
+/* The affine-invariant key of p in frame f, or GM_KEY_EMPTY
+ * (gm_aframe_key_cs on the point's own cosine and sine). */
 uint32_t gm_aframe_key(const gm_aframe *f, gm_point p);
-uint32_t gm_aframe_key_cs(const gm_aframe *f, gm_point p, float c, float s);
 /* How many of a query's `have` corners (the strongest first) its triangles
  * are drawn from: `want` (the level's density on the query's area), at least
  * `least`, never more than it has.  (A near-blank view with 6 corners once

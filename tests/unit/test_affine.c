@@ -187,42 +187,84 @@ START_TEST(test_items_brute_force)
 }
 END_TEST
 
-/* The fast direction bin against its definition (vid.stab's
- * reference-vs-fast): a sweep of directions across every bin's end, from
- * 3e-4 rad before it to 3e-4 rad after in steps of 3e-8 rad (both sides of
- * the fast path's margin, and the reference's own rounding at the end), at
- * three lengths; the axes and diagonals with both zeros; and a million
- * random directions of random lengths. */
-START_TEST(test_aff_bin_fast)
+/* The direction bin of (nx, ny) from its angle, in double: the bin's
+ * meaning, which gm_aff_bin decides without an arc tangent.  *margin gets
+ * the angle's distance to the nearest bin end, in rad. */
+static int bin_by_angle(float nx, float ny, double *margin)
 {
-    long checked = 0, differ = 0;
+    double a = atan2((double)ny, (double)nx);
+    if (a < 0)
+        a += 2 * GM_PI;
+    double t = a * (GM_AFF_BINS / (2 * GM_PI));
+    double near_end = fabs(t - nearbyint(t)) * (2 * GM_PI / GM_AFF_BINS);
+    *margin = near_end;
+    return (int)floor(t) & (GM_AFF_BINS - 1);
+}
+
+/* gm_aff_bin against the bin of the angle (vid.stab's reference-vs-fast): a
+ * sweep of directions across every bin's end, from 3e-4 rad before it to
+ * 3e-4 rad after in steps of 3e-8 rad, at three lengths, and a million
+ * random directions of random lengths: the same bin wherever the angle is
+ * more than 1e-6 rad from a bin's end (the rounding of the float direction
+ * itself is 6e-8 rad), either neighbour within it, and a bin that turns
+ * counter-clockwise with the angle across each end.  The axes and
+ * diagonals, zeros of both signs: the bin of the angle, (0, 0) bin 0;
+ * non-finite directions bin 0.  The rule is host and device code alike
+ * (affine_core.h); tests/cuda/ compares the device's keys with these. */
+START_TEST(test_aff_bin_exact)
+{
+    long checked = 0, near = 0;
     for (int k = 0; k < GM_AFF_BINS; k++) {
         double end = k * (2 * GM_PI / GM_AFF_BINS);
-        for (int i = -10000; i <= 10000; i++) {
-            double a = end + i * 3e-8;
-            const double len[3] = {1.0, 1e-3, 3e4};
-            for (int l = 0; l < 3; l++) {
+        const double len[3] = {1.0, 1e-3, 3e4};
+        for (int l = 0; l < 3; l++) {
+            int last = -1;
+            for (int i = -10000; i <= 10000; i++) {
+                double a = end + i * 3e-8, margin;
                 float nx = (float)(len[l] * cos(a)), ny = (float)(len[l] * sin(a));
-                differ += gm_aff_bin(nx, ny) != gm_aff_bin_ref(nx, ny);
+                int got = gm_aff_bin(nx, ny), want = bin_by_angle(nx, ny, &margin);
+                if (margin > 1e-6)
+                    ck_assert_int_eq(got, want);
+                else {
+                    near++;
+                    ck_assert(got == want || got == ((want + 1) & (GM_AFF_BINS - 1)) ||
+                              got == ((want + GM_AFF_BINS - 1) & (GM_AFF_BINS - 1)));
+                }
+                /* monotone: the bin before the end, then the bin after */
+                if (last >= 0 && got != last)
+                    ck_assert_int_eq(got, (last + 1) & (GM_AFF_BINS - 1));
+                last = got;
                 checked++;
             }
+            ck_assert_int_eq(last, k);
         }
     }
     const float z[4] = {0.0f, -0.0f, 1.0f, -1.0f};
     for (int i = 0; i < 4; i++)
-        for (int j = 0; j < 4; j++)
-            differ += gm_aff_bin(z[i], z[j]) != gm_aff_bin_ref(z[i], z[j]);
+        for (int j = 0; j < 4; j++) {
+            /* a multiple of 45 degrees: the bin that starts there (-0.0
+             * as y with x < 0: the angle -pi, the bin of pi) */
+            double a = atan2((double)z[j], (double)z[i]);
+            int want = z[i] == 0 && z[j] == 0 ? 0 : (int)lround(a * (GM_AFF_BINS / (2 * GM_PI))) & (GM_AFF_BINS - 1);
+            ck_assert_int_eq(gm_aff_bin(z[i], z[j]), want);
+        }
+    ck_assert_int_eq(gm_aff_bin(NAN, 1.0f), 0);
+    ck_assert_int_eq(gm_aff_bin(INFINITY, 1.0f), 0);
+    ck_assert_int_eq(gm_aff_bin(1.0f, -INFINITY), 0);
     uint64_t st = 12345;
     for (int i = 0; i < 1000000; i++) {
         st = gm_mix64(st + 1);
         double a = (double)(st >> 11) / 9007199254740992.0 * 2 * GM_PI;
         double r = exp(((double)(gm_mix64(st) >> 11) / 9007199254740992.0 - 0.5) * 20);
         float nx = (float)(r * cos(a)), ny = (float)(r * sin(a));
-        differ += gm_aff_bin(nx, ny) != gm_aff_bin_ref(nx, ny);
+        double margin;
+        int want = bin_by_angle(nx, ny, &margin);
+        if (margin > 1e-6)
+            ck_assert_int_eq(gm_aff_bin(nx, ny), want);
         checked++;
     }
-    ck_assert_int_eq(differ, 0);
     ck_assert_int_gt(checked, 1900000);
+    ck_assert_int_gt(near, 100); /* the sweep did reach the ends */
 }
 END_TEST
 
@@ -397,7 +439,7 @@ static Suite *affine_suite(void)
     tcase_add_test(tc, test_tris_select);
     tcase_add_test(tc, test_vote_rows_brute_force);
     tcase_add_test(tc, test_items_brute_force);
-    tcase_add_test(tc, test_aff_bin_fast);
+    tcase_add_test(tc, test_aff_bin_exact);
     tcase_add_test(tc, test_affine_from_tris);
     tcase_add_test(tc, test_vote_finds_image);
     tcase_add_test(tc, test_h_plausible);
