@@ -80,6 +80,21 @@ static gm_status cuda_vote(void *lane, gm_level_at lv, const gm_points *qcorners
                        reduce_ms);
 }
 
+static gm_status cuda_tri_level(void *lane, const gm_multi *table, const float *share,
+                                uint32_t n_ref, void **level)
+{
+    return gm_gpu_tri_level(lane, table, share, n_ref, (gm_gpu_level **)level);
+}
+
+static gm_status cuda_tri_vote(void *lane, gm_level_at lv, const gm_points *qcorners,
+                               const gm_tri *qtris, uint32_t n_q, const gm_points *qcloud,
+                               uint32_t k, gm_candidate *cands, uint32_t *nc, double *vote_ms,
+                               double *reduce_ms)
+{
+    return gm_gpu_tri_vote(lane, lv.level, qcorners, qtris, n_q, qcloud, k, cands, nc, vote_ms,
+                           reduce_ms);
+}
+
 static gm_status cuda_points(void *lane, const gm_points *q)
 {
     return gm_gpu_verify_points(lane, q);
@@ -133,6 +148,8 @@ const gm_backend_ops gm_backend_cuda = {
     .map = cuda_map,
     .index = cuda_index,
     .vote = cuda_vote,
+    .tri_level = cuda_tri_level,
+    .tri_vote = cuda_tri_vote,
     .points = cuda_points,
     .verify = cuda_verify,
     .refine = cuda_refine,

@@ -16,6 +16,7 @@
 #include "cuda/cuda_check.cuh"
 #include <omp.h>
 
+#include "stages/affine.h"
 #include "cuda/corners_cuda.h"
 #include "cuda/items_cuda.h"
 #include "cuda/reduce_cuda.h"
@@ -53,8 +54,8 @@ struct gm_gpu_lane {
     gm_compact_flags_dev flags;
     gm_corners_dev corners;
     uint32_t corner_cap;     /* corners the corner buffers hold */
-    dbuf img, idx, all, cloud, keys, bases, best, scratch;
-    hbuf h_img, h_all, h_keys, h_best;
+    dbuf img, idx, all, cloud, keys, bases, best, scratch, cs;
+    hbuf h_img, h_all, h_keys, h_best, h_cs;
     /* verification: the query's points and the candidates */
     gm_verify_dev verify;
     /* the vote's end and the reduction's, timed on the stream (gm_gpu_vote) */
@@ -77,7 +78,8 @@ struct gm_gpu {
 
 struct gm_gpu_level {
     int dev;                 /* the CUDA device it lives on */
-    gm_cuckoo_dev table;     /* (u, v, dir) -> dense basis indices */
+    gm_cuckoo_dev table;     /* (u, v, dir) -> dense basis indices (a triangle level's:
+                              * affine key -> triangle indices) */
     float *d_share;          /* [n_ref] */
     uint32_t n_ref, n_items;
     gm_edge_map_dev map;     /* a fine level's own edge map (gm_gpu_level_map) */
@@ -192,10 +194,10 @@ static void lane_free(gm_gpu_lane *g)
         gm_compact_flags_dev_free(&g->flags);
         gm_corners_dev_free(&g->corners);
         dbuf *d[] = {&g->img, &g->idx, &g->all, &g->cloud, &g->keys, &g->bases, &g->best,
-                     &g->scratch};
+                     &g->scratch, &g->cs};
         for (size_t i = 0; i < sizeof d / sizeof d[0]; i++)
             dbuf_free(d[i]);
-        hbuf *h[] = {&g->h_img, &g->h_all, &g->h_keys, &g->h_best};
+        hbuf *h[] = {&g->h_img, &g->h_all, &g->h_keys, &g->h_best, &g->h_cs};
         for (size_t i = 0; i < sizeof h / sizeof h[0]; i++)
             hbuf_free(h[i]);
         if (g->voted)
@@ -611,23 +613,65 @@ gm_status gm_gpu_index(gm_gpu_lane *g, const uint32_t *sel, uint32_t nsel, uint6
     return index_keys(g, sel, nsel, seed, unique, n_q);
 }
 
-gm_status gm_gpu_vote(gm_gpu_lane *g, const gm_gpu_level *l, const gm_points *qcorners,
-                      const uint32_t *unique, uint32_t nq, const gm_points *qcloud, uint32_t k,
-                      gm_candidate *cands, uint32_t *nc, double *vote_ms, double *reduce_ms)
+/* The vote's outputs cleared; 1 when there is nothing to count: no rows,
+ * or an empty table (every row is empty, and gm_reduce_topk_cpu keeps the
+ * first query bases). */
+static int vote_trivial(const gm_gpu_level *l, uint32_t nq, uint32_t k, gm_candidate *cands,
+                        uint32_t *nc, double *vote_ms, double *reduce_ms)
 {
     *nc = 0;
     *vote_ms = *reduce_ms = 0;
     if (nq == 0 || k == 0)
-        return GM_OK;
+        return 1;
+    if (l->n_items > 0 && l->n_ref > 0)
+        return 0;
     const uint32_t m = nq < k ? nq : k;
-    if (l->n_items == 0 || l->n_ref == 0) {
-        /* an empty table: every row is empty, and gm_reduce_topk_cpu keeps
-         * the first query bases */
-        for (uint32_t q = 0; q < m; q++)
-            cands[q] = (gm_candidate){0, q, 0, -INFINITY};
-        *nc = m;
-        return GM_OK;
+    for (uint32_t q = 0; q < m; q++)
+        cands[q] = (gm_candidate){0, q, 0, -INFINITY};
+    *nc = m;
+    return 1;
+}
+
+/* The vote's rows d_rows[nq] queued: the k best of them to cands[*nc], and
+ * the stage times since t0 without a wait of their own (the reduction's
+ * share from the stream's events, the vote the rest). */
+static gm_status vote_finish(gm_gpu_lane *g, gm_candidate *d_rows, uint32_t nq, uint32_t k,
+                             size_t tmp, double t0, gm_candidate *cands, uint32_t *nc,
+                             double *vote_ms, double *reduce_ms)
+{
+    const uint32_t m = nq < k ? nq : k;
+    gm_candidate *d_top = d_rows + nq, *d_tmp = d_top + k;
+    gm_status st;
+    if (cudaEventRecord(g->voted, g->stream) != cudaSuccess) {
+        gm_cuda_record_error(cudaGetLastError(), "cudaEventRecord", __func__, __FILE__, __LINE__);
+        return GM_ERR_DEVICE;
     }
+    if ((st = gm_topk_cuda(d_rows, nq, k, tmp ? d_tmp : NULL, d_top, g->stream)) != GM_OK)
+        return st;
+    if (cudaEventRecord(g->reduced, g->stream) != cudaSuccess) {
+        gm_cuda_record_error(cudaGetLastError(), "cudaEventRecord", __func__, __FILE__, __LINE__);
+        return GM_ERR_DEVICE;
+    }
+    if ((st = download(g, cands, d_top, (size_t)m * sizeof *cands)) != GM_OK)
+        return st;
+    *nc = m;
+    float red = 0;
+    if (cudaEventElapsedTime(&red, g->voted, g->reduced) != cudaSuccess) {
+        (void)cudaGetLastError();
+        red = 0;
+    }
+    double all = (omp_get_wtime() - t0) * 1e3;
+    *reduce_ms = red < all ? red : all;
+    *vote_ms = all - *reduce_ms;
+    return GM_OK;
+}
+
+gm_status gm_gpu_vote(gm_gpu_lane *g, const gm_gpu_level *l, const gm_points *qcorners,
+                      const uint32_t *unique, uint32_t nq, const gm_points *qcloud, uint32_t k,
+                      gm_candidate *cands, uint32_t *nc, double *vote_ms, double *reduce_ms)
+{
+    if (vote_trivial(l, nq, k, cands, nc, vote_ms, reduce_ms))
+        return GM_OK;
     double t0 = omp_get_wtime();
     gm_vote_basis *frames = NULL;
     gm_status st;
@@ -639,38 +683,82 @@ gm_status gm_gpu_vote(gm_gpu_lane *g, const gm_gpu_level *l, const gm_points *qc
         (st = dbuf_need(&g->best, ((size_t)nq + k + tmp) * sizeof(gm_candidate))) != GM_OK ||
         (st = dbuf_need(&g->scratch, scratch + 1)) != GM_OK)
         goto done;
-    gm_candidate *d_rows = g->best.d, *d_top = d_rows + nq, *d_tmp = d_top + k;
     if ((st = gm_vote_reduce_cuda(&l->table, l->n_ref, l->d_share, g->bases.d, nq, g->cloud.d,
-                                  qcloud->n, scratch ? g->scratch.d : NULL, NULL, d_rows,
+                                  qcloud->n, scratch ? g->scratch.d : NULL, NULL, g->best.d,
                                   g->stream)) != GM_OK)
         goto done;
-    if (cudaEventRecord(g->voted, g->stream) != cudaSuccess) {
-        gm_cuda_record_error(cudaGetLastError(), "cudaEventRecord", __func__, __FILE__, __LINE__);
-        st = GM_ERR_DEVICE;
-        goto done;
-    }
-    if ((st = gm_topk_cuda(d_rows, nq, k, tmp ? d_tmp : NULL, d_top, g->stream)) != GM_OK)
-        goto done;
-    if (cudaEventRecord(g->reduced, g->stream) != cudaSuccess) {
-        gm_cuda_record_error(cudaGetLastError(), "cudaEventRecord", __func__, __FILE__, __LINE__);
-        st = GM_ERR_DEVICE;
-        goto done;
-    }
-    if ((st = download(g, cands, d_top, (size_t)m * sizeof *cands)) != GM_OK)
-        goto done;
-    *nc = m;
-    /* the stage times without a wait of their own: the reduction's share
-     * from the stream's events, the vote the rest */
-    float red = 0;
-    if (cudaEventElapsedTime(&red, g->voted, g->reduced) != cudaSuccess) {
-        (void)cudaGetLastError();
-        red = 0;
-    }
-    double all = (omp_get_wtime() - t0) * 1e3;
-    *reduce_ms = red < all ? red : all;
-    *vote_ms = all - *reduce_ms;
+    st = vote_finish(g, g->best.d, nq, k, tmp, t0, cands, nc, vote_ms, reduce_ms);
 done:
     free(frames);
+    return st;
+}
+
+gm_status gm_gpu_tri_level(gm_gpu_lane *g, const gm_multi *table, const float *share,
+                           uint32_t n_ref, gm_gpu_level **out)
+{
+    *out = NULL;
+    gm_gpu_level *l = calloc(1, sizeof *l);
+    if (!l)
+        return GM_ERR_NOMEM;
+    l->dev = g->dev;
+    l->n_ref = n_ref;
+    l->n_items = table->n;
+    gm_status st = GM_OK;
+    if (table->n > 0 && n_ref > 0) {
+        st = gm_multi_host_to_dev(table, &l->table);
+        cudaError_t e = cudaSuccess;
+        if (st == GM_OK && (e = cudaMalloc((void **)&l->d_share, (size_t)n_ref * sizeof(float))) ==
+                               cudaSuccess)
+            e = cudaMemcpy(l->d_share, share, (size_t)n_ref * sizeof(float), cudaMemcpyHostToDevice);
+        if (st == GM_OK && e != cudaSuccess) {
+            gm_cuda_record_error(e, "cudaMemcpy(share)", __func__, __FILE__, __LINE__);
+            st = e == cudaErrorMemoryAllocation ? GM_ERR_NOMEM : GM_ERR_DEVICE;
+        }
+    }
+    if (st != GM_OK) {
+        gm_gpu_level_free(l);
+        return st;
+    }
+    *out = l;
+    return GM_OK;
+}
+
+gm_status gm_gpu_tri_vote(gm_gpu_lane *g, const gm_gpu_level *l, const gm_points *qcorners,
+                          const gm_tri *qtris, uint32_t nq, const gm_points *qcloud, uint32_t k,
+                          gm_candidate *cands, uint32_t *nc, double *vote_ms, double *reduce_ms)
+{
+    if (vote_trivial(l, nq, k, cands, nc, vote_ms, reduce_ms))
+        return GM_OK;
+    double t0 = omp_get_wtime();
+    gm_tri_frame *frames = malloc(nq * sizeof *frames);
+    float *cs = malloc((qcloud->n ? qcloud->n : 1) * 2 * sizeof *cs);
+    gm_status st = frames && cs ? GM_OK : GM_ERR_NOMEM;
+    for (uint32_t q = 0; st == GM_OK && q < nq; q++) {
+        const gm_tri t = qtris[q];
+        if (t.a >= qcorners->n || t.b >= qcorners->n || t.c >= qcorners->n)
+            st = GM_ERR_INVALID;
+        else
+            frames[q] = gm_tri_frame_of(qcorners->p[t.a], qcorners->p[t.b], qcorners->p[t.c]);
+    }
+    if (st != GM_OK)
+        goto done;
+    gm_points_cs(qcloud, cs);
+    size_t scratch = gm_vote_scratch_bytes(l->n_ref, nq), tmp = gm_topk_tmp_count(nq, k);
+    if ((st = upload(g, &g->bases, &g->h_keys, frames, (size_t)nq * sizeof *frames)) != GM_OK ||
+        (st = upload(g, &g->cloud, &g->h_best, qcloud->p, (size_t)qcloud->n * sizeof *qcloud->p)) !=
+            GM_OK ||
+        (st = upload(g, &g->cs, &g->h_cs, cs, (size_t)qcloud->n * 2 * sizeof *cs)) != GM_OK ||
+        (st = dbuf_need(&g->best, ((size_t)nq + k + tmp) * sizeof(gm_candidate))) != GM_OK ||
+        (st = dbuf_need(&g->scratch, scratch + 1)) != GM_OK)
+        goto done;
+    if ((st = gm_tri_vote_reduce_cuda(&l->table, l->n_ref, l->d_share, g->bases.d, nq, g->cloud.d,
+                                      g->cs.d, qcloud->n, scratch ? g->scratch.d : NULL, NULL,
+                                      g->best.d, g->stream)) != GM_OK)
+        goto done;
+    st = vote_finish(g, g->best.d, nq, k, tmp, t0, cands, nc, vote_ms, reduce_ms);
+done:
+    free(frames);
+    free(cs);
     return st;
 }
 

@@ -21,6 +21,7 @@
 #include "stages/bases.h"
 #include "stages/reduce.h"
 #include "stages/verify.h"
+#include "stages/affine.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -86,6 +87,17 @@ gm_status gm_gpu_index(gm_gpu_lane *g, const uint32_t *sel, uint32_t nsel, uint6
 gm_status gm_gpu_vote(gm_gpu_lane *g, const gm_gpu_level *l, const gm_points *qcorners,
                       const uint32_t *unique, uint32_t n_q, const gm_points *qcloud, uint32_t k,
                       gm_candidate *cands, uint32_t *nc, double *vote_ms, double *reduce_ms);
+
+/* A reference level's triangle table (built on the host: gm_tri_items_cpu,
+ * gm_multi_build_cpu) and each triangle's share of its items, copied to
+ * the device once, for gm_gpu_tri_vote; free with gm_gpu_level_free. */
+gm_status gm_gpu_tri_level(gm_gpu_lane *g, const gm_multi *table, const float *share,
+                           uint32_t n_ref, gm_gpu_level **out);
+/* gm_gpu_vote for the nq query triangles qtris (over qcorners): the same
+ * candidates as gm_tri_vote_rows_cpu then gm_reduce_select_cpu. */
+gm_status gm_gpu_tri_vote(gm_gpu_lane *g, const gm_gpu_level *l, const gm_points *qcorners,
+                          const gm_tri *qtris, uint32_t nq, const gm_points *qcloud, uint32_t k,
+                          gm_candidate *cands, uint32_t *nc, double *vote_ms, double *reduce_ms);
 
 /* The reference's level-0 edge map, uploaded once (the host map stays the
  * caller's and must outlive the context's use of it). */

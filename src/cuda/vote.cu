@@ -10,11 +10,20 @@
  * issue's tiling taken to one query basis per tile.  When the row does not
  * fit in shared memory, the block counts in a global scratch row instead.
  *
+ * The triangles' vote (affine.c's three-point bases, for the models with
+ * more freedom than a similarity) is the same kernel with another key: a
+ * block per query triangle, its key of each cloud point from affine_core.h
+ * (gm_aframe_key_cs, gm_near_vertex), in the triangle table that the host
+ * built and copied (gm_multi_host_to_dev).
+ *
  * Exactness: keys are computed from frames made on the host (gm_frame_of,
- * whose atan2f differs between glibc and CUDA) with the CPU's float
- * expressions; this file is compiled with --fmad=false so no multiply-add is
- * contracted, so every key, every vote and every score equals the CPU's
- * (gm_vote_cpu, gm_reduce_topk_cpu's per-row step). */
+ * whose atan2f differs between glibc and CUDA; gm_aframe_of) and, for the
+ * triangles, from the host's cosines and sines of the points' angles, with
+ * the CPU's float expressions and affine_core.h's direction bin, exact in
+ * double on both; this file is compiled with --fmad=false so no
+ * multiply-add is contracted, so every key, every vote and every score
+ * equals the CPU's (gm_vote_cpu, gm_tri_vote_rows_cpu, gm_reduce_topk_cpu's
+ * per-row step). */
 #include <math.h>
 #include <stdint.h>
 
@@ -25,6 +34,7 @@
 #include "stages/vote.h"
 #include "stages/reduce.h"
 #include "stages/reduce_core.h"
+#include "stages/affine_core.h"
 #include "cuda/vote_cuda.h"
 
 #define GM_VOTE_THREADS 256
@@ -42,21 +52,46 @@ static __device__ __forceinline__ best_cell better(best_cell a, best_cell b)
     return a;
 }
 
+/* The key of cloud point k in a query basis's frame (two points: gm_frame_key,
+ * the basis's endpoints left out) or a query triangle's (gm_aframe_key_cs
+ * on the host's cosines and sines, its vertices left out), or
+ * GM_KEY_EMPTY. */
+struct pair_keys {
+    const gm_vote_basis *qb;
+    const gm_point *cloud;
+    __device__ uint32_t operator()(uint32_t q, uint32_t k) const
+    {
+        const gm_vote_basis &b = qb[q];
+        const gm_point p = cloud[k];
+        return gm_near_endpoint(b.a, b.b, p) ? GM_KEY_EMPTY : gm_frame_key(&b.f, p);
+    }
+};
+
+struct tri_keys {
+    const gm_tri_frame *qt;
+    const gm_point *cloud;
+    const float *cs; /* [2 n_cloud] cosine, sine */
+    __device__ uint32_t operator()(uint32_t q, uint32_t k) const
+    {
+        const gm_tri_frame &t = qt[q];
+        const gm_point p = cloud[k];
+        if (gm_near_vertex(t.f.ax, t.f.ay, t.bx, t.by, t.cx, t.cy, p))
+            return GM_KEY_EMPTY;
+        return gm_aframe_key_cs(&t.f, p, cs[2 * k], cs[2 * k + 1]);
+    }
+};
+
 /* counts: the row (shared or global), n_ref counters. */
+template <class Keys>
 static __device__ void vote_row(uint32_t *counts, gm_cuckoo_view t, uint32_t n_ref,
-                                const float *share, const gm_vote_basis *qb,
-                                const gm_point *cloud, uint32_t n_cloud, uint32_t q,
+                                const float *share, Keys keys, uint32_t n_cloud, uint32_t q,
                                 uint16_t *d_votes, gm_candidate *d_best)
 {
     for (uint32_t r = threadIdx.x; r < n_ref; r += blockDim.x)
         counts[r] = 0;
     __syncthreads();
-    const gm_vote_basis b = qb[q];
     for (uint32_t k = threadIdx.x; k < n_cloud; k += blockDim.x) {
-        gm_point p = cloud[k];
-        if (gm_near_endpoint(b.a, b.b, p))
-            continue;
-        uint32_t key = gm_frame_key(&b.f, p);
+        uint32_t key = keys(q, k);
         if (key == GM_KEY_EMPTY)
             continue;
         int64_t s = gm_cuckoo_slot(t.nb, t.restart, t.h_c0, t.h_c1, t.seeds, t.keys, key);
@@ -112,23 +147,23 @@ static __device__ void vote_row(uint32_t *counts, gm_cuckoo_view t, uint32_t n_r
     }
 }
 
+template <class Keys>
 static __global__ void k_vote_shared(gm_cuckoo_view t, uint32_t n_ref, const float *share,
-                                     const gm_vote_basis *qb, const gm_point *cloud,
-                                     uint32_t n_cloud, uint16_t *d_votes, gm_candidate *d_best)
+                                     Keys keys, uint32_t n_cloud, uint16_t *d_votes,
+                                     gm_candidate *d_best)
 {
     extern __shared__ uint32_t s_counts[];
-    vote_row(s_counts, t, n_ref, share, qb, cloud, n_cloud, blockIdx.x, d_votes, d_best);
+    vote_row(s_counts, t, n_ref, share, keys, n_cloud, blockIdx.x, d_votes, d_best);
 }
 
 /* Rows q0 + blockIdx.x of one tile of query bases; block b counts in
  * scratch row b. */
-
+template <class Keys>
 static __global__ void k_vote_global(gm_cuckoo_view t, uint32_t n_ref, const float *share,
-                                     const gm_vote_basis *qb, const gm_point *cloud,
-                                     uint32_t n_cloud, uint32_t q0, uint32_t *scratch,
+                                     Keys keys, uint32_t n_cloud, uint32_t q0, uint32_t *scratch,
                                      uint16_t *d_votes, gm_candidate *d_best)
 {
-    vote_row(scratch + (size_t)blockIdx.x * n_ref, t, n_ref, share, qb, cloud, n_cloud,
+    vote_row(scratch + (size_t)blockIdx.x * n_ref, t, n_ref, share, keys, n_cloud,
              q0 + blockIdx.x, d_votes, d_best);
 }
 
@@ -149,24 +184,21 @@ static uint32_t tile_rows(uint32_t n_ref, uint32_t n_q)
     return rows < n_q ? (uint32_t)rows : n_q;
 }
 
-extern "C" gm_status gm_vote_reduce_cuda(const gm_cuckoo_dev *table, uint32_t n_ref,
-                                         const float *d_share, const gm_vote_basis *d_qbases,
-                                         uint32_t n_q, const gm_point *d_cloud, uint32_t n_cloud,
-                                         uint32_t *d_scratch, uint16_t *d_votes,
-                                         gm_candidate *d_best, cudaStream_t stream)
+/* The rows of n_q query bases (pair_keys) or triangles (tri_keys), each
+ * reduced to its best. */
+template <class Keys>
+static gm_status vote_reduce(const gm_cuckoo_dev *table, uint32_t n_ref, const float *d_share,
+                             Keys keys, uint32_t n_q, uint32_t n_cloud, uint32_t *d_scratch,
+                             uint16_t *d_votes, gm_candidate *d_best, cudaStream_t stream)
 {
-    if (n_q == 0)
-        return GM_OK;
-    if (!table || !d_share || !d_qbases || !d_best || (n_cloud && !d_cloud) || n_ref == 0)
-        return GM_ERR_INVALID;
     gm_cuckoo_view v = gm_cuckoo_dev_view(table);
     static int smem_done[GM_SMEM_DEVICES];
     int max_smem = 0;
-    GM_CUDA_CHECK(gm_cuda_smem_optin(k_vote_shared, smem_done, &max_smem));
+    GM_CUDA_CHECK(gm_cuda_smem_optin(k_vote_shared<Keys>, smem_done, &max_smem));
     size_t smem = (size_t)n_ref * sizeof(uint32_t);
     if (smem <= (size_t)max_smem - 1024 && !g_debug_tile_rows) {
-        k_vote_shared<<<n_q, GM_VOTE_THREADS, smem, stream>>>(v, n_ref, d_share, d_qbases, d_cloud,
-                                                              n_cloud, d_votes, d_best);
+        k_vote_shared<Keys><<<n_q, GM_VOTE_THREADS, smem, stream>>>(v, n_ref, d_share, keys,
+                                                                    n_cloud, d_votes, d_best);
         GM_CUDA_CHECK_LAUNCH();
         return GM_OK;
     }
@@ -177,11 +209,41 @@ extern "C" gm_status gm_vote_reduce_cuda(const gm_cuckoo_dev *table, uint32_t n_
     const uint32_t rows = tile_rows(n_ref, n_q);
     for (uint32_t q0 = 0; q0 < n_q; q0 += rows) {
         uint32_t nt = n_q - q0 < rows ? n_q - q0 : rows;
-        k_vote_global<<<nt, GM_VOTE_THREADS, 0, stream>>>(v, n_ref, d_share, d_qbases, d_cloud,
-                                                          n_cloud, q0, d_scratch, d_votes, d_best);
+        k_vote_global<Keys><<<nt, GM_VOTE_THREADS, 0, stream>>>(v, n_ref, d_share, keys, n_cloud,
+                                                                q0, d_scratch, d_votes, d_best);
         GM_CUDA_CHECK_LAUNCH();
     }
     return GM_OK;
+}
+
+extern "C" gm_status gm_vote_reduce_cuda(const gm_cuckoo_dev *table, uint32_t n_ref,
+                                         const float *d_share, const gm_vote_basis *d_qbases,
+                                         uint32_t n_q, const gm_point *d_cloud, uint32_t n_cloud,
+                                         uint32_t *d_scratch, uint16_t *d_votes,
+                                         gm_candidate *d_best, cudaStream_t stream)
+{
+    if (n_q == 0)
+        return GM_OK;
+    if (!table || !d_share || !d_qbases || !d_best || (n_cloud && !d_cloud) || n_ref == 0)
+        return GM_ERR_INVALID;
+    return vote_reduce(table, n_ref, d_share, pair_keys{d_qbases, d_cloud}, n_q, n_cloud,
+                       d_scratch, d_votes, d_best, stream);
+}
+
+extern "C" gm_status gm_tri_vote_reduce_cuda(const gm_cuckoo_dev *table, uint32_t n_ref,
+                                             const float *d_share, const gm_tri_frame *d_qtris,
+                                             uint32_t n_q, const gm_point *d_cloud,
+                                             const float *d_cs, uint32_t n_cloud,
+                                             uint32_t *d_scratch, uint16_t *d_votes,
+                                             gm_candidate *d_best, cudaStream_t stream)
+{
+    if (n_q == 0)
+        return GM_OK;
+    if (!table || !d_share || !d_qtris || !d_best || (n_cloud && (!d_cloud || !d_cs)) ||
+        n_ref == 0)
+        return GM_ERR_INVALID;
+    return vote_reduce(table, n_ref, d_share, tri_keys{d_qtris, d_cloud, d_cs}, n_q, n_cloud,
+                       d_scratch, d_votes, d_best, stream);
 }
 
 extern "C" size_t gm_vote_scratch_bytes(uint32_t n_ref, uint32_t n_q)

@@ -6,6 +6,7 @@
 #include "stages/points.h"
 #include "stages/vote.h"
 #include "stages/reduce.h"
+#include "stages/affine_core.h"
 
 #define GM_VOTE_SCRATCH_BUDGET ((size_t)256 << 20)
 
@@ -30,6 +31,15 @@ gm_status gm_vote_reduce_cuda(const gm_cuckoo_dev *table, uint32_t n_ref, const 
                               const gm_vote_basis *d_qbases, uint32_t n_q, const gm_point *d_cloud,
                               uint32_t n_cloud, uint32_t *d_scratch, uint16_t *d_votes,
                               gm_candidate *d_best, cudaStream_t stream);
+/* The same for n_q query triangles (d_qtris: gm_tri_frame_of on the host)
+ * against a level's triangle table: each cloud point's key is
+ * gm_aframe_key_cs on d_cs[2 k], d_cs[2 k + 1] (gm_points_cs on the host),
+ * the points near a vertex left out -- exactly gm_tri_vote_rows_cpu. */
+gm_status gm_tri_vote_reduce_cuda(const gm_cuckoo_dev *table, uint32_t n_ref, const float *d_share,
+                                  const gm_tri_frame *d_qtris, uint32_t n_q,
+                                  const gm_point *d_cloud, const float *d_cs, uint32_t n_cloud,
+                                  uint32_t *d_scratch, uint16_t *d_votes, gm_candidate *d_best,
+                                  cudaStream_t stream);
 size_t gm_vote_scratch_bytes(uint32_t n_ref, uint32_t n_q);
 /* Test hook (not thread-safe): rows > 0 makes every row count in global
  * scratch, in tiles of `rows` query bases; 0 restores the normal choice. */

@@ -17,6 +17,7 @@
 #define GM_BACKEND_H
 
 #include "hash/cuckoo.h"
+#include "stages/affine.h"
 #include "stages/bases.h"
 #include "stages/points.h"
 #include "stages/reduce.h"
@@ -94,6 +95,16 @@ typedef struct gm_backend_ops {
     gm_status (*vote)(void *lane, gm_level_at lv, const gm_points *qcorners,
                       const uint32_t *unique, uint32_t n_q, const gm_points *qcloud, uint32_t k,
                       gm_candidate *cands, uint32_t *nc, double *vote_ms, double *reduce_ms);
+    /* a level's triangle table (host: table, share over n_ref triangles)
+     * made available to tri_vote: *level the device's copy (CPU: NULL),
+     * freed by level_free */
+    gm_status (*tri_level)(void *lane, const gm_multi *table, const float *share, uint32_t n_ref,
+                           void **level);
+    /* vote's twin for the n_q query triangles qtris over qcorners, in the
+     * triangle table lv (gm_tri_vote_rows_cpu, gm_reduce_select_cpu) */
+    gm_status (*tri_vote)(void *lane, gm_level_at lv, const gm_points *qcorners,
+                          const gm_tri *qtris, uint32_t n_q, const gm_points *qcloud, uint32_t k,
+                          gm_candidate *cands, uint32_t *nc, double *vote_ms, double *reduce_ms);
     /* the query points that verification tests, once per query */
     gm_status (*points)(void *lane, const gm_points *q);
     /* n similarities ms[6 n] scored on map (gm_verify_cpu) */

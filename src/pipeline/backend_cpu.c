@@ -107,20 +107,34 @@ static gm_status cpu_index(void *lane, const uint32_t *keys, uint32_t n, uint64_
     return gm_compact_build_cpu(index, keys, n, 0, seed, NULL);
 }
 
-/* votes and each row's best, one row at a time (the matrix is never
- * written), then the k best rows */
-static gm_status cpu_vote(void *lane, gm_level_at lv, const gm_points *qcorners,
-                          const uint32_t *unique, uint32_t n_q, const gm_points *qcloud, uint32_t k,
-                          gm_candidate *cands, uint32_t *nc, double *vote_ms, double *reduce_ms)
+/* The votes of n_q query bases (unique keys) or triangles and each row's
+ * best, one row at a time (the matrix is never written; fill:
+ * gm_vote_rows_cpu or gm_tri_vote_rows_cpu), then the k best rows, timed. */
+typedef gm_status (*rows_fill)(gm_level_at lv, const gm_points *qcorners, const void *qbases,
+                               uint32_t n_q, const gm_points *qcloud, gm_candidate *best);
+
+static gm_status pair_rows(gm_level_at lv, const gm_points *qcorners, const void *qbases,
+                           uint32_t n_q, const gm_points *qcloud, gm_candidate *best)
 {
-    (void)lane;
+    return gm_vote_rows_cpu(lv.table, lv.n_ref, lv.share, qcorners, qbases, n_q, qcloud, best);
+}
+
+static gm_status tri_rows(gm_level_at lv, const gm_points *qcorners, const void *qbases,
+                          uint32_t n_q, const gm_points *qcloud, gm_candidate *best)
+{
+    return gm_tri_vote_rows_cpu(lv.table, lv.n_ref, lv.share, qcorners, qbases, n_q, qcloud, best);
+}
+
+static gm_status rows_topk(rows_fill fill, gm_level_at lv, const gm_points *qcorners,
+                           const void *qbases, uint32_t n_q, const gm_points *qcloud, uint32_t k,
+                           gm_candidate *cands, uint32_t *nc, double *vote_ms, double *reduce_ms)
+{
     *nc = 0;
     double t0 = gm_now_ms();
     gm_candidate *best = malloc((n_q ? n_q : 1) * sizeof *best);
     if (!best)
         return GM_ERR_NOMEM;
-    gm_status st = gm_vote_rows_cpu(lv.table, lv.n_ref, lv.share, qcorners, unique, n_q, qcloud,
-                                    best);
+    gm_status st = fill(lv, qcorners, qbases, n_q, qcloud, best);
     double t1 = gm_now_ms();
     *vote_ms = t1 - t0;
     if (st == GM_OK)
@@ -128,6 +142,34 @@ static gm_status cpu_vote(void *lane, gm_level_at lv, const gm_points *qcorners,
     *reduce_ms = gm_now_ms() - t1;
     free(best);
     return st;
+}
+
+static gm_status cpu_vote(void *lane, gm_level_at lv, const gm_points *qcorners,
+                          const uint32_t *unique, uint32_t n_q, const gm_points *qcloud, uint32_t k,
+                          gm_candidate *cands, uint32_t *nc, double *vote_ms, double *reduce_ms)
+{
+    (void)lane;
+    return rows_topk(pair_rows, lv, qcorners, unique, n_q, qcloud, k, cands, nc, vote_ms,
+                     reduce_ms);
+}
+
+/* the host's table is the level's */
+static gm_status cpu_tri_level(void *lane, const gm_multi *table, const float *share,
+                               uint32_t n_ref, void **level)
+{
+    (void)lane, (void)table, (void)share, (void)n_ref;
+    *level = NULL;
+    return GM_OK;
+}
+
+static gm_status cpu_tri_vote(void *lane, gm_level_at lv, const gm_points *qcorners,
+                              const gm_tri *qtris, uint32_t n_q, const gm_points *qcloud,
+                              uint32_t k, gm_candidate *cands, uint32_t *nc, double *vote_ms,
+                              double *reduce_ms)
+{
+    (void)lane;
+    return rows_topk(tri_rows, lv, qcorners, qtris, n_q, qcloud, k, cands, nc, vote_ms,
+                     reduce_ms);
 }
 
 static gm_status cpu_points(void *lane, const gm_points *q)
@@ -201,6 +243,8 @@ const gm_backend_ops gm_backend_cpu = {
     .map = cpu_map,
     .index = cpu_index,
     .vote = cpu_vote,
+    .tri_level = cpu_tri_level,
+    .tri_vote = cpu_tri_vote,
     .points = cpu_points,
     .verify = cpu_verify,
     .refine = cpu_refine,

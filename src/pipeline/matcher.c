@@ -788,9 +788,9 @@ static gm_status query_tris(gm_query_levels *lv, int ql, const gm_points *qc, fl
 }
 
 /* One (reference level, query level) pairing with triangles: the query's
- * triangles vote in the level's affine table (a host stage on both
- * devices), the best rows' affine maps are verified on the level's map, the
- * best few grown to the model (both on the device when there is one).
+ * triangles vote in the level's affine table, the best rows' affine maps
+ * are verified on the level's map, the best few grown to the model (each on
+ * the device when there is one).
  * Updates ss when one beats the best so far. */
 static gm_status run_affine_pairing(const gm_index *r, gm_model model, void *lane,
                                     const ref_level *rl, gm_query_levels *lv, int ql,
@@ -802,7 +802,7 @@ static gm_status run_affine_pairing(const gm_index *r, gm_model model, void *lan
     double t0 = gm_now_ms();
     gm_tris picked = {0};
     const gm_tris *all = NULL;
-    gm_candidate *best = NULL, *cands = NULL;
+    gm_candidate *cands = NULL;
     gm_status st = GM_OK;
     if (rl->tris.n == 0 || qs->all.n < 8)
         return GM_OK;
@@ -835,18 +835,19 @@ static gm_status run_affine_pairing(const gm_index *r, gm_model model, void *lan
     uint32_t k = (uint32_t)(p->top_k > 0 ? p->top_k : 1);
     if (k > 256)
         k = 256;
-    best = malloc((nsel ? nsel : 1) * sizeof *best);
     cands = malloc(k * sizeof *cands);
-    if (!best || !cands) {
+    if (!cands) {
         st = GM_ERR_NOMEM;
         goto done;
     }
     double t1 = gm_now_ms();
     out->time.bases += t1 - t0;
-    if ((st = gm_tri_vote_rows_cpu(&rl->ttable, rl->tris.n, rl->tshare, &qs->corners, sel, nsel,
-                                   &qs->cloud, best)) != GM_OK)
+    uint32_t nc = 0;
+    double vote_ms = 0, reduce_ms = 0;
+    gm_level_at tlv = {&rl->ttable, rl->tshare, rl->tris.n, rl->tdev};
+    if ((st = r->be->tri_vote(lane, tlv, &qs->corners, sel, nsel, &qs->cloud, k, cands, &nc,
+                              &vote_ms, &reduce_ms)) != GM_OK)
         goto done;
-    uint32_t nc = gm_reduce_select_cpu(best, nsel, k, cands);
     double t2 = gm_now_ms();
     out->time.vote += t2 - t1;
     int fv;
@@ -903,7 +904,6 @@ static gm_status run_affine_pairing(const gm_index *r, gm_model model, void *lan
     out->time.verify += gm_now_ms() - t2;
 done:
     free(picked.t);
-    free(best);
     free(cands);
     return st;
 }

@@ -123,11 +123,15 @@ static void level_free(const gm_backend_ops *be, ref_level *l)
     free(l->tshare);
     if (l->dev)
         be->level_free(l->dev);
+    if (l->tdev)
+        be->level_free(l->tdev);
     memset(l, 0, sizeof *l);
 }
 
-/* The triangles of a level and their affine-invariant table (host). */
-static gm_status level_build_tris(const gm_params *p, const side *s, ref_level *l, float diag0)
+/* The triangles of a level and their affine-invariant table (host), made
+ * available to the backend's vote (tri_level). */
+static gm_status level_build_tris(const gm_backend_ops *be, void *lane, const gm_params *p,
+                                  const side *s, ref_level *l, float diag0)
 {
     l->tlmin = fmaxf(16.0f, 0.03f * diag0);
     l->tlmax = GM_FINE_LMAX_REL * diag0;
@@ -141,6 +145,8 @@ static gm_status level_build_tris(const gm_params *p, const side *s, ref_level *
                                 NULL);
     if (st == GM_OK && !(l->tshare = gm_item_shares(vals, n, l->tris.n)))
         st = GM_ERR_NOMEM;
+    if (st == GM_OK)
+        st = be->tri_level(lane, &l->ttable, l->tshare, l->tris.n, &l->tdev);
     free(keys);
     free(vals);
     return st;
@@ -175,7 +181,7 @@ static gm_status level_build(const gm_backend_ops *be, void *lane, const gm_para
                               p->seed ^ GM_SALT_REF_INDEX, p->seed ^ GM_SALT_REF_TABLE, &l->bases,
                               &l->table, &l->share, &l->dev)) != GM_OK)
         goto done;
-    if (p->model != GM_MODEL_SIMILARITY && tris && (st = level_build_tris(p, s, l, diag0)) != GM_OK)
+    if (p->model != GM_MODEL_SIMILARITY && tris && (st = level_build_tris(be, lane, p, s, l, diag0)) != GM_OK)
         goto done;
     l->corners = s->corners;
     s->corners.p = NULL;

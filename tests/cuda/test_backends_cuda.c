@@ -6,7 +6,8 @@
  * The run, on the sample pair (data/ref.jpg at its working size, a
  * downscaled data/query.jpg): the reference's side (edge points and
  * corners), a level (basis index and table), the reference map, the
- * query's side and basis index, the vote and its k best rows, the loose
+ * query's side and basis index, the vote and its k best rows, the
+ * triangles' table (host) on the backend and their vote, the loose
  * verification of every candidate, the refinement of the best three to a
  * similarity and to a homography, their growth from a seed, the corner
  * spread.  Against the CPU: integer stages and point positions exactly
@@ -46,6 +47,12 @@ typedef struct {
     void *level;
     gm_candidate cands[K];
     uint32_t nc;
+    gm_tris rt, qt;         /* the triangles: reference, query */
+    gm_multi ttable;
+    float *tshare;
+    void *tlevel;
+    gm_candidate tcands[K];
+    uint32_t tnc;
     double ms[6 * K];
     gm_verify_score sv[K];
     double hs[NREF][9], hh[NREF][9], hg[NREF][9];
@@ -107,6 +114,23 @@ static void run(const gm_backend_ops *be, void *dev, void *lane, run_t *o)
     EXPECT_OK(be->vote(lane, lat, &o->qs.corners, o->qindex.unique, o->qindex.u, &o->qs.cloud, K,
                        o->cands, &o->nc, &tv, &tr));
     EXPECT(o->nc > 0);
+    /* the triangles: the reference's table on the host, handed to the
+     * backend, the query's triangles' k best rows */
+    uint32_t *tk = NULL, *tv2 = NULL, tn = 0;
+    EXPECT_OK(gm_tris_select_cpu(&o->rs.corners, fmaxf(16.0f, 0.03f * diag), 0.2f * diag, 0.35f,
+                                 0.3, p.seed, &o->rt));
+    EXPECT_OK(gm_tri_items_cpu(&o->rs.corners, &o->rt, &o->rs.cloud, &tk, &tv2, &tn));
+    EXPECT_OK(gm_multi_build_cpu(&o->ttable, tk, tv2, tn, GM_AFF_KEYS, GM_SALT_TRI_TABLE, NULL));
+    EXPECT((o->tshare = gm_item_shares(tv2, tn, o->rt.n)) != NULL);
+    EXPECT_OK(be->tri_level(lane, &o->ttable, o->tshare, o->rt.n, &o->tlevel));
+    EXPECT_OK(gm_tris_select_cpu(&o->qs.corners, 8.0f, 0.1f * diag, 0.35f, 0.2, p.seed, &o->qt));
+    EXPECT(o->qt.n > 0);
+    gm_level_at tlat = {&o->ttable, o->tshare, o->rt.n, o->tlevel};
+    EXPECT_OK(be->tri_vote(lane, tlat, &o->qs.corners, o->qt.t, o->qt.n, &o->qs.cloud, K,
+                           o->tcands, &o->tnc, &tv, &tr));
+    EXPECT(o->tnc > 0);
+    free(tk);
+    free(tv2);
     /* every candidate's similarity, verified on the query's points */
     uint32_t step = o->qs.all.n > 2000 ? (o->qs.all.n + 1999) / 2000 : 1;
     o->vq.p = xmalloc(o->qs.all.n, sizeof *o->vq.p);
@@ -154,6 +178,12 @@ static void run_free(const gm_backend_ops *be, run_t *o)
     free(o->share);
     if (o->level)
         be->level_free(o->level);
+    free(o->rt.t);
+    free(o->qt.t);
+    gm_multi_free(&o->ttable);
+    free(o->tshare);
+    if (o->tlevel)
+        be->level_free(o->tlevel);
     free(o->vq.p);
 }
 
@@ -188,9 +218,11 @@ static void near_fit(const double a[9], gm_verify_score sa, const double b[9],
 static void compare(const run_t *a, const run_t *b, const char *name)
 {
     printf("%s: %u reference points, %u corners, %u bases; %u query points, %u candidates, "
-           "best votes %u; refined confidences %.3f %.3f, spread %.3f px\n",
+           "best votes %u; %u and %u triangles, best votes %u; refined confidences %.3f %.3f, "
+           "spread %.3f px\n",
            name, b->rs.all.n, b->rs.corners.n, b->index.u, b->qs.all.n, b->nc,
-           b->nc ? b->cands[0].votes : 0, b->ss[0].confidence, b->sh[0].confidence, b->spread);
+           b->nc ? b->cands[0].votes : 0, b->rt.n, b->qt.n, b->tnc ? b->tcands[0].votes : 0,
+           b->ss[0].confidence, b->sh[0].confidence, b->spread);
     same_points(&a->rs.all, &b->rs.all, "reference edge point");
     same_points(&a->rs.corners, &b->rs.corners, "reference corner");
     same_points(&a->qs.all, &b->qs.all, "query edge point");
@@ -208,6 +240,16 @@ static void compare(const run_t *a, const run_t *b, const char *name)
                          y->ref_basis, y->query_basis, y->votes, y->score, x->ref_basis,
                          x->query_basis, x->votes, x->score);
         same_score(a->sv[c], b->sv[c], "loose score", (int)c);
+    }
+    /* the triangles' vote: the same candidates, field for field */
+    EXPECT_EQ(a->tnc, b->tnc);
+    for (uint32_t c = 0; c < a->tnc; c++) {
+        const gm_candidate *x = &a->tcands[c], *y = &b->tcands[c];
+        if (x->ref_basis != y->ref_basis || x->query_basis != y->query_basis ||
+            x->votes != y->votes || memcmp(&x->score, &y->score, sizeof x->score) != 0)
+            ck_abort_msg("triangle candidate %u: (%u, %u, %u, %.9g) against the CPU's (%u, %u, "
+                         "%u, %.9g)", c, y->ref_basis, y->query_basis, y->votes, y->score,
+                         x->ref_basis, x->query_basis, x->votes, x->score);
     }
     int w = b->qs.w, h = b->qs.h;
     for (int i = 0; i < NREF; i++) {

@@ -18,6 +18,7 @@
 #include "stages/vote.h"
 #include "stages/reduce.h"
 #include "cuda/vote_cuda.h"
+#include "stages/affine.h"
 #include "test_util.h"
 
 static uint64_t rng = 0x5EED;
@@ -53,6 +54,51 @@ static gm_points transform_points(const gm_points *src, double ang, double s, do
         p.p[src->n + i] = (gm_point){(float)(unit() * 300), (float)(unit() * 300),
                                      (float)((unit() * 2 - 1) * GM_PI), 1.0f};
     return p;
+}
+
+/* The device's outputs of one vote: the whole matrix, each row's best, the
+ * scratch its rows may need. */
+typedef struct {
+    uint16_t *d_votes;
+    gm_candidate *d_best;
+    uint32_t *d_scratch;
+} dev_rows;
+
+static dev_rows rows_alloc(uint32_t n_q, uint32_t n_ref)
+{
+    dev_rows r = {NULL, NULL, NULL};
+    ck_assert_int_eq(cudaMalloc((void **)&r.d_votes, (size_t)n_q * n_ref * 2), cudaSuccess);
+    ck_assert_int_eq(cudaMalloc((void **)&r.d_best, n_q * sizeof(gm_candidate)), cudaSuccess);
+    size_t sb = gm_vote_scratch_bytes(n_ref, n_q);
+    if (sb)
+        ck_assert_int_eq(cudaMalloc((void **)&r.d_scratch, sb), cudaSuccess);
+    return r;
+}
+
+/* The vote launched (st its status, what it is): its matrix must equal
+ * votes cell for cell; the rows' bests come back (the caller frees them),
+ * the device buffers are freed. */
+static gm_candidate *rows_check(dev_rows r, gm_status st, const char *what, uint32_t n_q,
+                                uint32_t n_ref, const uint16_t *votes)
+{
+    if (st != GM_OK)
+        ck_abort_msg("%s: %s", what, gm_cuda_last_error());
+    ck_assert_int_eq(cudaDeviceSynchronize(), cudaSuccess);
+    uint16_t *gvotes = malloc((size_t)n_q * n_ref * 2);
+    gm_candidate *gbest = malloc(n_q * sizeof *gbest);
+    ck_assert_int_eq(cudaMemcpy(gvotes, r.d_votes, (size_t)n_q * n_ref * 2, cudaMemcpyDeviceToHost),
+                     cudaSuccess);
+    ck_assert_int_eq(cudaMemcpy(gbest, r.d_best, n_q * sizeof *gbest, cudaMemcpyDeviceToHost),
+                     cudaSuccess);
+    size_t diff = 0;
+    for (size_t i = 0; i < (size_t)n_q * n_ref; i++)
+        diff += votes[i] != gvotes[i];
+    ck_assert_msg(diff == 0, "%s: %zu of %zu vote cells differ", what, diff, (size_t)n_q * n_ref);
+    cudaFree(r.d_votes);
+    cudaFree(r.d_best);
+    cudaFree(r.d_scratch);
+    free(gvotes);
+    return gbest;
 }
 
 static void run_case(uint32_t n_corners, uint32_t n_cloud, double ang, double s)
@@ -100,29 +146,10 @@ static void run_case(uint32_t n_corners, uint32_t n_cloud, double ang, double s)
     gm_vote_basis *d_qb = to_dev(vb, n_q * sizeof *vb);
     gm_point *d_cloud = to_dev(qcloud.p, qcloud.n * sizeof(gm_point));
     float *d_share = to_dev(share, n_ref * sizeof(float));
-    uint16_t *d_votes = NULL;
-    gm_candidate *d_best = NULL;
-    uint32_t *d_scratch = NULL;
-    ck_assert_int_eq(cudaMalloc((void **)&d_votes, (size_t)n_q * n_ref * 2), cudaSuccess);
-    ck_assert_int_eq(cudaMalloc((void **)&d_best, n_q * sizeof(gm_candidate)), cudaSuccess);
-    size_t sb = gm_vote_scratch_bytes(n_ref, n_q);
-    if (sb)
-        ck_assert_int_eq(cudaMalloc((void **)&d_scratch, sb), cudaSuccess);
+    dev_rows dr = rows_alloc(n_q, n_ref);
     gm_status st = gm_vote_reduce_cuda(&gpu_table, n_ref, d_share, d_qb, n_q, d_cloud, qcloud.n,
-                                       d_scratch, d_votes, d_best, 0);
-    if (st != GM_OK)
-        ck_abort_msg("gm_vote_reduce_cuda: %s", gm_cuda_last_error());
-    ck_assert_int_eq(cudaDeviceSynchronize(), cudaSuccess);
-    uint16_t *gvotes = malloc((size_t)n_q * n_ref * 2);
-    gm_candidate *gbest = malloc(n_q * sizeof *gbest);
-    ck_assert_int_eq(cudaMemcpy(gvotes, d_votes, (size_t)n_q * n_ref * 2, cudaMemcpyDeviceToHost),
-                     cudaSuccess);
-    ck_assert_int_eq(cudaMemcpy(gbest, d_best, n_q * sizeof *gbest, cudaMemcpyDeviceToHost),
-                     cudaSuccess);
-    size_t diff = 0;
-    for (size_t i = 0; i < (size_t)n_q * n_ref; i++)
-        diff += votes[i] != gvotes[i];
-    ck_assert_msg(diff == 0, "%zu of %zu vote cells differ", diff, (size_t)n_q * n_ref);
+                                       dr.d_scratch, dr.d_votes, dr.d_best, 0);
+    gm_candidate *gbest = rows_check(dr, st, "gm_vote_reduce_cuda", n_q, n_ref, votes);
     /* cbest is sorted by score; index the GPU rows by query basis */
     uint32_t max_votes = 0;
     for (uint32_t i = 0; i < n_q; i++) {
@@ -137,10 +164,9 @@ static void run_case(uint32_t n_corners, uint32_t n_cloud, double ang, double s)
     }
     ck_assert_uint_gt(max_votes, 10); /* the transformed points must really vote */
     cudaFree(d_keys); cudaFree(d_vals); cudaFree(d_qb); cudaFree(d_cloud); cudaFree(d_share);
-    cudaFree(d_votes); cudaFree(d_best); cudaFree(d_scratch);
     gm_cuckoo_dev_free(&gpu_table);
     gm_multi_free(&cpu_table);
-    free(votes); free(gvotes); free(cbest); free(gbest); free(vb); free(share);
+    free(votes); free(cbest); free(gbest); free(vb); free(share);
     free(keys); free(vals); free(rb.key); free(qb.key);
     free(corners.p); free(cloud.p); free(qcorners.p); free(qcloud.p);
 }
@@ -272,6 +298,116 @@ START_TEST(test_vote_threads_shared_memory)
 }
 END_TEST
 
+/* Points under the affine map p -> A p + t (A = [a0 a1; a2 a3]), their
+ * gradient directions by A^-T, plus `extra` others. */
+static gm_points affine_points(const gm_points *src, const double a[4], double tx, double ty,
+                               uint32_t extra)
+{
+    gm_points p = {malloc((src->n + extra) * sizeof(gm_point)), src->n + extra};
+    ck_assert_ptr_nonnull(p.p);
+    double det = a[0] * a[3] - a[1] * a[2];
+    for (uint32_t i = 0; i < src->n; i++) {
+        gm_point q = src->p[i];
+        double nx = cos(q.angle), ny = sin(q.angle);
+        /* A^-T n = [a3 -a2; -a1 a0] n / det */
+        double mx = (a[3] * nx - a[2] * ny) / det, my = (-a[1] * nx + a[0] * ny) / det;
+        p.p[i] = (gm_point){(float)(a[0] * q.x + a[1] * q.y + tx),
+                            (float)(a[2] * q.x + a[3] * q.y + ty), (float)atan2(my, mx), q.w};
+    }
+    for (uint32_t i = 0; i < extra; i++)
+        p.p[src->n + i] = (gm_point){(float)(unit() * 400), (float)(unit() * 400),
+                                     (float)((unit() * 2 - 1) * GM_PI), 1.0f};
+    return p;
+}
+
+/* The triangles' vote (gm_tri_vote_reduce_cuda) on a reference table built
+ * on the host and copied to the device (gm_multi_host_to_dev), against the
+ * CPU's: the whole matrix against a count made here from the table's
+ * lookups, and every row's best against gm_tri_vote_rows_cpu's, field for
+ * field.  The query is the reference under an affine map (so the rows
+ * really vote) with points of its own. */
+static void run_tri_case(uint32_t n_corners, uint32_t n_cloud, const double a[4])
+{
+    gm_points corners = random_points(n_corners, 400, 400);
+    gm_points cloud = random_points(n_cloud, 400, 400);
+    gm_tris rt;
+    ck_assert_int_eq(gm_tris_select_cpu(&corners, 24, 120, 0.3f, 0.3, 7, &rt), GM_OK);
+    uint32_t *keys, *vals, n_items;
+    ck_assert_int_eq(gm_tri_items_cpu(&corners, &rt, &cloud, &keys, &vals, &n_items), GM_OK);
+    gm_multi table;
+    ck_assert_int_eq(gm_multi_build_cpu(&table, keys, vals, n_items, GM_AFF_KEYS, 13, NULL), GM_OK);
+    float *share = gm_item_shares(vals, n_items, rt.n);
+    ck_assert_ptr_nonnull(share);
+    const uint32_t n_ref = rt.n;
+    ck_assert_uint_gt(n_ref, 0);
+    gm_cuckoo_dev dtable;
+    ck_assert_int_eq(gm_multi_host_to_dev(&table, &dtable), GM_OK);
+    gm_points qcorners = affine_points(&corners, a, 25, -15, 10);
+    gm_points qcloud = affine_points(&cloud, a, 25, -15, 200);
+    gm_tris qt;
+    ck_assert_int_eq(gm_tris_select_cpu(&qcorners, 24, 120, 0.3f, 0.2, 9, &qt), GM_OK);
+    const uint32_t n_q = qt.n;
+    ck_assert_uint_gt(n_q, 0);
+    /* CPU: the rows' bests, and the matrix counted key by key */
+    gm_candidate *cbest = malloc(n_q * sizeof *cbest);
+    ck_assert_int_eq(gm_tri_vote_rows_cpu(&table, n_ref, share, &qcorners, qt.t, n_q, &qcloud, cbest),
+                     GM_OK);
+    float *cs = malloc(qcloud.n * 2 * sizeof *cs);
+    gm_points_cs(&qcloud, cs);
+    uint16_t *votes = calloc((size_t)n_q * n_ref, sizeof *votes);
+    gm_tri_frame *tf = malloc(n_q * sizeof *tf);
+    for (uint32_t q = 0; q < n_q; q++) {
+        gm_point pa = qcorners.p[qt.t[q].a], pb = qcorners.p[qt.t[q].b], pc = qcorners.p[qt.t[q].c];
+        tf[q] = gm_tri_frame_of(pa, pb, pc);
+        for (uint32_t k = 0; k < qcloud.n; k++) {
+            if (gm_near_vertex(pa.x, pa.y, pb.x, pb.y, pc.x, pc.y, qcloud.p[k]))
+                continue;
+            uint32_t key = gm_aframe_key_cs(&tf[q].f, qcloud.p[k], cs[2 * k], cs[2 * k + 1]);
+            const uint32_t *first;
+            uint32_t c = key == GM_KEY_EMPTY ? 0 : gm_multi_find(&table, key, &first);
+            for (uint32_t i = 0; i < c; i++)
+                votes[(size_t)q * n_ref + first[i]]++;
+        }
+    }
+    /* GPU */
+    gm_tri_frame *d_qt = to_dev(tf, n_q * sizeof *tf);
+    gm_point *d_cloud = to_dev(qcloud.p, qcloud.n * sizeof(gm_point));
+    float *d_cs = to_dev(cs, qcloud.n * 2 * sizeof *cs), *d_share = to_dev(share, n_ref * sizeof(float));
+    dev_rows dr = rows_alloc(n_q, n_ref);
+    gm_status st = gm_tri_vote_reduce_cuda(&dtable, n_ref, d_share, d_qt, n_q, d_cloud, d_cs,
+                                           qcloud.n, dr.d_scratch, dr.d_votes, dr.d_best, 0);
+    gm_candidate *gbest = rows_check(dr, st, "gm_tri_vote_reduce_cuda", n_q, n_ref, votes);
+    uint32_t max_votes = 0;
+    for (uint32_t q = 0; q < n_q; q++) {
+        ck_assert_uint_eq(gbest[q].query_basis, cbest[q].query_basis);
+        ck_assert_uint_eq(gbest[q].ref_basis, cbest[q].ref_basis);
+        ck_assert_uint_eq(gbest[q].votes, cbest[q].votes);
+        ck_assert_msg(memcmp(&gbest[q].score, &cbest[q].score, sizeof(float)) == 0,
+                      "row %u: score %.9g (GPU) vs %.9g (CPU)", q, gbest[q].score, cbest[q].score);
+        if (cbest[q].votes > max_votes)
+            max_votes = cbest[q].votes;
+    }
+    ck_assert_uint_gt(max_votes, 10); /* the mapped points must really vote */
+    cudaFree(d_qt); cudaFree(d_cloud); cudaFree(d_cs); cudaFree(d_share);
+    gm_cuckoo_dev_free(&dtable);
+    gm_multi_free(&table);
+    free(votes); free(cbest); free(gbest); free(tf); free(cs); free(share);
+    free(keys); free(vals); free(rt.t); free(qt.t);
+    free(corners.p); free(cloud.p); free(qcorners.p); free(qcloud.p);
+}
+
+START_TEST(test_tri_vote_matches_cpu)
+{
+    const double shear[4] = {1.1, 0.25, -0.1, 0.85}, flat[4] = {0.9, -0.3, 0.2, 1.3};
+    run_tri_case(50, 1500, shear);
+    run_tri_case(90, 3000, flat);
+    /* rows counted in global scratch, in tiles */
+    gm_vote_debug_tiles(5);
+    run_tri_case(50, 1500, shear);
+    gm_vote_debug_tiles(0);
+}
+END_TEST
+
 static Suite *vote_cuda_suite(void)
 {
     Suite *s = suite_create("vote_cuda");
@@ -280,6 +416,7 @@ static Suite *vote_cuda_suite(void)
     tcase_add_test(tc, test_vote_matches_cpu);
     tcase_add_test(tc, test_vote_tiles);
     tcase_add_test(tc, test_vote_threads_shared_memory);
+    tcase_add_test(tc, test_tri_vote_matches_cpu);
     suite_add_tcase(s, tc);
     return s;
 }
