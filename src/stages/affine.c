@@ -67,7 +67,7 @@ static int near_vertex(const gm_point *a, const gm_point *b, const gm_point *c, 
 }
 
 /* Row a of the selection: the triangles (a, b, c) with b and c among near
- * (sorted), in increasing (b, c); written to out unless NULL.  near is
+ * (sorted), in increasing (b, c), the first cap of them written to out.  near is
  * compacted in place first to the points in the band (a itself out): both
  * sides of a triangle must lie in it, so the pairs (b, c) left are those
  * that could pass, in the same order, and each is tested with the same
@@ -76,7 +76,7 @@ static int near_vertex(const gm_point *a, const gm_point *b, const gm_point *c, 
  * time, the box around a corner holding about twice the band's points). */
 static uint32_t tri_row(const gm_points *pts, uint32_t a, uint32_t *near, uint32_t m,
                         float l2min, float l2max, float min_sin, uint64_t seed, uint64_t thr,
-                        gm_tri *out)
+                        gm_tri *out, size_t cap)
 {
     const gm_point pa = pts->p[a];
     uint32_t k = 0;
@@ -102,7 +102,7 @@ static uint32_t tri_row(const gm_points *pts, uint32_t a, uint32_t *near, uint32
              * the matcher thins itself): no hash to compute */
             if (thr == UINT64_MAX ||
                 gm_mix64(seed ^ ((uint64_t)a << 40 | (uint64_t)ib << 20 | ic)) <= thr) {
-                if (out)
+                if (c < cap)
                     out[c] = (gm_tri){(uint16_t)a, (uint16_t)ib, (uint16_t)ic};
                 c++;
             }
@@ -117,10 +117,11 @@ typedef struct {
     uint64_t seed, thr;
 } tri_sel;
 
-static uint32_t tri_row_of(const void *ctx, uint32_t a, uint32_t *near, uint32_t m, void *out)
+static uint32_t tri_row_of(const void *ctx, uint32_t a, uint32_t *near, uint32_t m, void *out,
+                           size_t cap)
 {
     const tri_sel *c = ctx;
-    return tri_row(c->pts, a, near, m, c->l2min, c->l2max, c->min_sin, c->seed, c->thr, out);
+    return tri_row(c->pts, a, near, m, c->l2min, c->l2max, c->min_sin, c->seed, c->thr, out, cap);
 }
 
 uint32_t gm_tri_corners_kept(uint32_t have, double want, uint32_t least)

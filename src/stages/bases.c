@@ -13,6 +13,7 @@
  *   bits 7..13  v cell + GM_UV_HALF         (likewise)
  *   bits 14..17 direction bin               (0..15) */
 #include <math.h>
+#include <omp.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -24,7 +25,8 @@
  * whose hash of (seed, i, j) is at most thr, in increasing j.  Writes their
  * keys i << 16 | j to out unless out is NULL; returns how many. */
 static uint32_t select_row(const gm_points *pts, uint32_t i, const uint32_t *near, uint32_t n_near,
-                           float l2min, float l2max, uint64_t seed, uint64_t thr, uint32_t *out)
+                           float l2min, float l2max, uint64_t seed, uint64_t thr, uint32_t *out,
+                           size_t cap)
 {
     /* near: the candidate j in increasing order (the grid's), NULL: all */
     uint32_t n = near ? n_near : pts->n, c = 0;
@@ -37,7 +39,7 @@ static uint32_t select_row(const gm_points *pts, uint32_t i, const uint32_t *nea
         if (d2 < l2min || d2 > l2max)
             continue;
         if (gm_mix64(seed ^ ((uint64_t)i << 32 | j)) <= thr) {
-            if (out)
+            if (c < cap)
                 out[c] = i << 16 | j;
             c++;
         }
@@ -224,6 +226,27 @@ uint32_t gm_grid_gather_box(const gm_grid *g, float x0, float y0, float x1, floa
     return n;
 }
 
+/* A thread's items, its rows one after another in the order it took them. */
+typedef struct {
+    char *buf;
+    size_t cap, used; /* items */
+} row_buf;
+
+/* Room for `more` items past b->used (doubling), 0 when out of memory. */
+static int row_buf_room(row_buf *b, size_t elem, size_t more)
+{
+    if (b->cap - b->used >= more)
+        return 1;
+    size_t cap = b->cap ? 2 * b->cap : 4096;
+    if (cap < b->used + more)
+        cap = b->used + more;
+    char *grown = realloc(b->buf, cap * elem);
+    if (!grown)
+        return 0;
+    b->buf = grown, b->cap = cap;
+    return 1;
+}
+
 gm_status gm_grid_rows(const gm_points *pts, float reach, int grid, size_t elem, gm_grid_row row,
                        const void *ctx, void **items, uint32_t *n_items)
 {
@@ -235,32 +258,59 @@ gm_status gm_grid_rows(const gm_points *pts, float reach, int grid, size_t elem,
     gm_status st = grid ? gm_grid_build(pts, reach, &g) : GM_OK;
     if (st != GM_OK)
         return st;
-    uint32_t *cnt = calloc((size_t)n + 1, sizeof *cnt);
-    int fail = cnt == NULL;
-    for (int pass = 0; pass < 2 && !fail; pass++) {
-#pragma omp parallel num_threads(gm_threads()) reduction(| : fail) if (n >= 128)
+    const int nt = n >= 128 ? gm_threads() : 1;
+    uint32_t *cnt = calloc((size_t)n + 1, sizeof *cnt), *who = malloc((n ? n : 1) * sizeof *who);
+    size_t *at = malloc((n ? n : 1) * sizeof *at);
+    row_buf *tb = calloc((size_t)nt, sizeof *tb);
+    int fail = !cnt || !who || !at || !tb;
+    if (!fail) {
+#pragma omp parallel num_threads(nt) reduction(| : fail)
         {
+            const int t = omp_get_thread_num();
+            row_buf *b = &tb[t];
             uint32_t *near = grid ? malloc((n ? n : 1) * sizeof *near) : NULL;
             fail = grid && near == NULL;
 #pragma omp for schedule(dynamic, 64)
             for (int64_t i = 0; i < (int64_t)n; i++) {
-                if (grid && !near)
+                if (fail)
                     continue;
-                uint32_t m = grid ? gm_grid_gather(&g, pts->p[i].x, pts->p[i].y, reach, 1, near) : 0;
-                uint32_t c = row(ctx, (uint32_t)i, grid ? near : NULL, m,
-                                 pass ? (char *)*items + elem * cnt[i] : NULL);
-                if (!pass)
-                    cnt[i + 1] = c;
+                /* the row into what is left of the thread's buffer; one
+                 * that does not fit is made again once the buffer has grown
+                 * (near gathered anew: the row may have overwritten it) */
+                uint32_t c = 0;
+                for (int again = 0; again < 2; again++) {
+                    uint32_t m = grid ? gm_grid_gather(&g, pts->p[i].x, pts->p[i].y, reach, 1, near) : 0;
+                    size_t room = b->cap - b->used;
+                    c = row(ctx, (uint32_t)i, grid ? near : NULL, m,
+                            b->buf ? b->buf + elem * b->used : NULL, room);
+                    if (c <= room)
+                        break;
+                    if (again || !row_buf_room(b, elem, c)) {
+                        fail = 1;
+                        break;
+                    }
+                }
+                who[i] = (uint32_t)t, at[i] = b->used, cnt[i + 1] = c;
+                b->used += c;
             }
             free(near);
         }
-        if (!pass && !fail) {
-            for (uint32_t i = 0; i < n; i++)
-                cnt[i + 1] += cnt[i];
-            *items = malloc((cnt[n] ? cnt[n] : 1) * elem);
-            fail = *items == NULL;
-        }
     }
+    if (!fail) {
+        for (uint32_t i = 0; i < n; i++)
+            cnt[i + 1] += cnt[i];
+        *items = malloc((cnt[n] ? cnt[n] : 1) * elem);
+        fail = *items == NULL;
+    }
+    if (!fail)
+        for (uint32_t i = 0; i < n; i++)
+            memcpy((char *)*items + elem * cnt[i], tb[who[i]].buf + elem * at[i],
+                   elem * (cnt[i + 1] - cnt[i]));
+    for (int t = 0; tb && t < nt; t++)
+        free(tb[t].buf);
+    free(tb);
+    free(who);
+    free(at);
     gm_grid_free(&g);
     if (fail) {
         free(cnt);
@@ -279,10 +329,11 @@ typedef struct {
     uint64_t seed, thr;
 } pair_sel;
 
-static uint32_t pair_row(const void *ctx, uint32_t i, uint32_t *near, uint32_t m, void *out)
+static uint32_t pair_row(const void *ctx, uint32_t i, uint32_t *near, uint32_t m, void *out,
+                         size_t cap)
 {
     const pair_sel *c = ctx;
-    return select_row(c->pts, i, near, m, c->l2min, c->l2max, c->seed, c->thr, out);
+    return select_row(c->pts, i, near, m, c->l2min, c->l2max, c->seed, c->thr, out, cap);
 }
 
 /* Both selections: every pair tested (grid == 0), or only the pairs of

@@ -59,15 +59,19 @@ static inline void gm_grid_span(const gm_grid *g, int cy, int cx0, int cx1, uint
     *i1 = g->start[(size_t)cy * g->gw + cx1 + 1];
 }
 void gm_grid_free(gm_grid *g);
-/* A selection made row by row in two passes (count, then fill), rows in
- * parallel, order kept: row(ctx, i, near, m, out) counts the items of point
- * i, or writes them to out when out is not NULL; near holds the m points of
- * the grid cells within `reach` of point i (sorted), or is NULL when grid is
- * 0 (every point is a candidate); the row may overwrite it (it is gathered
- * anew for each row and pass).  *items (n_items of elem bytes) is the
- * caller's to free. */
+/* A selection made row by row, rows in parallel, order kept: row(ctx, i,
+ * near, m, out, cap) returns the number of items of point i and writes the
+ * first min(that, cap) of them to out; near holds the m points of the grid
+ * cells within `reach` of point i (sorted), or is NULL when grid is 0 (every
+ * point is a candidate); the row may overwrite it.  Each thread writes its
+ * rows into a buffer of its own, a row that does not fit is made again once
+ * the buffer has grown, and the rows are put in order at the end (one pass:
+ * the count-then-fill passes before enumerated every row twice, the
+ * triangles' selection a sixth of a video's host time under auto,
+ * docs/speed.md).  *items (n_items of elem bytes) is the caller's to
+ * free. */
 typedef uint32_t (*gm_grid_row)(const void *ctx, uint32_t i, uint32_t *near, uint32_t m,
-                                void *out);
+                                void *out, size_t cap);
 gm_status gm_grid_rows(const gm_points *pts, float reach, int grid, size_t elem, gm_grid_row row,
                        const void *ctx, void **items, uint32_t *n_items);
 /* Items made basis by basis in one pass, bases in parallel, laid out in
