@@ -99,6 +99,7 @@ static int video_sink(void *user, const gm_video_result *r)
     if (r->res && f->status == GM_OK && r->match == GM_OK) {
         const gm_timing *t = &r->res->time;
         c->stages.edges += t->edges, c->stages.bases += t->bases, c->stages.vote += t->vote;
+        c->stages.tables += t->tables;
         c->stages.reduce += t->reduce, c->stages.verify += t->verify, c->stages.total += t->total;
         c->stages.polish += t->polish, c->stages.decide += t->decide;
         c->stages.wait += t->wait, c->stages.waits += t->waits;
@@ -172,11 +173,12 @@ int run_video(video_ctx *c, const gm_ref *ref, gm_video *v)
         if (c->timed > 0) {
             const gm_timing *t = &c->stages;
             double k = 1.0 / (double)c->timed;
-            diag_file(c->q, "a frame's match: edges %.3f ms, bases %.3f, vote %.3f, reduce %.3f, "
-                      "verify %.3f, polish %.3f, decide %.3f, total %.3f (its worker waiting "
-                      "for the device %.3f in %.1f waits; means over %" PRId64 " frames)",
-                      t->edges * k, t->bases * k, t->vote * k, t->reduce * k, t->verify * k,
-                      t->polish * k, t->decide * k, t->total * k, t->wait * k,
+            diag_file(c->q, "a frame's match: edges %.3f ms, bases %.3f, tables %.3f, vote "
+                      "%.3f, reduce %.3f, verify %.3f, polish %.3f, decide %.3f, total %.3f (its "
+                      "worker waiting for the device %.3f in %.1f waits; means over %" PRId64
+                      " frames)",
+                      t->edges * k, t->bases * k, t->tables * k, t->vote * k, t->reduce * k,
+                      t->verify * k, t->polish * k, t->decide * k, t->total * k, t->wait * k,
                       (double)t->waits * k, c->timed);
         }
         uint64_t waits;

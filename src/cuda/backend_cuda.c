@@ -80,10 +80,13 @@ static gm_status cuda_vote(void *lane, gm_level_at lv, const gm_points *qcorners
                        reduce_ms);
 }
 
-static gm_status cuda_tri_level(void *lane, const gm_multi *table, const float *share,
-                                uint32_t n_ref, void **level)
+/* the table on the device alone: the host's stays empty */
+static gm_status cuda_tri_level(void *lane, const gm_points *corners, const gm_tris *t,
+                                const gm_points *cloud, uint64_t seed, gm_multi *table,
+                                float **share, void **level)
 {
-    return gm_gpu_tri_level(lane, table, share, n_ref, (gm_gpu_level **)level);
+    (void)table, (void)share;
+    return gm_gpu_tri_level(lane, corners, t, cloud, seed, (gm_gpu_level **)level);
 }
 
 static gm_status cuda_tri_vote(void *lane, gm_level_at lv, const gm_points *qcorners,

@@ -1,5 +1,7 @@
 /* items.cu: the reference's (key, basis) items on the GPU, the twin of
- * gm_basis_items_cpu (src/stages/bases.c).
+ * gm_basis_items_cpu (src/stages/bases.c), and its (key, triangle) items,
+ * gm_tri_items_cpu's (src/stages/affine.c): one kernel, the key its functor
+ * (keys.cuh).
  *
  * One thread block per basis.  The block's "seen" set of keys is a bitset of
  * 2^18 bits (keys are fu | fv << 7 | bin << 14 with fu, fv < 64, bin < 16)
@@ -35,6 +37,7 @@
 #include "stages/bases.h"
 #include "stages/vote.h"
 #include "stages/reduce_core.h"
+#include "cuda/keys.cuh"
 #include "cuda/items_cuda.h"
 
 #define IT_THREADS 256
@@ -42,18 +45,19 @@
 #define IT_KEY_BITS 18
 #define IT_WORDS ((1u << IT_KEY_BITS) / 32)
 
-/* Every key gm_frame_key can return fits the bitset. */
+/* Every key gm_frame_key and gm_aframe_key_cs can return fits the bitset. */
 static_assert(2 * GM_UV_HALF <= (1 << 7) && GM_ANGLE_BINS <= (1 << (IT_KEY_BITS - 14)),
               "gm_frame_key's keys must be below 2^18");
+static_assert(GM_AFF_KEYS <= (1u << IT_KEY_BITS), "gm_aframe_key_cs's keys must be below 2^18");
 
 typedef cub::BlockScan<uint32_t, IT_THREADS> ItScan;
 
 /* FILL false: d_cnt[basis] = its number of items.  FILL true: its items at
  * keys/vals + d_off[basis]. */
-template <bool FILL>
+template <bool FILL, class Keys>
 static __global__ void __launch_bounds__(IT_THREADS)
-    k_items(const gm_vote_basis *bases, const gm_point *cloud, uint32_t n_cloud, uint32_t *d_cnt,
-            const uint32_t *d_off, uint32_t *keys, uint32_t *vals)
+    k_items(Keys key_of, uint32_t n_cloud, uint32_t *d_cnt, const uint32_t *d_off, uint32_t *keys,
+            uint32_t *vals)
 {
     __shared__ uint32_t seen[IT_WORDS];
     __shared__ uint32_t s_count;
@@ -65,17 +69,11 @@ static __global__ void __launch_bounds__(IT_THREADS)
     if (threadIdx.x == 0)
         s_count = 0;
     __syncthreads();
-    const gm_vote_basis b = bases[d];
     uint32_t mine = 0;                           /* count pass: this thread's new items */
     uint32_t out = FILL ? d_off[d] : 0;          /* fill pass: next output index */
     for (uint32_t base = 0; base < n_cloud; base += IT_THREADS) {
         const uint32_t k = base + threadIdx.x;
-        uint32_t key = GM_KEY_EMPTY;
-        if (k < n_cloud) {
-            gm_point p = cloud[k];
-            if (!gm_near_endpoint(b.a, b.b, p))
-                key = gm_frame_key(&b.f, p);
-        }
+        const uint32_t key = k < n_cloud ? key_of(d, k) : GM_KEY_EMPTY;
         /* the lowest lane of each key within the warp */
         const uint32_t same = __match_any_sync(0xFFFFFFFFu, key);
         const bool lead = key != GM_KEY_EMPTY && (__ffs(same) - 1) == lane;
@@ -109,19 +107,12 @@ static __global__ void __launch_bounds__(IT_THREADS)
     }
 }
 
-extern "C" gm_status gm_basis_items_cuda(const gm_vote_basis *d_bases, uint32_t nb,
-                                         const gm_point *d_cloud, uint32_t n_cloud,
-                                         uint32_t **d_keys, uint32_t **d_vals, uint32_t *n_items,
-                                         cudaStream_t stream)
+/* The items of nb bases (pair_keys) or triangles (tri_keys): both passes,
+ * the scan between them, one synchronization. */
+template <class Keys>
+static gm_status items_of(Keys key_of, uint32_t nb, uint32_t n_cloud, uint32_t **d_keys,
+                          uint32_t **d_vals, uint32_t *n_items, cudaStream_t stream)
 {
-    if (!d_keys || !d_vals || !n_items)
-        return GM_ERR_INVALID;
-    *d_keys = *d_vals = NULL;
-    *n_items = 0;
-    if (nb == 0 || n_cloud == 0)
-        return GM_OK;
-    if (!d_bases || !d_cloud)
-        return GM_ERR_INVALID;
     /* d_cnt[nb + 1] (the last one 0), d_off[nb + 1]: d_off[nb] is the total */
     uint32_t *d_cnt = NULL, *d_off = NULL, *keys = NULL, *vals = NULL;
     void *d_temp = NULL;
@@ -135,8 +126,7 @@ extern "C" gm_status gm_basis_items_cuda(const gm_vote_basis *d_bases, uint32_t 
         d_off = d_cnt + nc;
     GM_CUDA_TRY(err, cudaMemsetAsync(d_cnt + nb, 0, sizeof *d_cnt, stream));
     if (err == cudaSuccess) {
-        k_items<false><<<nb, IT_THREADS, 0, stream>>>(d_bases, d_cloud, n_cloud, d_cnt, NULL, NULL,
-                                                      NULL);
+        k_items<false><<<nb, IT_THREADS, 0, stream>>>(key_of, n_cloud, d_cnt, NULL, NULL, NULL);
         GM_CUDA_TRY(err, gm_cuda_launched());
     }
     GM_CUDA_TRY(err, cub::DeviceScan::ExclusiveSum(NULL, temp_bytes, d_cnt, d_off, (int64_t)nc,
@@ -151,8 +141,7 @@ extern "C" gm_status gm_basis_items_cuda(const gm_vote_basis *d_bases, uint32_t 
         GM_CUDA_TRY(err, gm_cuda_malloc_async((void **)&keys, (size_t)total * sizeof *keys, stream));
         GM_CUDA_TRY(err, gm_cuda_malloc_async((void **)&vals, (size_t)total * sizeof *vals, stream));
         if (err == cudaSuccess) {
-            k_items<true><<<nb, IT_THREADS, 0, stream>>>(d_bases, d_cloud, n_cloud, NULL, d_off,
-                                                         keys, vals);
+            k_items<true><<<nb, IT_THREADS, 0, stream>>>(key_of, n_cloud, NULL, d_off, keys, vals);
             GM_CUDA_TRY(err, gm_cuda_launched());
         }
     }
@@ -173,6 +162,38 @@ extern "C" gm_status gm_basis_items_cuda(const gm_vote_basis *d_bases, uint32_t 
     *d_vals = vals;
     *n_items = total;
     return GM_OK;
+}
+
+extern "C" gm_status gm_basis_items_cuda(const gm_vote_basis *d_bases, uint32_t nb,
+                                         const gm_point *d_cloud, uint32_t n_cloud,
+                                         uint32_t **d_keys, uint32_t **d_vals, uint32_t *n_items,
+                                         cudaStream_t stream)
+{
+    if (!d_keys || !d_vals || !n_items)
+        return GM_ERR_INVALID;
+    *d_keys = *d_vals = NULL;
+    *n_items = 0;
+    if (nb == 0 || n_cloud == 0)
+        return GM_OK;
+    if (!d_bases || !d_cloud)
+        return GM_ERR_INVALID;
+    return items_of(pair_keys{d_bases, d_cloud}, nb, n_cloud, d_keys, d_vals, n_items, stream);
+}
+
+extern "C" gm_status gm_tri_items_cuda(const gm_tri_frame *d_tris, uint32_t nt,
+                                       const gm_point *d_cloud, const float *d_cs,
+                                       uint32_t n_cloud, uint32_t **d_keys, uint32_t **d_vals,
+                                       uint32_t *n_items, cudaStream_t stream)
+{
+    if (!d_keys || !d_vals || !n_items)
+        return GM_ERR_INVALID;
+    *d_keys = *d_vals = NULL;
+    *n_items = 0;
+    if (nt == 0 || n_cloud == 0)
+        return GM_OK;
+    if (!d_tris || !d_cloud || !d_cs)
+        return GM_ERR_INVALID;
+    return items_of(tri_keys{d_tris, d_cloud, d_cs}, nt, n_cloud, d_keys, d_vals, n_items, stream);
 }
 
 static __global__ void k_share_count(const uint32_t *vals, uint32_t n, uint32_t nb, uint32_t *count)

@@ -6,6 +6,7 @@
 #include "cuda/gm_cuda.h"
 #include "stages/points.h"
 #include "stages/vote.h"
+#include "stages/affine_core.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -31,6 +32,15 @@ extern "C" {
 gm_status gm_basis_items_cuda(const gm_vote_basis *d_bases, uint32_t nb, const gm_point *d_cloud,
                               uint32_t n_cloud, uint32_t **d_keys, uint32_t **d_vals,
                               uint32_t *n_items, cudaStream_t stream);
+
+/* The same for nt triangles (d_tris: gm_tri_frame_of on the host): every
+ * triangle's distinct keys (gm_aframe_key_cs on d_cs, gm_points_cs of the
+ * cloud on the host; the points near a vertex left out), each once, in
+ * cloud order -- the same items as gm_tri_items_cpu, whose order within a
+ * triangle is its grid's (a table and its votes do not depend on it). */
+gm_status gm_tri_items_cuda(const gm_tri_frame *d_tris, uint32_t nt, const gm_point *d_cloud,
+                            const float *d_cs, uint32_t n_cloud, uint32_t **d_keys,
+                            uint32_t **d_vals, uint32_t *n_items, cudaStream_t stream);
 
 /* Each basis's share of the items (reference.c's level share): d_share[b] =
  * (items of basis b) / n_items, for b < nb, from the basis index of every

@@ -533,32 +533,17 @@ static gm_status index_keys(gm_gpu_lane *g, const uint32_t *keys, uint32_t n, ui
     return st;
 }
 
-gm_status gm_gpu_level_build(gm_gpu_lane *g, const gm_points *corners, const gm_bases *b,
-                             const gm_points *cloud, uint32_t unique_bound, uint64_t seed_index,
-                             uint64_t seed_table, gm_gpu_level **out, uint32_t **unique,
-                             uint32_t *nu)
+/* A level's multi-value table from its n_items items (d_keys, d_vals, made
+ * on the stream, freed here whatever st says), each of its n_ref bases'
+ * share of them, then the stream's end waited for; st: the status so far
+ * (nothing is built after a failure). */
+static gm_status level_table(gm_gpu_lane *g, gm_gpu_level *l, gm_status st, uint32_t *d_keys,
+                             uint32_t *d_vals, uint32_t unique_bound, uint64_t seed)
 {
-    *out = NULL;
-    gm_gpu_level *l = calloc(1, sizeof *l);
-    gm_vote_basis *frames = NULL;
-    uint32_t *d_keys = NULL, *d_vals = NULL, *d_count = NULL;
-    if (!l)
-        return GM_ERR_NOMEM;
-    l->dev = g->dev;
-    gm_status st = index_keys(g, b->key, b->n, seed_index, unique, nu);
-    if (st == GM_OK)
-        st = frames_of(corners, *unique, *nu, &frames);
-    if (st == GM_OK)
-        st = upload(g, &g->bases, &g->h_keys, frames, (size_t)*nu * sizeof *frames);
-    if (st == GM_OK)
-        st = upload(g, &g->cloud, &g->h_best, cloud->p, (size_t)cloud->n * sizeof *cloud->p);
-    if (st == GM_OK)
-        st = gm_basis_items_cuda(g->bases.d, *nu, g->cloud.d, cloud->n, &d_keys, &d_vals,
-                                 &l->n_items, g->stream);
-    l->n_ref = *nu;
+    uint32_t *d_count = NULL;
     if (st == GM_OK && l->n_items > 0)
-        st = gm_multi_build_cuda(&l->table, d_keys, d_vals, l->n_items, unique_bound, seed_table,
-                                 NULL, g->stream);
+        st = gm_multi_build_cuda(&l->table, d_keys, d_vals, l->n_items, unique_bound, seed, NULL,
+                                 g->stream);
     if (st == GM_OK && l->n_ref > 0) {
         cudaError_t e = cudaMalloc((void **)&l->d_share, (size_t)l->n_ref * sizeof(float));
         if (e == cudaSuccess)
@@ -581,6 +566,33 @@ gm_status gm_gpu_level_build(gm_gpu_lane *g, const gm_points *corners, const gm_
                              __LINE__);
         st = GM_ERR_DEVICE;
     }
+    return st;
+}
+
+gm_status gm_gpu_level_build(gm_gpu_lane *g, const gm_points *corners, const gm_bases *b,
+                             const gm_points *cloud, uint32_t unique_bound, uint64_t seed_index,
+                             uint64_t seed_table, gm_gpu_level **out, uint32_t **unique,
+                             uint32_t *nu)
+{
+    *out = NULL;
+    gm_gpu_level *l = calloc(1, sizeof *l);
+    gm_vote_basis *frames = NULL;
+    uint32_t *d_keys = NULL, *d_vals = NULL;
+    if (!l)
+        return GM_ERR_NOMEM;
+    l->dev = g->dev;
+    gm_status st = index_keys(g, b->key, b->n, seed_index, unique, nu);
+    if (st == GM_OK)
+        st = frames_of(corners, *unique, *nu, &frames);
+    if (st == GM_OK)
+        st = upload(g, &g->bases, &g->h_keys, frames, (size_t)*nu * sizeof *frames);
+    if (st == GM_OK)
+        st = upload(g, &g->cloud, &g->h_best, cloud->p, (size_t)cloud->n * sizeof *cloud->p);
+    if (st == GM_OK)
+        st = gm_basis_items_cuda(g->bases.d, *nu, g->cloud.d, cloud->n, &d_keys, &d_vals,
+                                 &l->n_items, g->stream);
+    l->n_ref = *nu;
+    st = level_table(g, l, st, d_keys, d_vals, unique_bound, seed_table);
     free(frames);
     if (st != GM_OK) {
         gm_gpu_level_free(l);
@@ -693,28 +705,56 @@ done:
     return st;
 }
 
-gm_status gm_gpu_tri_level(gm_gpu_lane *g, const gm_multi *table, const float *share,
-                           uint32_t n_ref, gm_gpu_level **out)
+/* The frames of triangles t over pts (gm_tri_frame_of), NULL when out of
+ * memory or a vertex is not in pts. */
+static gm_tri_frame *tri_frames(const gm_points *pts, const gm_tri *t, uint32_t n)
+{
+    gm_tri_frame *f = malloc((n ? n : 1) * sizeof *f);
+    for (uint32_t d = 0; f && d < n; d++) {
+        if (t[d].a >= pts->n || t[d].b >= pts->n || t[d].c >= pts->n) {
+            free(f);
+            return NULL;
+        }
+        f[d] = gm_tri_frame_of(pts->p[t[d].a], pts->p[t[d].b], pts->p[t[d].c]);
+    }
+    return f;
+}
+
+/* A cloud and its cosines and sines (gm_points_cs) on the lane's device. */
+static gm_status upload_cloud_cs(gm_gpu_lane *g, const gm_points *cloud)
+{
+    float *cs = malloc((cloud->n ? cloud->n : 1) * 2 * sizeof *cs);
+    if (!cs)
+        return GM_ERR_NOMEM;
+    gm_points_cs(cloud, cs);
+    gm_status st = upload(g, &g->cloud, &g->h_best, cloud->p, (size_t)cloud->n * sizeof *cloud->p);
+    if (st == GM_OK)
+        st = upload(g, &g->cs, &g->h_cs, cs, (size_t)cloud->n * 2 * sizeof *cs);
+    free(cs);
+    return st;
+}
+
+gm_status gm_gpu_tri_level(gm_gpu_lane *g, const gm_points *corners, const gm_tris *t,
+                           const gm_points *cloud, uint64_t seed, gm_gpu_level **out)
 {
     *out = NULL;
     gm_gpu_level *l = calloc(1, sizeof *l);
     if (!l)
         return GM_ERR_NOMEM;
     l->dev = g->dev;
-    l->n_ref = n_ref;
-    l->n_items = table->n;
-    gm_status st = GM_OK;
-    if (table->n > 0 && n_ref > 0) {
-        st = gm_multi_host_to_dev(table, &l->table);
-        cudaError_t e = cudaSuccess;
-        if (st == GM_OK && (e = cudaMalloc((void **)&l->d_share, (size_t)n_ref * sizeof(float))) ==
-                               cudaSuccess)
-            e = cudaMemcpy(l->d_share, share, (size_t)n_ref * sizeof(float), cudaMemcpyHostToDevice);
-        if (st == GM_OK && e != cudaSuccess) {
-            gm_cuda_record_error(e, "cudaMemcpy(share)", __func__, __FILE__, __LINE__);
-            st = e == cudaErrorMemoryAllocation ? GM_ERR_NOMEM : GM_ERR_DEVICE;
-        }
-    }
+    l->n_ref = t->n;
+    uint32_t *d_keys = NULL, *d_vals = NULL;
+    gm_tri_frame *frames = tri_frames(corners, t->t, t->n);
+    gm_status st = frames ? GM_OK : GM_ERR_NOMEM;
+    if (st == GM_OK)
+        st = upload(g, &g->bases, &g->h_keys, frames, (size_t)t->n * sizeof *frames);
+    if (st == GM_OK)
+        st = upload_cloud_cs(g, cloud);
+    if (st == GM_OK)
+        st = gm_tri_items_cuda(g->bases.d, t->n, g->cloud.d, g->cs.d, cloud->n, &d_keys, &d_vals,
+                               &l->n_items, g->stream);
+    st = level_table(g, l, st, d_keys, d_vals, GM_AFF_KEYS, seed);
+    free(frames);
     if (st != GM_OK) {
         gm_gpu_level_free(l);
         return st;
@@ -730,24 +770,12 @@ gm_status gm_gpu_tri_vote(gm_gpu_lane *g, const gm_gpu_level *l, const gm_points
     if (vote_trivial(l, nq, k, cands, nc, vote_ms, reduce_ms))
         return GM_OK;
     double t0 = omp_get_wtime();
-    gm_tri_frame *frames = malloc(nq * sizeof *frames);
-    float *cs = malloc((qcloud->n ? qcloud->n : 1) * 2 * sizeof *cs);
-    gm_status st = frames && cs ? GM_OK : GM_ERR_NOMEM;
-    for (uint32_t q = 0; st == GM_OK && q < nq; q++) {
-        const gm_tri t = qtris[q];
-        if (t.a >= qcorners->n || t.b >= qcorners->n || t.c >= qcorners->n)
-            st = GM_ERR_INVALID;
-        else
-            frames[q] = gm_tri_frame_of(qcorners->p[t.a], qcorners->p[t.b], qcorners->p[t.c]);
-    }
-    if (st != GM_OK)
-        goto done;
-    gm_points_cs(qcloud, cs);
+    gm_tri_frame *frames = tri_frames(qcorners, qtris, nq);
+    gm_status st = frames ? GM_OK : GM_ERR_NOMEM;
     size_t scratch = gm_vote_scratch_bytes(l->n_ref, nq), tmp = gm_topk_tmp_count(nq, k);
-    if ((st = upload(g, &g->bases, &g->h_keys, frames, (size_t)nq * sizeof *frames)) != GM_OK ||
-        (st = upload(g, &g->cloud, &g->h_best, qcloud->p, (size_t)qcloud->n * sizeof *qcloud->p)) !=
-            GM_OK ||
-        (st = upload(g, &g->cs, &g->h_cs, cs, (size_t)qcloud->n * 2 * sizeof *cs)) != GM_OK ||
+    if (st != GM_OK ||
+        (st = upload(g, &g->bases, &g->h_keys, frames, (size_t)nq * sizeof *frames)) != GM_OK ||
+        (st = upload_cloud_cs(g, qcloud)) != GM_OK ||
         (st = dbuf_need(&g->best, ((size_t)nq + k + tmp) * sizeof(gm_candidate))) != GM_OK ||
         (st = dbuf_need(&g->scratch, scratch + 1)) != GM_OK)
         goto done;
@@ -758,7 +786,6 @@ gm_status gm_gpu_tri_vote(gm_gpu_lane *g, const gm_gpu_level *l, const gm_points
     st = vote_finish(g, g->best.d, nq, k, tmp, t0, cands, nc, vote_ms, reduce_ms);
 done:
     free(frames);
-    free(cs);
     return st;
 }
 

@@ -88,11 +88,13 @@ gm_status gm_gpu_vote(gm_gpu_lane *g, const gm_gpu_level *l, const gm_points *qc
                       const uint32_t *unique, uint32_t n_q, const gm_points *qcloud, uint32_t k,
                       gm_candidate *cands, uint32_t *nc, double *vote_ms, double *reduce_ms);
 
-/* A reference level's triangle table (built on the host: gm_tri_items_cpu,
- * gm_multi_build_cpu) and each triangle's share of its items, copied to
- * the device once, for gm_gpu_tri_vote; free with gm_gpu_level_free. */
-gm_status gm_gpu_tri_level(gm_gpu_lane *g, const gm_multi *table, const float *share,
-                           uint32_t n_ref, gm_gpu_level **out);
+/* A reference level's triangle table on the device: the (key, triangle)
+ * items of the triangles t over corners against cloud (gm_tri_items_cuda),
+ * their multi-value table (seed) and each triangle's share of the items --
+ * the table gm_tri_items_cpu and gm_multi_build_cpu make on the host, but
+ * for the order of a key's values; free with gm_gpu_level_free. */
+gm_status gm_gpu_tri_level(gm_gpu_lane *g, const gm_points *corners, const gm_tris *t,
+                           const gm_points *cloud, uint64_t seed, gm_gpu_level **out);
 /* gm_gpu_vote for the nq query triangles qtris (over qcorners): the same
  * candidates as gm_tri_vote_rows_cpu then gm_reduce_select_cpu. */
 gm_status gm_gpu_tri_vote(gm_gpu_lane *g, const gm_gpu_level *l, const gm_points *qcorners,

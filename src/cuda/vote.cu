@@ -13,8 +13,8 @@
  * The triangles' vote (affine.c's three-point bases, for the models with
  * more freedom than a similarity) is the same kernel with another key: a
  * block per query triangle, its key of each cloud point from affine_core.h
- * (gm_aframe_key_cs, gm_near_vertex), in the triangle table that the host
- * built and copied (gm_multi_host_to_dev).
+ * (gm_aframe_key_cs, gm_near_vertex; keys.cuh), in the level's triangle
+ * table (items.cu's gm_tri_items_cuda, cuckoo.cu's multi-value build).
  *
  * Exactness: keys are computed from frames made on the host (gm_frame_of,
  * whose atan2f differs between glibc and CUDA; gm_aframe_of) and, for the
@@ -35,6 +35,7 @@
 #include "stages/reduce.h"
 #include "stages/reduce_core.h"
 #include "stages/affine_core.h"
+#include "cuda/keys.cuh"
 #include "cuda/vote_cuda.h"
 
 #define GM_VOTE_THREADS 256
@@ -51,35 +52,6 @@ static __device__ __forceinline__ best_cell better(best_cell a, best_cell b)
         return b;
     return a;
 }
-
-/* The key of cloud point k in a query basis's frame (two points: gm_frame_key,
- * the basis's endpoints left out) or a query triangle's (gm_aframe_key_cs
- * on the host's cosines and sines, its vertices left out), or
- * GM_KEY_EMPTY. */
-struct pair_keys {
-    const gm_vote_basis *qb;
-    const gm_point *cloud;
-    __device__ uint32_t operator()(uint32_t q, uint32_t k) const
-    {
-        const gm_vote_basis &b = qb[q];
-        const gm_point p = cloud[k];
-        return gm_near_endpoint(b.a, b.b, p) ? GM_KEY_EMPTY : gm_frame_key(&b.f, p);
-    }
-};
-
-struct tri_keys {
-    const gm_tri_frame *qt;
-    const gm_point *cloud;
-    const float *cs; /* [2 n_cloud] cosine, sine */
-    __device__ uint32_t operator()(uint32_t q, uint32_t k) const
-    {
-        const gm_tri_frame &t = qt[q];
-        const gm_point p = cloud[k];
-        if (gm_near_vertex(t.f.ax, t.f.ay, t.bx, t.by, t.cx, t.cy, p))
-            return GM_KEY_EMPTY;
-        return gm_aframe_key_cs(&t.f, p, cs[2 * k], cs[2 * k + 1]);
-    }
-};
 
 /* counts: the row (shared or global), n_ref counters. */
 template <class Keys>

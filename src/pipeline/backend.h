@@ -95,10 +95,12 @@ typedef struct gm_backend_ops {
     gm_status (*vote)(void *lane, gm_level_at lv, const gm_points *qcorners,
                       const uint32_t *unique, uint32_t n_q, const gm_points *qcloud, uint32_t k,
                       gm_candidate *cands, uint32_t *nc, double *vote_ms, double *reduce_ms);
-    /* a level's triangle table (host: table, share over n_ref triangles)
-     * made available to tri_vote: *level the device's copy (CPU: NULL),
-     * freed by level_free */
-    gm_status (*tri_level)(void *lane, const gm_multi *table, const float *share, uint32_t n_ref,
+    /* a level's triangle table: the items of triangles t over corners
+     * against cloud and their multi-value table (seed), each triangle's
+     * share of the items.  Fills what tri_vote reads: *table and *share
+     * (CPU), or *level (CUDA) */
+    gm_status (*tri_level)(void *lane, const gm_points *corners, const gm_tris *t,
+                           const gm_points *cloud, uint64_t seed, gm_multi *table, float **share,
                            void **level);
     /* vote's twin for the n_q query triangles qtris over qcorners, in the
      * triangle table lv (gm_tri_vote_rows_cpu, gm_reduce_select_cpu) */

@@ -153,13 +153,21 @@ static gm_status cpu_vote(void *lane, gm_level_at lv, const gm_points *qcorners,
                      reduce_ms);
 }
 
-/* the host's table is the level's */
-static gm_status cpu_tri_level(void *lane, const gm_multi *table, const float *share,
-                               uint32_t n_ref, void **level)
+static gm_status cpu_tri_level(void *lane, const gm_points *corners, const gm_tris *t,
+                               const gm_points *cloud, uint64_t seed, gm_multi *table,
+                               float **share, void **level)
 {
-    (void)lane, (void)table, (void)share, (void)n_ref;
+    (void)lane;
     *level = NULL;
-    return GM_OK;
+    uint32_t *keys = NULL, *vals = NULL, n = 0;
+    gm_status st = gm_tri_items_cpu(corners, t, cloud, &keys, &vals, &n);
+    if (st == GM_OK)
+        st = gm_multi_build_cpu(table, keys, vals, n, GM_AFF_KEYS, seed, NULL);
+    if (st == GM_OK && !(*share = gm_item_shares(vals, n, t->n)))
+        st = GM_ERR_NOMEM;
+    free(keys);
+    free(vals);
+    return st;
 }
 
 static gm_status cpu_tri_vote(void *lane, gm_level_at lv, const gm_points *qcorners,

@@ -56,13 +56,12 @@ typedef struct {
     float *share;      /* [bases] each basis's fraction of the table's items */
     int fine;          /* a fine level: verified on its own map, on the host */
     /* three-point bases and their affine-invariant table (src/stages/affine.c),
-     * for the models with more freedom than a similarity; built on the host,
-     * voted in on the device (tdev) */
+     * for the models with more freedom than a similarity: the triangles
+     * drawn on the host, the table where the backend keeps it (tri_level) */
     gm_tris tris;
-    gm_multi ttable;   /* affine key -> triangle indices */
-    float *tshare;     /* [tris] each triangle's fraction of the table's items */
-    void *tdev;        /* the triangle table on the backend's device (tri_level), NULL on
-                          the CPU */
+    gm_multi ttable;   /* affine key -> triangle indices (CPU; empty on CUDA) */
+    float *tshare;     /* [tris] each triangle's fraction of the table's items (CPU) */
+    void *tdev;        /* the table on the backend's device, NULL on the CPU */
     float tlmin, tlmax; /* triangle side lengths, this level's pixels */
     gm_edge_map map;   /* a fine level's edge directions (level 0's is the reference's) */
     void *dev;         /* the level on the backend's device (its index, table and map;

@@ -128,27 +128,18 @@ static void level_free(const gm_backend_ops *be, ref_level *l)
     memset(l, 0, sizeof *l);
 }
 
-/* The triangles of a level and their affine-invariant table (host), made
- * available to the backend's vote (tri_level). */
+/* The triangles of a level (drawn on the host) and their affine-invariant
+ * table (the backend's: tri_level). */
 static gm_status level_build_tris(const gm_backend_ops *be, void *lane, const gm_params *p,
                                   const side *s, ref_level *l, float diag0)
 {
     l->tlmin = fmaxf(16.0f, 0.03f * diag0);
     l->tlmax = GM_FINE_LMAX_REL * diag0;
-    uint32_t *keys = NULL, *vals = NULL, n = 0;
     gm_status st = gm_tris_select_cpu(&s->corners, l->tlmin, l->tlmax, GM_TRI_MIN_SIN, GM_TRI_PROB,
                                       GM_DRAW_KEY ^ GM_SALT_TRIS ^ (uint64_t)l->f << 48, &l->tris);
     if (st == GM_OK)
-        st = gm_tri_items_cpu(&s->corners, &l->tris, &s->cloud, &keys, &vals, &n);
-    if (st == GM_OK)
-        st = gm_multi_build_cpu(&l->ttable, keys, vals, n, GM_AFF_KEYS, p->seed ^ GM_SALT_TRI_TABLE,
-                                NULL);
-    if (st == GM_OK && !(l->tshare = gm_item_shares(vals, n, l->tris.n)))
-        st = GM_ERR_NOMEM;
-    if (st == GM_OK)
-        st = be->tri_level(lane, &l->ttable, l->tshare, l->tris.n, &l->tdev);
-    free(keys);
-    free(vals);
+        st = be->tri_level(lane, &s->corners, &l->tris, &s->cloud, p->seed ^ GM_SALT_TRI_TABLE,
+                           &l->ttable, &l->tshare, &l->tdev);
     return st;
 }
 

@@ -7,7 +7,8 @@
  * downscaled data/query.jpg): the reference's side (edge points and
  * corners), a level (basis index and table), the reference map, the
  * query's side and basis index, the vote and its k best rows, the
- * triangles' table (host) on the backend and their vote, the loose
+ * triangles' table (the CPU's on the host, the GPU's on the device) and
+ * their vote, the loose
  * verification of every candidate, the refinement of the best three to a
  * similarity and to a homography, their growth from a seed, the corner
  * spread.  Against the CPU: integer stages and point positions exactly
@@ -114,23 +115,18 @@ static void run(const gm_backend_ops *be, void *dev, void *lane, run_t *o)
     EXPECT_OK(be->vote(lane, lat, &o->qs.corners, o->qindex.unique, o->qindex.u, &o->qs.cloud, K,
                        o->cands, &o->nc, &tv, &tr));
     EXPECT(o->nc > 0);
-    /* the triangles: the reference's table on the host, handed to the
-     * backend, the query's triangles' k best rows */
-    uint32_t *tk = NULL, *tv2 = NULL, tn = 0;
+    /* the triangles: the reference's drawn on the host, their table made
+     * by the backend, the query's triangles' k best rows */
     EXPECT_OK(gm_tris_select_cpu(&o->rs.corners, fmaxf(16.0f, 0.03f * diag), 0.2f * diag, 0.35f,
                                  0.3, p.seed, &o->rt));
-    EXPECT_OK(gm_tri_items_cpu(&o->rs.corners, &o->rt, &o->rs.cloud, &tk, &tv2, &tn));
-    EXPECT_OK(gm_multi_build_cpu(&o->ttable, tk, tv2, tn, GM_AFF_KEYS, GM_SALT_TRI_TABLE, NULL));
-    EXPECT((o->tshare = gm_item_shares(tv2, tn, o->rt.n)) != NULL);
-    EXPECT_OK(be->tri_level(lane, &o->ttable, o->tshare, o->rt.n, &o->tlevel));
+    EXPECT_OK(be->tri_level(lane, &o->rs.corners, &o->rt, &o->rs.cloud, GM_SALT_TRI_TABLE,
+                            &o->ttable, &o->tshare, &o->tlevel));
     EXPECT_OK(gm_tris_select_cpu(&o->qs.corners, 8.0f, 0.1f * diag, 0.35f, 0.2, p.seed, &o->qt));
     EXPECT(o->qt.n > 0);
     gm_level_at tlat = {&o->ttable, o->tshare, o->rt.n, o->tlevel};
     EXPECT_OK(be->tri_vote(lane, tlat, &o->qs.corners, o->qt.t, o->qt.n, &o->qs.cloud, K,
                            o->tcands, &o->tnc, &tv, &tr));
     EXPECT(o->tnc > 0);
-    free(tk);
-    free(tv2);
     /* every candidate's similarity, verified on the query's points */
     uint32_t step = o->qs.all.n > 2000 ? (o->qs.all.n + 1999) / 2000 : 1;
     o->vq.p = xmalloc(o->qs.all.n, sizeof *o->vq.p);

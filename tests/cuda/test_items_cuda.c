@@ -15,6 +15,7 @@
 #include "stages/bases.h"
 #include "stages/vote.h"
 #include "cuda/items_cuda.h"
+#include "stages/affine.h"
 #include "test_util.h"
 
 static uint64_t rng = 0x17E35;
@@ -142,6 +143,81 @@ static uint32_t run_case(uint32_t n_corners, uint32_t n_cloud, uint32_t n_cluste
     return n_items;
 }
 
+static int cmp_u64(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return (x > y) - (x < y);
+}
+
+/* n items as (val << 32 | key), sorted: the items as a set. */
+static uint64_t *item_set(const uint32_t *keys, const uint32_t *vals, uint32_t n)
+{
+    uint64_t *s = malloc((n ? n : 1) * sizeof *s);
+    ck_assert_ptr_nonnull(s);
+    for (uint32_t i = 0; i < n; i++)
+        s[i] = (uint64_t)vals[i] << 32 | keys[i];
+    qsort(s, n, sizeof *s, cmp_u64);
+    return s;
+}
+
+/* The triangles' items (gm_tri_items_cuda) against gm_tri_items_cpu's: the
+ * same (key, triangle) items as a set (the CPU's come in its grid's order
+ * within a triangle, the GPU's in cloud order), none twice. */
+static uint32_t run_tri_case(uint32_t n_corners, uint32_t n_cloud, uint32_t n_clustered)
+{
+    gm_points corners = cloud_points(n_corners, n_corners / 4, 400, 400);
+    gm_points cloud = cloud_points(n_cloud, n_clustered, 400, 400);
+    gm_tris t = {NULL, 0};
+    ck_assert_int_eq(gm_tris_select_cpu(&corners, 20, 120, 0.3f, 0.3, 7, &t), GM_OK);
+    uint32_t *keys = NULL, *vals = NULL, n_items = 0;
+    ck_assert_int_eq(gm_tri_items_cpu(&corners, &t, &cloud, &keys, &vals, &n_items), GM_OK);
+    gm_tri_frame *tf = malloc((t.n ? t.n : 1) * sizeof *tf);
+    float *cs = malloc((cloud.n ? cloud.n : 1) * 2 * sizeof *cs);
+    ck_assert(tf && cs);
+    for (uint32_t d = 0; d < t.n; d++)
+        tf[d] = gm_tri_frame_of(corners.p[t.t[d].a], corners.p[t.t[d].b], corners.p[t.t[d].c]);
+    gm_points_cs(&cloud, cs);
+    gm_tri_frame *d_t = to_dev(tf, (size_t)t.n * sizeof *tf);
+    gm_point *d_cloud = to_dev(cloud.p, (size_t)cloud.n * sizeof(gm_point));
+    float *d_cs = to_dev(cs, (size_t)cloud.n * 2 * sizeof *cs);
+    uint32_t *d_keys = NULL, *d_vals = NULL, g_n = 0xDEADBEEFu;
+    gm_status st = gm_tri_items_cuda(d_t, t.n, d_cloud, d_cs, cloud.n, &d_keys, &d_vals, &g_n, 0);
+    if (st != GM_OK)
+        ck_abort_msg("gm_tri_items_cuda: %s", gm_cuda_last_error());
+    ck_assert_int_eq(cudaDeviceSynchronize(), cudaSuccess);
+    ck_assert_uint_eq(g_n, n_items);
+    uint32_t *gk = malloc((n_items ? n_items : 1) * sizeof *gk);
+    uint32_t *gv = malloc((n_items ? n_items : 1) * sizeof *gv);
+    ck_assert(gk && gv);
+    if (n_items) {
+        ck_assert_int_eq(cudaMemcpy(gk, d_keys, n_items * 4ull, cudaMemcpyDeviceToHost), cudaSuccess);
+        ck_assert_int_eq(cudaMemcpy(gv, d_vals, n_items * 4ull, cudaMemcpyDeviceToHost), cudaSuccess);
+    }
+    uint64_t *cset = item_set(keys, vals, n_items), *gset = item_set(gk, gv, n_items);
+    for (uint32_t i = 0; i < n_items; i++) {
+        if (gset[i] != cset[i])
+            ck_abort_msg("triangle item %u of %u: GPU (triangle %u, key %u), CPU (triangle %u, key "
+                         "%u)", i, n_items, (uint32_t)(gset[i] >> 32), (uint32_t)gset[i],
+                         (uint32_t)(cset[i] >> 32), (uint32_t)cset[i]);
+        if (i > 0)
+            ck_assert(gset[i] != gset[i - 1]); /* a key once a triangle */
+    }
+    printf("triangle items: %u triangles x %u points (%u clustered): %u items\n", t.n, cloud.n,
+           n_clustered, n_items);
+    cudaFree(d_keys); cudaFree(d_vals); cudaFree(d_t); cudaFree(d_cloud); cudaFree(d_cs);
+    free(gk); free(gv); free(cset); free(gset); free(keys); free(vals); free(tf); free(cs);
+    free(t.t); free(corners.p); free(cloud.p);
+    return n_items;
+}
+
+START_TEST(test_tri_items_matches_cpu)
+{
+    ck_assert_uint_gt(run_tri_case(40, 2000, 600), 1000);
+    ck_assert_uint_gt(run_tri_case(90, 5000, 0), 1000);
+    ck_assert_uint_eq(run_tri_case(40, 0, 0), 0); /* no cloud: no items */
+}
+END_TEST
+
 START_TEST(test_items_empty)
 {
     ck_assert_uint_eq(run_case(0, 300, 100, 0.3, 0), 0);     /* no corners: 0 bases */
@@ -172,6 +248,7 @@ static Suite *items_cuda_suite(void)
     tcase_set_timeout(tc, 300);
     tcase_add_test(tc, test_items_empty);
     tcase_add_test(tc, test_items_matches_cpu);
+    tcase_add_test(tc, test_tri_items_matches_cpu);
     suite_add_tcase(s, tc);
     return s;
 }
