@@ -268,7 +268,7 @@ gm_status gm_grid_rows(const gm_points *pts, float reach, int grid, size_t elem,
         {
             const int t = omp_get_thread_num();
             row_buf *b = &tb[t];
-            uint32_t *near = grid ? malloc((n ? n : 1) * sizeof *near) : NULL;
+            uint32_t *near = grid ? malloc(GM_GRID_ROW_ROOM * (size_t)(n ? n : 1) * sizeof *near) : NULL;
             fail = grid && near == NULL;
 #pragma omp for schedule(dynamic, 64)
             for (int64_t i = 0; i < (int64_t)n; i++) {
