@@ -817,11 +817,9 @@ extern "C" gm_status gm_verify_points_upload(gm_verify_dev *v, const gm_points *
         return GM_ERR_INVALID;
     /* the staging may still feed the previous upload's copies */
     GM_CUDA_CHECK(cudaEventSynchronize(v->staged));
-    for (uint32_t k = 0; k < q->n; k++) {
-        v->h_pts[k] = q->p[k];
-        v->h_cs[2 * k] = cosf(q->p[k].angle);
-        v->h_cs[2 * k + 1] = sinf(q->p[k].angle);
-    }
+    if (q->n)
+        memcpy(v->h_pts, q->p, q->n * sizeof *v->h_pts);
+    gm_points_cs(q, v->h_cs); /* glibc's, as the CPU's verification */
     v->n = q->n;
     if (q->n) {
         GM_CUDA_CHECK(cudaMemcpyAsync(v->d_pts, v->h_pts, q->n * sizeof *v->d_pts,
