@@ -304,8 +304,9 @@ gm_status gm_grid_rows(const gm_points *pts, float reach, int grid, size_t elem,
     }
     if (!fail)
         for (uint32_t i = 0; i < n; i++)
-            memcpy((char *)*items + elem * cnt[i], tb[who[i]].buf + elem * at[i],
-                   elem * (cnt[i + 1] - cnt[i]));
+            if (cnt[i + 1] > cnt[i]) /* a thread with no items has no buffer */
+                memcpy((char *)*items + elem * cnt[i], tb[who[i]].buf + elem * at[i],
+                       elem * (cnt[i + 1] - cnt[i]));
     for (int t = 0; tb && t < nt; t++)
         free(tb[t].buf);
     free(tb);
