@@ -244,53 +244,6 @@ extern "C" gm_status gm_multi_dev_to_host(const gm_cuckoo_dev *t, gm_multi *h)
     return GM_OK;
 }
 
-/* A device array of count entries copied from host memory (NULL when
- * count is 0). */
-static gm_status gm_copy_in(uint32_t **d, const uint32_t *h, size_t count)
-{
-    *d = NULL;
-    if (count == 0)
-        return GM_OK;
-    cudaError_t e = cudaMalloc((void **)d, count * sizeof **d);
-    if (e == cudaSuccess)
-        e = cudaMemcpy(*d, h, count * sizeof **d, cudaMemcpyHostToDevice);
-    if (e != cudaSuccess) {
-        gm_cuda_record_error(e, "cudaMemcpy(in)", __func__, __FILE__, __LINE__);
-        return e == cudaErrorMemoryAllocation ? GM_ERR_NOMEM : GM_ERR_DEVICE;
-    }
-    return GM_OK;
-}
-
-extern "C" gm_status gm_multi_host_to_dev(const gm_multi *h, gm_cuckoo_dev *t)
-{
-    if (!t)
-        return GM_ERR_INVALID;
-    memset(t, 0, sizeof *t);
-    if (!h || !h->seeds || !h->keys || !h->counts || !h->offsets || (h->n && !h->values))
-        return GM_ERR_INVALID;
-    size_t slots = (size_t)h->nb * GM_CUCKOO_BUCKET_SLOTS;
-    gm_status st = gm_copy_in(&t->d_seeds, h->seeds, h->nb);
-    if (st == GM_OK)
-        st = gm_copy_in(&t->d_keys, h->keys, slots);
-    if (st == GM_OK)
-        st = gm_copy_in(&t->d_counts, h->counts, slots);
-    if (st == GM_OK)
-        st = gm_copy_in(&t->d_offsets, h->offsets, slots);
-    if (st == GM_OK)
-        st = gm_copy_in(&t->d_values, h->values, h->n);
-    if (st != GM_OK) {
-        gm_cuckoo_dev_free(t);
-        return st;
-    }
-    t->nb = h->nb;
-    t->restart = h->restart;
-    t->h_c0 = h->h_c0;
-    t->h_c1 = h->h_c1;
-    t->n = h->n;
-    t->stats = h->stats;
-    return GM_OK;
-}
-
 extern "C" gm_status gm_compact_dev_to_host(const gm_cuckoo_dev *t, gm_compact *h)
 {
     if (!h)

@@ -140,10 +140,6 @@ gm_cuckoo_view gm_cuckoo_dev_view(const gm_cuckoo_dev *t);
 gm_status gm_cuckoo_dev_to_host(const gm_cuckoo_dev *t, gm_cuckoo *h);
 gm_status gm_multi_dev_to_host(const gm_cuckoo_dev *t, gm_multi *h);
 gm_status gm_compact_dev_to_host(const gm_cuckoo_dev *t, gm_compact *h);
-/* The other way: a device copy of a host multi-value table (the parity
- * tests vote on the device in a table the CPU built); free with
- * gm_cuckoo_dev_free. */
-gm_status gm_multi_host_to_dev(const gm_multi *h, gm_cuckoo_dev *t);
 /* Frees the table's device arrays with cudaFree (which synchronizes the
  * device) and zeroes *t; safe on a zeroed or failed table. */
 void gm_cuckoo_dev_free(gm_cuckoo_dev *t);

@@ -705,19 +705,22 @@ done:
     return st;
 }
 
-/* The frames of triangles t over pts (gm_tri_frame_of), NULL when out of
- * memory or a vertex is not in pts. */
-static gm_tri_frame *tri_frames(const gm_points *pts, const gm_tri *t, uint32_t n)
+/* The frames of triangles t over pts (gm_tri_frame_of) into *out
+ * (malloc'd); GM_ERR_INVALID when a vertex is not in pts. */
+static gm_status tri_frames(const gm_points *pts, const gm_tri *t, uint32_t n, gm_tri_frame **out)
 {
     gm_tri_frame *f = malloc((n ? n : 1) * sizeof *f);
-    for (uint32_t d = 0; f && d < n; d++) {
+    if (!f)
+        return GM_ERR_NOMEM;
+    for (uint32_t d = 0; d < n; d++) {
         if (t[d].a >= pts->n || t[d].b >= pts->n || t[d].c >= pts->n) {
             free(f);
-            return NULL;
+            return GM_ERR_INVALID;
         }
         f[d] = gm_tri_frame_of(pts->p[t[d].a], pts->p[t[d].b], pts->p[t[d].c]);
     }
-    return f;
+    *out = f;
+    return GM_OK;
 }
 
 /* A cloud and its cosines and sines (gm_points_cs) on the lane's device. */
@@ -744,8 +747,8 @@ gm_status gm_gpu_tri_level(gm_gpu_lane *g, const gm_points *corners, const gm_tr
     l->dev = g->dev;
     l->n_ref = t->n;
     uint32_t *d_keys = NULL, *d_vals = NULL;
-    gm_tri_frame *frames = tri_frames(corners, t->t, t->n);
-    gm_status st = frames ? GM_OK : GM_ERR_NOMEM;
+    gm_tri_frame *frames = NULL;
+    gm_status st = tri_frames(corners, t->t, t->n, &frames);
     if (st == GM_OK)
         st = upload(g, &g->bases, &g->h_keys, frames, (size_t)t->n * sizeof *frames);
     if (st == GM_OK)
@@ -770,10 +773,10 @@ gm_status gm_gpu_tri_vote(gm_gpu_lane *g, const gm_gpu_level *l, const gm_points
     if (vote_trivial(l, nq, k, cands, nc, vote_ms, reduce_ms))
         return GM_OK;
     double t0 = omp_get_wtime();
-    gm_tri_frame *frames = tri_frames(qcorners, qtris, nq);
-    gm_status st = frames ? GM_OK : GM_ERR_NOMEM;
+    gm_tri_frame *frames = NULL;
+    gm_status st;
     size_t scratch = gm_vote_scratch_bytes(l->n_ref, nq), tmp = gm_topk_tmp_count(nq, k);
-    if (st != GM_OK ||
+    if ((st = tri_frames(qcorners, qtris, nq, &frames)) != GM_OK ||
         (st = upload(g, &g->bases, &g->h_keys, frames, (size_t)nq * sizeof *frames)) != GM_OK ||
         (st = upload_cloud_cs(g, qcloud)) != GM_OK ||
         (st = dbuf_need(&g->best, ((size_t)nq + k + tmp) * sizeof(gm_candidate))) != GM_OK ||

@@ -22,8 +22,8 @@
 #include "stages/bases.h"
 
 /* Row i of the pair selection: the j != i at squared distance l2min..l2max
- * whose hash of (seed, i, j) is at most thr, in increasing j.  Writes their
- * keys i << 16 | j to out unless out is NULL; returns how many. */
+ * whose hash of (seed, i, j) is at most thr, in increasing j.  Writes the
+ * first cap of their keys i << 16 | j to out; returns how many there are. */
 static uint32_t select_row(const gm_points *pts, uint32_t i, const uint32_t *near, uint32_t n_near,
                            float l2min, float l2max, uint64_t seed, uint64_t thr, uint32_t *out,
                            size_t cap)

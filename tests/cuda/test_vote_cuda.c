@@ -321,7 +321,7 @@ static gm_points affine_points(const gm_points *src, const double a[4], double t
 }
 
 /* The triangles' vote (gm_tri_vote_reduce_cuda) on a reference table built
- * on the host and copied to the device (gm_multi_host_to_dev), against the
+ * from the reference's items on the device (gm_multi_build_cuda), against the
  * CPU's: the whole matrix against a count made here from the table's
  * lookups, and every row's best against gm_tri_vote_rows_cpu's, field for
  * field.  The query is the reference under an affine map (so the rows
@@ -340,8 +340,13 @@ static void run_tri_case(uint32_t n_corners, uint32_t n_cloud, const double a[4]
     ck_assert_ptr_nonnull(share);
     const uint32_t n_ref = rt.n;
     ck_assert_uint_gt(n_ref, 0);
+    /* the device's table from the same items (its values' order within a
+     * key may differ from the host's; the votes do not depend on it) */
+    uint32_t *d_keys = to_dev(keys, n_items * 4ull), *d_vals = to_dev(vals, n_items * 4ull);
     gm_cuckoo_dev dtable;
-    ck_assert_int_eq(gm_multi_host_to_dev(&table, &dtable), GM_OK);
+    memset(&dtable, 0, sizeof dtable);
+    ck_assert_int_eq(gm_multi_build_cuda(&dtable, d_keys, d_vals, n_items, GM_AFF_KEYS, 13, NULL, 0),
+                     GM_OK);
     gm_points qcorners = affine_points(&corners, a, 25, -15, 10);
     gm_points qcloud = affine_points(&cloud, a, 25, -15, 200);
     gm_tris qt;
@@ -389,6 +394,7 @@ static void run_tri_case(uint32_t n_corners, uint32_t n_cloud, const double a[4]
     }
     ck_assert_uint_gt(max_votes, 10); /* the mapped points must really vote */
     cudaFree(d_qt); cudaFree(d_cloud); cudaFree(d_cs); cudaFree(d_share);
+    cudaFree(d_keys); cudaFree(d_vals);
     gm_cuckoo_dev_free(&dtable);
     gm_multi_free(&table);
     free(votes); free(cbest); free(gbest); free(tf); free(cs); free(share);
