@@ -268,6 +268,11 @@ extern "C" cudaError_t gm_cuda_malloc_async(void **p, size_t bytes, cudaStream_t
     return cudaMallocFromPoolAsync(p, bytes, pool, stream);
 }
 
+extern "C" cudaError_t gm_cuda_free_async(void *p)
+{
+    return p ? cudaFreeAsync(p, cudaStreamPerThread) : cudaSuccess;
+}
+
 extern "C" int gm_cuda_device_count(char *why, size_t whylen)
 {
     int n = 0;

@@ -62,6 +62,12 @@ cudaError_t gm_cuda_launched(void);
  * use; the application's default pool is left alone); free with
  * cudaFreeAsync. */
 cudaError_t gm_cuda_malloc_async(void **p, size_t bytes, cudaStream_t stream);
+/* Frees pool memory (gm_cuda_malloc_async's) of the current device without
+ * waiting: cudaFreeAsync on the calling thread's per-thread stream.  For
+ * memory no pending work uses any more (its users' streams were waited
+ * for); cudaFree would wait for the whole device, every other thread's
+ * queries included.  NULL: nothing. */
+cudaError_t gm_cuda_free_async(void *p);
 
 /* A stage's device and pinned host buffers, listed once and allocated and
  * freed together: each *_dev_alloc names its buffers in one list, and its
@@ -140,8 +146,9 @@ gm_cuckoo_view gm_cuckoo_dev_view(const gm_cuckoo_dev *t);
 gm_status gm_cuckoo_dev_to_host(const gm_cuckoo_dev *t, gm_cuckoo *h);
 gm_status gm_multi_dev_to_host(const gm_cuckoo_dev *t, gm_multi *h);
 gm_status gm_compact_dev_to_host(const gm_cuckoo_dev *t, gm_compact *h);
-/* Frees the table's device arrays with cudaFree (which synchronizes the
- * device) and zeroes *t; safe on a zeroed or failed table. */
+/* Frees the table's device arrays without waiting (gm_cuda_free_async: the
+ * streams that used it must have been waited for) and zeroes *t; safe on a
+ * zeroed or failed table. */
 void gm_cuckoo_dev_free(gm_cuckoo_dev *t);
 /* The same, stream-ordered (cudaFreeAsync back to the pool, no device
  * synchronization): for tables built per query. */

@@ -545,7 +545,8 @@ static gm_status level_table(gm_gpu_lane *g, gm_gpu_level *l, gm_status st, uint
         st = gm_multi_build_cuda(&l->table, d_keys, d_vals, l->n_items, unique_bound, seed, NULL,
                                  g->stream);
     if (st == GM_OK && l->n_ref > 0) {
-        cudaError_t e = cudaMalloc((void **)&l->d_share, (size_t)l->n_ref * sizeof(float));
+        cudaError_t e =
+            gm_cuda_malloc_async((void **)&l->d_share, (size_t)l->n_ref * sizeof(float), g->stream);
         if (e == cudaSuccess)
             e = gm_cuda_malloc_async((void **)&d_count, (size_t)l->n_ref * sizeof *d_count, g->stream);
         if (e != cudaSuccess) {
@@ -561,7 +562,9 @@ static gm_status level_table(gm_gpu_lane *g, gm_gpu_level *l, gm_status st, uint
         (void)cudaFreeAsync(d_keys, g->stream);
     if (d_vals)
         (void)cudaFreeAsync(d_vals, g->stream);
-    if (st == GM_OK && gm_cuda_stream_wait(g->stream) != cudaSuccess) {
+    /* waited for on a failure too: the level's memory is freed without
+     * waiting for the device (gm_gpu_level_free) */
+    if (gm_cuda_stream_wait(g->stream) != cudaSuccess && st == GM_OK) {
         gm_cuda_record_error(cudaGetLastError(), "cudaStreamSynchronize", __func__, __FILE__,
                              __LINE__);
         st = GM_ERR_DEVICE;
@@ -612,7 +615,7 @@ void gm_gpu_level_free(gm_gpu_level *l)
     gm_cuda_scope sc;
     (void)gm_cuda_device_enter(l->dev, &sc);
     gm_cuckoo_dev_free(&l->table);
-    if (l->d_share && cudaFree(l->d_share) != cudaSuccess)
+    if (gm_cuda_free_async(l->d_share) != cudaSuccess)
         (void)cudaGetLastError();
     gm_edge_map_dev_free(&l->map);
     gm_cuda_device_leave(&sc);

@@ -663,34 +663,58 @@ static __global__ void __launch_bounds__(GM_VERIFY_THREADS)
 
 /* ---- the edge map ------------------------------------------------------------ */
 
-/* The buffers of d: px pixels, np points (0, 0: to free them). */
-static int map_bufs(gm_edge_map_dev *d, size_t px, size_t np, gm_dev_buf *b)
+/* Each pixel's nearest edge point as one cell (x, y, cos, sin), x NaN where
+ * there is none. */
+static __global__ void k_map_cells(const int32_t *__restrict__ nearest, const gm_point *__restrict__ pts,
+                            const float *__restrict__ dir, size_t px, float4 *__restrict__ cells)
 {
-    int k = 0;
-    b[k++] = (gm_dev_buf){(void **)&d->d_mask, px * sizeof *d->d_mask, 0};
-    b[k++] = (gm_dev_buf){(void **)&d->d_nearest, px * sizeof *d->d_nearest, 0};
-    b[k++] = (gm_dev_buf){(void **)&d->d_pts, np * sizeof *d->d_pts, 0};
-    b[k++] = (gm_dev_buf){(void **)&d->d_dir, 2 * np * sizeof *d->d_dir, 0};
-    b[k++] = (gm_dev_buf){(void **)&d->d_cells, px * sizeof *d->d_cells, 0};
-    return k;
+    const size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= px)
+        return;
+    const int32_t j = nearest[i];
+    cells[i] = j < 0 ? make_float4(NAN, 0.0f, 0.0f, 0.0f)
+                     : make_float4(pts[j].x, pts[j].y, dir[2 * j], dir[2 * j + 1]);
+}
+
+/* The map's device arrays come from the library's pool on the upload's
+ * stream and go back to it without waiting (gm_cuda_free_async): a batch
+ * or a video's cut-away frames make and free maps a query, and cudaMalloc
+ * and cudaFree would wait for the whole device, every other lane's queries
+ * included.  The slots of d's arrays, in one list. */
+static int map_slots(gm_edge_map_dev *d, void **p[5])
+{
+    p[0] = (void **)&d->d_mask, p[1] = (void **)&d->d_nearest, p[2] = (void **)&d->d_pts;
+    p[3] = (void **)&d->d_dir, p[4] = (void **)&d->d_cells;
+    return 5;
 }
 
 extern "C" void gm_edge_map_dev_free(gm_edge_map_dev *d)
 {
     if (!d)
         return;
-    gm_dev_buf b[5];
-    gm_dev_bufs_free(b, map_bufs(d, 0, 0, b));
+    void **p[5];
+    for (int i = 0, n = map_slots(d, p); i < n; i++)
+        (void)gm_cuda_free_async(*p[i]);
+    (void)cudaGetLastError();
     memset(d, 0, sizeof *d);
 }
 
 static gm_status edge_map_upload(const gm_edge_map *map, gm_edge_map_dev *d, cudaStream_t stream)
 {
     const size_t px = (size_t)map->w * (size_t)map->h, np = map->pts.n ? map->pts.n : 1;
-    gm_dev_buf b[5];
-    gm_status st = gm_dev_bufs_alloc(b, map_bufs(d, px, np, b));
-    if (st != GM_OK)
-        return st;
+    void **p[5];
+    const size_t bytes[5] = {px * sizeof *d->d_mask, px * sizeof *d->d_nearest,
+                             np * sizeof *d->d_pts, 2 * np * sizeof *d->d_dir,
+                             px * sizeof *d->d_cells};
+    for (int i = 0, n = map_slots(d, p); i < n; i++) {
+        cudaError_t e = gm_cuda_malloc_async(p[i], bytes[i], stream);
+        if (e != cudaSuccess) {
+            *p[i] = NULL;
+            gm_cuda_record_error(e, "cudaMallocAsync(edge map)", __func__, __FILE__, __LINE__);
+            (void)cudaGetLastError();
+            return gm_cuda_status(e); /* the caller frees the ones made */
+        }
+    }
     d->w = map->w;
     d->h = map->h;
     d->n = map->pts.n;
@@ -706,22 +730,12 @@ static gm_status edge_map_upload(const gm_edge_map *map, gm_edge_map_dev *d, cud
         GM_CUDA_CHECK(cudaMemcpyAsync(d->d_dir, map->dir, 2 * (size_t)map->pts.n * sizeof *d->d_dir,
                                       cudaMemcpyHostToDevice, stream));
     }
-    /* the packed cells, made on the host from the same arrays */
-    float4 *cells = (float4 *)malloc(px * sizeof *cells);
-    if (!cells)
-        return GM_ERR_NOMEM;
-    for (size_t i = 0; i < px; i++) {
-        int32_t j = map->nearest[i];
-        cells[i] = j < 0 ? make_float4(NAN, 0, 0, 0)
-                         : make_float4(map->pts.p[j].x, map->pts.p[j].y, map->dir[2 * j],
-                                       map->dir[2 * j + 1]);
-    }
-    cudaError_t e = cudaMemcpyAsync(d->d_cells, cells, px * sizeof *cells, cudaMemcpyHostToDevice,
-                                    stream);
-    if (e == cudaSuccess)
-        e = gm_cuda_stream_wait(stream);
-    free(cells);
-    GM_CUDA_CHECK(e);
+    /* the packed cells, made here from the same arrays (the same floats) */
+    const size_t blocks = (px + 255) / 256;
+    k_map_cells<<<(unsigned)blocks, 256, 0, stream>>>(d->d_nearest, d->d_pts, d->d_dir, px,
+                                                      d->d_cells);
+    GM_CUDA_CHECK_LAUNCH();
+    GM_CUDA_CHECK(gm_cuda_stream_wait(stream));
     return GM_OK;
 }
 
@@ -735,8 +749,10 @@ extern "C" gm_status gm_edge_map_upload(const gm_edge_map *map, gm_edge_map_dev 
         (map->pts.n && (!map->pts.p || !map->dir)))
         return GM_ERR_INVALID;
     gm_status st = edge_map_upload(map, d, stream);
-    if (st != GM_OK)
+    if (st != GM_OK) { /* nothing pending may write into the arrays freed */
+        (void)gm_cuda_stream_wait(stream);
         gm_edge_map_dev_free(d);
+    }
     return st;
 }
 
