@@ -9,8 +9,8 @@
  * threads (gm_thread_budget), frames in parallel beating threads in a
  * frame (gmatch_video.h).
  *
- * Why hand-written threads and not a library: the pipeline is one mutex, one
- * condition variable and a ring of workers + 2 slots whose frame buffers are
+ * Why hand-written threads and not a library: the pipeline is one mutex, three
+ * condition variables and a ring of workers + 2 slots whose frame buffers are
  * reused (so memory stays flat) and whose results leave in frame order.
  * GLib's GThreadPool/GAsyncQueue (the well-kept Debian candidate) would give
  * the queue but neither the buffer reuse nor the ordering, and would add a
@@ -47,13 +47,28 @@ typedef struct {
     slot *ring;
     int64_t cap;
     pthread_mutex_t mu;
-    pthread_cond_t cv;      /* any state change; few threads, so one condition */
+    /* a condition for each kind of waiter, each signalled only for what it
+     * waits for: one condition for every change woke all the workers, the
+     * writer and the decoder several times a frame, and at 1,500 frames a
+     * second the decoder queued for the mutex behind them */
+    pthread_cond_t room;    /* the decoder: its next slot FREE */
+    pthread_cond_t ready;   /* the workers: a READY frame, or the end */
+    pthread_cond_t done;    /* the writer: its next slot DONE, or the end */
     int64_t decoded;        /* items put in the ring so far */
     int64_t taken;          /* items handed to workers (or skipped: errors) */
     int decode_done, stop;
     gm_status fatal;
     gm_video_stats st;      /* under mu */
 } pipeline;
+
+/* Under mu: the run stops, every waiter told. */
+static void stop_all(pipeline *p)
+{
+    p->stop = 1;
+    pthread_cond_broadcast(&p->room);
+    pthread_cond_broadcast(&p->ready);
+    pthread_cond_broadcast(&p->done);
+}
 
 static void *decode_main(void *arg)
 {
@@ -64,7 +79,7 @@ static void *decode_main(void *arg)
         if (s->state != SLOT_FREE && !p->stop) {
             double w0 = gm_now_ms();
             while (s->state != SLOT_FREE && !p->stop)
-                pthread_cond_wait(&p->cv, &p->mu);
+                pthread_cond_wait(&p->room, &p->mu);
             p->st.decoder_wait_ms += gm_now_ms() - w0;
         }
         int stop = p->stop;
@@ -87,12 +102,14 @@ static void *decode_main(void *arg)
         s->state = s->item.status == GM_OK ? SLOT_READY : SLOT_DONE;
         s->seq = seq;
         p->decoded = seq + 1;
-        pthread_cond_broadcast(&p->cv);
+        /* a frame for one worker; an item that did not decode for the writer */
+        pthread_cond_signal(s->state == SLOT_READY ? &p->ready : &p->done);
         pthread_mutex_unlock(&p->mu);
     }
     pthread_mutex_lock(&p->mu);
     p->decode_done = 1;
-    pthread_cond_broadcast(&p->cv);
+    pthread_cond_broadcast(&p->ready);
+    pthread_cond_signal(&p->done);
     pthread_mutex_unlock(&p->mu);
     return NULL;
 }
@@ -115,7 +132,7 @@ static void *match_main(void *arg)
             break;
         if (p->taken >= p->decoded) {
             double w0 = gm_now_ms();
-            pthread_cond_wait(&p->cv, &p->mu);
+            pthread_cond_wait(&p->ready, &p->mu);
             p->st.worker_wait_ms += gm_now_ms() - w0;
             continue;
         }
@@ -131,7 +148,7 @@ static void *match_main(void *arg)
         pthread_mutex_lock(&p->mu);
         p->st.match_ms += s->match_ms;
         s->state = SLOT_DONE;
-        pthread_cond_broadcast(&p->cv);
+        pthread_cond_signal(&p->done); /* the writer alone waits on it */
     }
     pthread_mutex_unlock(&p->mu);
     return NULL;
@@ -155,7 +172,9 @@ gm_status gm_video_match(gm_video *v, const gm_ref *ref, gm_video_sink sink, voi
         return GM_ERR_NOMEM;
     }
     pthread_mutex_init(&p.mu, NULL);
-    pthread_cond_init(&p.cv, NULL);
+    pthread_cond_init(&p.room, NULL);
+    pthread_cond_init(&p.ready, NULL);
+    pthread_cond_init(&p.done, NULL);
     int started = 0;
     gm_status st = GM_OK;
     if (pthread_create(&th[0], NULL, decode_main, &p) == 0)
@@ -165,8 +184,7 @@ gm_status gm_video_match(gm_video *v, const gm_ref *ref, gm_video_sink sink, voi
             started++;
     if (started < workers + 1) {
         pthread_mutex_lock(&p.mu);
-        p.stop = 1;
-        pthread_cond_broadcast(&p.cv);
+        stop_all(&p);
         pthread_mutex_unlock(&p.mu);
         st = GM_ERR_NOMEM;
     }
@@ -175,7 +193,7 @@ gm_status gm_video_match(gm_video *v, const gm_ref *ref, gm_video_sink sink, voi
         slot *s = &p.ring[seq % p.cap];
         pthread_mutex_lock(&p.mu);
         while (!(seq < p.decoded && s->state == SLOT_DONE) && !(p.decode_done && seq >= p.decoded))
-            pthread_cond_wait(&p.cv, &p.mu);
+            pthread_cond_wait(&p.done, &p.mu);
         int end = seq >= p.decoded;
         pthread_mutex_unlock(&p.mu);
         if (end)
@@ -188,8 +206,8 @@ gm_status gm_video_match(gm_video *v, const gm_ref *ref, gm_video_sink sink, voi
         p.st.items++;
         s->state = SLOT_FREE;
         if (halt)
-            p.stop = 1;
-        pthread_cond_broadcast(&p.cv);
+            stop_all(&p);
+        pthread_cond_signal(&p.room); /* the decoder alone waits on it */
         pthread_mutex_unlock(&p.mu);
         if (halt)
             break;
@@ -209,7 +227,9 @@ gm_status gm_video_match(gm_video *v, const gm_ref *ref, gm_video_sink sink, voi
     for (int64_t i = 0; i < p.cap; i++)
         gm_video_frame_free(&p.ring[i].item);
     pthread_mutex_destroy(&p.mu);
-    pthread_cond_destroy(&p.cv);
+    pthread_cond_destroy(&p.room);
+    pthread_cond_destroy(&p.ready);
+    pthread_cond_destroy(&p.done);
     free(p.ring);
     free(th);
     return st;
