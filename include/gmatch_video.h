@@ -197,6 +197,7 @@ typedef struct {
     double decoder_wait_ms; /* the decoding thread waiting for a free slot (ring full) */
     double match_ms;        /* workers inside gm_match */
     double worker_wait_ms;  /* workers waiting for a decoded frame */
+    double convert_ms;      /* workers converting decoded frames to gray */
 } gm_video_stats;
 GM_API void gm_video_stats_get(const gm_video *v, gm_video_stats *s);
 

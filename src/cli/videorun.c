@@ -166,9 +166,10 @@ int run_video(video_ctx *c, const gm_ref *ref, gm_video *v)
         gm_video_stats_get(v, &vs);
         if (vs.items > 0)
             diag_file(c->q, "pipeline: %d workers, a ring of %d frames; a frame: decoding %.3f ms, "
-                      "the decoder waiting for room %.3f ms, matching %.3f ms, workers waiting "
-                      "for a frame %.3f ms (summed over threads)", vs.workers, vs.ring,
-                      vs.decode_ms / vs.items, vs.decoder_wait_ms / vs.items,
+                      "the decoder waiting for room %.3f ms, converting to gray %.3f ms, "
+                      "matching %.3f ms, workers waiting for a frame %.3f ms (summed over "
+                      "threads)", vs.workers, vs.ring, vs.decode_ms / vs.items,
+                      vs.decoder_wait_ms / vs.items, vs.convert_ms / vs.items,
                       vs.match_ms / vs.items, vs.worker_wait_ms / vs.items);
         if (c->timed > 0) {
             const gm_timing *t = &c->stages;

@@ -42,6 +42,7 @@ struct gm_video {
     AVPacket *pkt;
     AVFrame *fr;
     AVFrame *host;          /* fr copied from the GPU (NVDEC), reused */
+    AVFrame **raw_out;      /* gm_video_read_raw's: the held frame handed over unconverted */
     AVBufferRef *hw;        /* the CUDA device of NVDEC, NULL for the CPU decoder */
     int hw_refused;         /* NVDEC refused the stream (get_format fell back) */
     char decoder[192];      /* gm_video_decoder */
@@ -979,6 +980,40 @@ gm_status gm_video_read(gm_video *v, gm_video_frame *f, int *got)
     return read_one(v, f, got);
 }
 
+gm_status gm_video_read_raw(gm_video *v, gm_video_frame *f, int *got, struct AVFrame **raw)
+{
+    *raw = NULL;
+    if (v->ahead_head < v->ahead_n || v->ahead_end) /* read ahead: converted then */
+        return gm_video_read(v, f, got);
+    v->raw_out = raw;
+    gm_status st = read_one(v, f, got);
+    v->raw_out = NULL;
+    return st;
+}
+
+gm_status gm_video_finish(struct AVFrame **raw, struct SwsContext **sws, gm_video_frame *f)
+{
+    if (!*raw)
+        return GM_OK;
+    gm_status st = gm_video_convert(*raw, 0, sws, f);
+    if (st == GM_ERR_NOMEM)
+        snprintf(f->error, sizeof f->error, "out of memory for the frame's gray image");
+    else if (st != GM_OK)
+        snprintf(f->error, sizeof f->error, "cannot convert pixel format %s to gray",
+                 av_get_pix_fmt_name((*raw)->format));
+    f->status = st;
+    av_frame_free(raw);
+    return st;
+}
+
+void gm_video_raw_free(struct AVFrame **raw) { av_frame_free(raw); }
+
+void gm_video_sws_free(struct SwsContext **sws)
+{
+    sws_freeContext(*sws);
+    *sws = NULL;
+}
+
 static gm_status read_one(gm_video *v, gm_video_frame *f, int *got)
 {
     *got = 0;
@@ -1012,6 +1047,14 @@ static gm_status read_one(gm_video *v, gm_video_frame *f, int *got)
                 f->status = GM_ERR_TOO_LARGE;
                 snprintf(f->error, sizeof f->error, "frame of %dx%d exceeds the pixel limit",
                          v->fr->width, v->fr->height);
+            } else if (v->raw_out && v->fr->format != AV_PIX_FMT_CUDA) {
+                /* converted by the caller (gm_video_finish), on its thread */
+                if (!(*v->raw_out = av_frame_alloc())) {
+                    av_frame_unref(v->fr);
+                    return GM_ERR_NOMEM;
+                }
+                av_frame_move_ref(*v->raw_out, v->fr);
+                f->status = GM_OK;
             } else {
                 f->status = convert_held(v, f);
                 if (f->status == GM_ERR_NOMEM) {

@@ -5,11 +5,6 @@
 
 #include "gmatch_video.h"
 
-/* Convert a decoded frame to gray into f (buffer grown as needed): the luma
- * plane directly where that is exact, else libswscale (force_sws: always
- * libswscale, for tests); *sws is a cache the caller frees with
- * sws_freeContext.  GM_OK, GM_ERR_NOMEM, GM_ERR_CORRUPT (no pixel format) or
- * GM_ERR_UNSUPPORTED (libswscale cannot convert it). */
 /* The options v was opened with (for the frame pipeline, src/pipeline/frames.c). */
 const gm_video_opts *gm_video_options(const gm_video *v);
 /* Its statistics, which the frame pipeline keeps (NULL without FFmpeg). */
@@ -26,7 +21,28 @@ gm_probe gm_video_probe(const char *path);
 
 struct AVFrame;
 struct SwsContext;
+/* Convert a decoded frame to gray into f (buffer grown as needed): the luma
+ * plane directly where that is exact, else libswscale (force_sws: always
+ * libswscale, for tests); *sws is a cache the caller frees with
+ * sws_freeContext.  GM_OK, GM_ERR_NOMEM, GM_ERR_CORRUPT (no pixel format) or
+ * GM_ERR_UNSUPPORTED (libswscale cannot convert it). */
 gm_status gm_video_convert(const struct AVFrame *fr, int force_sws, struct SwsContext **sws,
                            gm_video_frame *f);
+
+/* gm_video_read, but the gray conversion left to the caller, who may run it
+ * on another thread (the frame pipeline's workers: on the decoding thread
+ * it took a 640x360 frame's decode half as long again).  An item that
+ * decoded comes back with everything but its image and *raw holding the
+ * decoded frame; the caller calls gm_video_finish on it.  *raw NULL: f is
+ * whole (an error item, a frame read ahead, one NVDEC decoded). */
+gm_status gm_video_read_raw(gm_video *v, gm_video_frame *f, int *got, struct AVFrame **raw);
+/* *raw to gray in f, as gm_video_read would have (f->status and f->error
+ * set the same way), then freed (*raw NULL); nothing for *raw NULL.  *sws:
+ * the calling thread's libswscale cache (NULL at first), freed with
+ * gm_video_sws_free.  Returns f->status. */
+gm_status gm_video_finish(struct AVFrame **raw, struct SwsContext **sws, gm_video_frame *f);
+void gm_video_sws_free(struct SwsContext **sws);
+/* Frees *raw unconverted (a frame no worker took) and sets it NULL. */
+void gm_video_raw_free(struct AVFrame **raw);
 
 #endif

@@ -74,6 +74,21 @@ gm_status gm_video_read(gm_video *v, gm_video_frame *f, int *got)
     return GM_ERR_INVALID;
 }
 
+gm_status gm_video_read_raw(gm_video *v, gm_video_frame *f, int *got, struct AVFrame **raw)
+{
+    *raw = NULL;
+    return gm_video_read(v, f, got);
+}
+
+gm_status gm_video_finish(struct AVFrame **raw, struct SwsContext **sws, gm_video_frame *f)
+{
+    (void)raw, (void)sws;
+    return f->status;
+}
+
+void gm_video_sws_free(struct SwsContext **sws) { *sws = NULL; }
+void gm_video_raw_free(struct AVFrame **raw) { *raw = NULL; }
+
 int gm_video_lost(const gm_video *v) { return (void)v, 0; }
 const char *gm_video_error(const gm_video *v) { return (void)v, ""; }
 

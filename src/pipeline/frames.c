@@ -36,6 +36,7 @@ typedef struct {
     int state;
     int64_t seq;            /* the item's place in the run */
     gm_video_frame item;
+    struct AVFrame *raw;    /* its decoded frame, converted to gray by the worker */
     gm_result res;
     gm_status match;
     double decode_ms, match_ms;
@@ -82,14 +83,14 @@ static void *decode_main(void *arg)
                 pthread_cond_wait(&p->room, &p->mu);
             p->st.decoder_wait_ms += gm_now_ms() - w0;
         }
-        int stop = p->stop;
+        int stop = p->stop || p->fatal != GM_OK;
         pthread_mutex_unlock(&p->mu);
         if (stop)
             break;
         /* the slot is ours alone while FREE */
         int got = 0;
         double t0 = gm_now_ms();
-        gm_status st = gm_video_read(p->v, &s->item, &got);
+        gm_status st = gm_video_read_raw(p->v, &s->item, &got, &s->raw);
         s->decode_ms = gm_now_ms() - t0;
         pthread_mutex_lock(&p->mu);
         p->st.decode_ms += s->decode_ms;
@@ -121,6 +122,7 @@ static void *match_main(void *arg)
     int ft = gm_video_options(p->v)->frame_threads;
     gm_model model = gm_video_options(p->v)->model;
     gm_thread_budget = ft > 0 ? ft : 1;
+    struct SwsContext *sws = NULL; /* this worker's conversion cache */
     pthread_mutex_lock(&p->mu);
     for (;;) {
         /* error items go straight to the writer, which may already have
@@ -140,17 +142,25 @@ static void *match_main(void *arg)
         s->state = SLOT_BUSY;
         pthread_mutex_unlock(&p->mu);
         double t0 = gm_now_ms();
+        gm_status conv = gm_video_finish(&s->raw, &sws, &s->item);
+        double t1 = gm_now_ms();
+        s->decode_ms += t1 - t0;
         memset(&s->res, 0, sizeof s->res);
-        s->match = model == GM_MODEL_REFERENCE
-                       ? gm_match(p->ref, gm_image_view(&s->item.img), &s->res)
-                       : gm_match_model(p->ref, gm_image_view(&s->item.img), model, &s->res);
-        s->match_ms = gm_now_ms() - t0;
+        if (conv == GM_OK)
+            s->match = model == GM_MODEL_REFERENCE
+                           ? gm_match(p->ref, gm_image_view(&s->item.img), &s->res)
+                           : gm_match_model(p->ref, gm_image_view(&s->item.img), model, &s->res);
+        s->match_ms = conv == GM_OK ? gm_now_ms() - t1 : 0;
         pthread_mutex_lock(&p->mu);
+        p->st.convert_ms += t1 - t0;
         p->st.match_ms += s->match_ms;
+        if (conv == GM_ERR_NOMEM && p->fatal == GM_OK) /* as a failed read: no more frames */
+            p->fatal = conv;
         s->state = SLOT_DONE;
         pthread_cond_signal(&p->done); /* the writer alone waits on it */
     }
     pthread_mutex_unlock(&p->mu);
+    gm_video_sws_free(&sws);
     return NULL;
 }
 
@@ -223,9 +233,12 @@ gm_status gm_video_match(gm_video *v, const gm_ref *ref, gm_video_sink sink, voi
         vs->wall_ms += gm_now_ms() - t_start;
         vs->decode_ms += p.st.decode_ms, vs->decoder_wait_ms += p.st.decoder_wait_ms;
         vs->match_ms += p.st.match_ms, vs->worker_wait_ms += p.st.worker_wait_ms;
+        vs->convert_ms += p.st.convert_ms;
     }
-    for (int64_t i = 0; i < p.cap; i++)
+    for (int64_t i = 0; i < p.cap; i++) {
         gm_video_frame_free(&p.ring[i].item);
+        gm_video_raw_free(&p.ring[i].raw); /* a frame no worker took (a stop) */
+    }
     pthread_mutex_destroy(&p.mu);
     pthread_cond_destroy(&p.room);
     pthread_cond_destroy(&p.ready);

@@ -392,6 +392,63 @@ START_TEST(test_prefetch)
 }
 END_TEST
 
+/* The items gm_video_read gives, read with the conversion left to the
+ * caller (gm_video_read_raw, then gm_video_finish in reverse order, as
+ * the pipeline's workers may), with and without frames read ahead; a frame
+ * never converted is freed (gm_video_raw_free). */
+START_TEST(test_read_raw)
+{
+    gm_video_opts o = gm_video_opts_default();
+    o.first = 1, o.last = 12;
+    gm_video_frame *want;
+    int n = read_all(CLIP, o, &want);
+    ck_assert_int_eq(n, 11);
+    char err[256];
+    for (int ahead = 0; ahead <= 3; ahead += 3) {
+        gm_video *v;
+        ck_assert_int_eq(gm_video_open(CLIP, &o, &v, err, sizeof err), GM_OK);
+        if (ahead)
+            ck_assert_int_eq(gm_video_prefetch(v, ahead, INT64_MAX, NULL), GM_OK);
+        gm_video_frame *f = xcalloc((size_t)n + 1, sizeof *f);
+        struct AVFrame **raw = xcalloc((size_t)n + 1, sizeof *raw);
+        int unconverted = 0;
+        for (int i = 0; i < n; i++) {
+            int got = 0;
+            ck_assert_int_eq(gm_video_read_raw(v, &f[i], &got, &raw[i]), GM_OK);
+            ck_assert_int_eq(got, 1);
+            ck_assert_int_eq(f[i].frame, want[i].frame);
+            ck_assert(f[i].pts_s == want[i].pts_s);
+            ck_assert_int_eq(f[i].status, GM_OK);
+            unconverted += raw[i] != NULL;
+        }
+        ck_assert_int_eq(unconverted, n - ahead); /* the ones read ahead came converted */
+        int got = 1;
+        ck_assert_int_eq(gm_video_read_raw(v, &f[n], &got, &raw[n]), GM_OK);
+        ck_assert_int_eq(got, 0);
+        ck_assert_ptr_null(raw[n]);
+        gm_video_close(v); /* the frames taken outlive their reader */
+        struct SwsContext *sws = NULL;
+        for (int i = n - 1; i >= 1; i--) {
+            ck_assert_int_eq(gm_video_finish(&raw[i], &sws, &f[i]), GM_OK);
+            ck_assert_ptr_null(raw[i]);
+            ck_assert_int_eq(f[i].img.width, want[i].img.width);
+            ck_assert_int_eq(f[i].img.height, want[i].img.height);
+            for (int y = 0; y < f[i].img.height; y++)
+                ck_assert(memcmp(f[i].img.data + (size_t)y * f[i].img.stride,
+                                 want[i].img.data + (size_t)y * want[i].img.stride,
+                                 (size_t)f[i].img.width) == 0);
+        }
+        gm_video_raw_free(&raw[0]);
+        ck_assert_ptr_null(raw[0]);
+        gm_video_sws_free(&sws);
+        for (int i = 0; i <= n; i++)
+            gm_video_frame_free(&f[i]);
+        free(f), free(raw);
+    }
+    free_items(want, n);
+}
+END_TEST
+
 static uint8_t *slurp(const char *path, size_t *size)
 {
     FILE *f = fopen(path, "rb");
@@ -561,6 +618,7 @@ static Suite *video_suite(void)
     tcase_add_test(tc, test_decoders);
     tcase_add_test(tc, test_match_model);
     tcase_add_test(tc, test_prefetch);
+    tcase_add_test(tc, test_read_raw);
     tcase_add_test(tc, test_open_mem);
     tcase_add_test(tc, test_max_pixels);
     tcase_add_test(tc, test_still_formats);
