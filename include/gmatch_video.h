@@ -81,7 +81,8 @@ typedef struct {
     gm_model model;       /* gm_video_match's model: GM_MODEL_REFERENCE (default) the
                              reference's own, else one for gm_match_model (same rules) */
     int queue;            /* frames gm_video_match decodes ahead of its workers: the ring
-                             holds workers + queue frames; <= 0: the default (docs/speed.md) */
+                             holds workers + queue frames; <= 0: the default (as many as
+                             128 MiB of frames hold, 2 to 16 a worker: gm_video_match) */
 } gm_video_opts;
 
 GM_API gm_video_opts gm_video_opts_default(void);
@@ -168,7 +169,9 @@ typedef struct {
 typedef int (*gm_video_sink)(void *user, const gm_video_result *r);
 
 /* Decode and match every selected frame of v against ref: one decoder
- * thread feeds a ring of workers + 2 frames (memory stays flat), o->workers
+ * thread feeds a ring of workers + o->queue frames (by default as many as
+ * 128 MiB of frames hold, at least 2 and at most 16 a worker: memory stays
+ * flat), o->workers
  * threads call gm_match (o->frame_threads OpenMP threads each), and the
  * calling thread hands the results to sink in frame order.  A reference
  * under GM_DEVICE_AUTO still on the CPU moves to the GPU first (a video

@@ -4,13 +4,13 @@
  * thread hands the results to the sink in frame order.  The pipeline layer
  * above both: the video input knows nothing of matching.
  *
- * The ring holds workers + 2 frames, so memory stays flat whatever the
- * video's length; each worker runs its frames with the video's frame
+ * The ring holds the workers' frames and a queue decoded ahead, so memory
+ * stays flat whatever the video's length; each worker runs its frames with the video's frame
  * threads (gm_thread_budget), frames in parallel beating threads in a
  * frame (gmatch_video.h).
  *
  * Why hand-written threads and not a library: the pipeline is one mutex, three
- * condition variables and a ring of workers + 2 slots whose frame buffers are
+ * condition variables and a ring of slots whose frame buffers are
  * reused (so memory stays flat) and whose results leave in frame order.
  * GLib's GThreadPool/GAsyncQueue (the well-kept Debian candidate) would give
  * the queue but neither the buffer reuse nor the ordering, and would add a
@@ -23,10 +23,33 @@
 #include "common/common.h"
 #include "io/video.h"
 
-/* Frames decoded ahead of the workers (gm_video_opts.queue's default). */
+/* Frames decoded ahead of the workers (gm_video_opts.queue's default):
+ * at least GM_VIDEO_QUEUE, and as many more as GM_VIDEO_RING_BYTES of
+ * frames hold (a slot's gray image and, until a worker converts it, the
+ * decoded frame: 2.5 bytes a pixel for 4:2:0), at most
+ * GM_VIDEO_QUEUE_PER_WORKER a worker.  The results leave in frame order,
+ * so a slow frame (a negative under auto searches to its end) holds its
+ * slot while the others finish theirs: with workers + 2 slots the ring
+ * filled behind it and every worker waited.  One H200, 16 workers,
+ * 640x360 under auto: a queue of 2, 16, 64, 256 frames gave 857, 837,
+ * 855, 939 fps (docs/speed.md). */
 #ifndef GM_VIDEO_QUEUE
 #define GM_VIDEO_QUEUE 2
 #endif
+#define GM_VIDEO_RING_BYTES ((int64_t)128 << 20)
+#define GM_VIDEO_QUEUE_PER_WORKER 16
+
+static int default_queue(const gm_video *v, int workers)
+{
+    int w = 0, h = 0;
+    double fps = 0;
+    gm_video_info(v, &w, &h, &fps);
+    int64_t slot = (int64_t)w * h * 5 / 2;
+    int64_t q = slot > 0 ? GM_VIDEO_RING_BYTES / slot - workers : 0;
+    if (q > (int64_t)GM_VIDEO_QUEUE_PER_WORKER * workers)
+        q = (int64_t)GM_VIDEO_QUEUE_PER_WORKER * workers;
+    return q > GM_VIDEO_QUEUE ? (int)q : GM_VIDEO_QUEUE;
+}
 
 /* A slot of the ring: FREE (the decoder may fill it), READY (decoded, waits
  * for a worker), BUSY (a worker matches it), DONE (waits for the writer). */
@@ -172,7 +195,7 @@ gm_status gm_video_match(gm_video *v, const gm_ref *ref, gm_video_sink sink, voi
     /* a video repays the accelerator's start under auto: its frames wait for it */
     gm_ref_expect(ref, -1, 1);
     int workers = o->workers > 0 ? o->workers : omp_get_num_procs();
-    int queue = o->queue > 0 ? o->queue : GM_VIDEO_QUEUE;
+    int queue = o->queue > 0 ? o->queue : default_queue(v, workers);
     pipeline p = {.v = v, .ref = ref, .cap = workers + queue, .fatal = GM_OK};
     double t_start = gm_now_ms();
     p.ring = calloc((size_t)p.cap, sizeof *p.ring);
