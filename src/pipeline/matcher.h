@@ -33,6 +33,9 @@
 #define GM_FINE_LEVELS 3
 #define GM_ALL_LEVELS (GM_LEVELS + GM_FINE_LEVELS)
 #define GM_FINE_LMAX_REL 0.125f
+/* A fine level's edges and corners on the reference's device when the
+ * square of its longer side is at most this (reference.c) */
+#define GM_FINE_DEVICE_MAX_PX ((int64_t)2048 * 2048)
 /* Triangles: the fine levels' side band at every level, kept with this
  * probability, angle at a between 30 and 150 degrees. */
 #define GM_TRI_PROB 0.1

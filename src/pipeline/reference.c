@@ -227,8 +227,11 @@ static gm_status ref_build(gm_ref *r, gm_view img)
         gm_side_free(&s);
     }
     /* fine levels, coarse to fine: factors f0/2, f0/4, ..., 1.  Their
-     * edges and corners are found on the host (a lane's buffers would grow
-     * to the finest level's 24 megapixels and stay so); their tables and
+     * edges and corners are found on the reference's device when the level
+     * fits a lane's buffers of GM_FINE_DEVICE_MAX_PX (a square of its
+     * longer side: a 1080p frame's own level, which every cut-away frame's
+     * reverse search prepares), else on the host (a lane's buffers would
+     * grow to a photograph's 24 megapixels and stay so); their tables and
      * edge maps go to the device like level 0's, so that their votes and
      * verification run there.  The host keeps each map for the stages that
      * stay host stages on both devices (triangles, growth, the spread and
@@ -244,7 +247,10 @@ static gm_status ref_build(gm_ref *r, gm_view img)
         double grow = ((double)(img.width / f) * (img.height / f)) / ((double)l0->w * l0->h);
         side s;
         char err[128];
-        st = gm_side_build_f(&gm_backend_cpu, NULL, img, f, (int64_t)(200000 * grow), (uint32_t)(p->ref_points * grow),
+        const int64_t longer = img.width / f > img.height / f ? img.width / f : img.height / f;
+        const int on_dev = longer * longer <= GM_FINE_DEVICE_MAX_PX;
+        st = gm_side_build_f(on_dev ? be : &gm_backend_cpu, on_dev ? lane : NULL, img, f,
+                             (int64_t)(200000 * grow), (uint32_t)(p->ref_points * grow),
                              (uint32_t)fmin(p->basis_points * grow, 60000.0), &s, err, sizeof err);
         if (st != GM_OK)
             break;
