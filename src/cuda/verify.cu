@@ -238,6 +238,116 @@ static __device__ int normal_solve(const double *sum, const double hn[9], double
     return used < GM_REFINE_MIN_PAIRS || gm_fit_finish((gm_model)MODEL, used, AA, bb, hn, hh) != 0;
 }
 
+/* normal_solve by the 32 lanes of one warp, for the cluster's solve that
+ * every other warp of the cluster waits for at a barrier (one thread's
+ * solve in local memory was the growth's bound: under ncu, k_grow_fused's
+ * warps stalled at barriers half of their cycles).  The same operations as
+ * gm_solve_n and gm_fit_finish element by element, in shared memory: the
+ * column equilibration a lane a column, the pivot search by every lane
+ * alike, the row swap and each elimination step's updates spread over the
+ * lanes (an element's updates in the same order of pivots), the back
+ * substitution and the model's h on lane 0; so the same h bit for bit
+ * (this file is built without contracted multiply-adds).  Returns (to
+ * every lane) nonzero for too few pairs or a degenerate solve; hh on lane
+ * 0. */
+struct warp_solve_mem {
+    double A[8][8], b[8], x[8], sc[8], f[8];
+};
+
+template <int MODEL, int NP>
+static __device__ int warp_normal_solve(const double *sum, const double hn[9], double hh[9],
+                                        warp_solve_mem *m)
+{
+    constexpr int NA = NP * (NP + 1) / 2;
+    const int lane = threadIdx.x & 31;
+    const int used = (int)sum[NA + NP];
+    if (used < GM_REFINE_MIN_PAIRS || used < (MODEL == GM_MODEL_SIMILARITY ? 2 : NP))
+        return 1;
+    for (int e = lane; e < NA; e += 32) { /* the upper triangle's entry e, row by row */
+        int j = 0, k = e;
+        while (k >= NP - j)
+            k -= NP - j, j++;
+        k += j;
+        m->A[j][k] = m->A[k][j] = sum[e];
+    }
+    if (lane < NP)
+        m->b[lane] = sum[NA + lane];
+    __syncwarp();
+    if (lane < NP) {
+        double mx = 0;
+        for (int i = 0; i < NP; i++)
+            mx = fmax(mx, fabs(m->A[i][lane]));
+        const double sc = mx > 0 ? 1.0 / mx : 1.0;
+        m->sc[lane] = sc;
+        for (int i = 0; i < NP; i++)
+            m->A[i][lane] *= sc;
+    }
+    __syncwarp();
+    for (int c = 0; c < NP; c++) {
+        int p = c;
+        for (int r = c + 1; r < NP; r++)
+            if (fabs(m->A[r][c]) > fabs(m->A[p][c]))
+                p = r;
+        if (fabs(m->A[p][c]) < 1e-12)
+            return 1; /* every lane read the same column */
+        __syncwarp();
+        if (p != c) {
+            if (lane < NP) {
+                const double t = m->A[c][lane];
+                m->A[c][lane] = m->A[p][lane];
+                m->A[p][lane] = t;
+            } else if (lane == NP) {
+                const double t = m->b[c];
+                m->b[c] = m->b[p];
+                m->b[p] = t;
+            }
+            __syncwarp();
+        }
+        if (lane > c && lane < NP)
+            m->f[lane] = m->A[lane][c] / m->A[c][c];
+        __syncwarp();
+        const int cols = NP - c + 1; /* columns c..NP-1, then b */
+        for (int t = lane; t < (NP - c - 1) * cols; t += 32) {
+            const int r = c + 1 + t / cols, k = c + t % cols;
+            if (k < NP)
+                m->A[r][k] -= m->f[r] * m->A[c][k];
+            else
+                m->b[r] -= m->f[r] * m->b[c];
+        }
+        __syncwarp();
+    }
+    int bad = 0;
+    if (lane == 0) {
+        double *x = m->x;
+        for (int r = NP - 1; r >= 0; r--) {
+            double sr = m->b[r];
+            for (int k = r + 1; k < NP; k++)
+                sr -= m->A[r][k] * x[k];
+            x[r] = sr / m->A[r][r];
+        }
+        for (int j = 0; j < NP; j++) {
+            x[j] *= m->sc[j];
+            if (!isfinite(x[j]))
+                bad = 1;
+        }
+        if (!bad && MODEL == GM_MODEL_SIMILARITY) {
+            hh[0] = x[0], hh[1] = -x[1], hh[2] = x[2];
+            hh[3] = x[1], hh[4] = x[0], hh[5] = x[3];
+            hh[6] = hh[7] = 0, hh[8] = 1;
+        } else if (!bad && MODEL == GM_MODEL_AFFINE) {
+            for (int j = 0; j < 6; j++)
+                hh[j] = x[j];
+            hh[6] = hh[7] = 0, hh[8] = 1;
+        } else if (!bad) {
+            const double sn = hn[8] != 0 ? hn[8] : 1;
+            for (int j = 0; j < 8; j++)
+                hh[j] = hn[j] / sn + x[j];
+            hh[8] = 1;
+        }
+    }
+    return __shfl_sync(0xFFFFFFFFu, bad, 0);
+}
+
 /* Point k's rows of the normal equations under h (hn: gm_fit_prepare's)
  * added to A and b when it has a partner within radius r: 1, else 0. */
 template <int MODEL, int NP>
@@ -453,6 +563,7 @@ struct cluster_state {
     uint32_t cnt[3];
     uint32_t hits[GM_VERIFY_WARPS], bg[GM_VERIFY_WARPS], in[GM_VERIFY_WARPS];
     double warp[GM_VERIFY_WARPS * GM_MAX_NV], sum[GM_MAX_NV];
+    warp_solve_mem solve; /* block 0's */
 };
 
 /* gm_refine_model_cpu(MODEL, iters) of the cluster's h (block 0's) on the
@@ -489,13 +600,16 @@ static __device__ void cluster_refine(cooperative_groups::cluster_group &cluster
         if (rank == 0) {
             partials_sum<NV>(part, c, nb, s->sum);
             __syncthreads();
-            if (threadIdx.x == 0) {
+            if (threadIdx.x < 32) {
                 double hh[9];
-                if (normal_solve<MODEL, NP>(s->sum, hn, hh))
-                    s->stop = 1;
-                else
-                    for (int j = 0; j < 9; j++)
-                        s->h[j] = hh[j];
+                const int bad = warp_normal_solve<MODEL, NP>(s->sum, hn, hh, &s->solve);
+                if (threadIdx.x == 0) {
+                    if (bad)
+                        s->stop = 1;
+                    else
+                        for (int j = 0; j < 9; j++)
+                            s->h[j] = hh[j];
+                }
             }
         }
         cluster.sync(); /* block 0's h and flag are published */
