@@ -1,0 +1,171 @@
+/* kprof.c: where the device's time goes over a whole run: each kernel's
+ * launches and device time, the copies', and the device's busy time (the
+ * union of every kernel's and copy's interval, all streams together),
+ * through CUPTI's activity records.  For docs/speed.md's figures; not part
+ * of the library.
+ *
+ * Built as a CUDA injection library (the driver loads it at cuInit): the
+ * build's kprof.so where CMake finds CUPTI (GMATCH_CUDA on), or
+ *   gcc -O2 -shared -fPIC -I/usr/local/cuda/include tools/bench/kprof.c \
+ *       -o kprof.so -L/usr/local/cuda/lib64 -lcupti -lpthread
+ * (carry libcupti.so.13 to a machine that lacks it).
+ * Run:
+ *   CUDA_INJECTION64_PATH=$PWD/kprof.so [KPROF_OUT=file] gmatch ...
+ * At exit (stderr, or KPROF_OUT): the wall time from the first record to
+ * the last, the busy time, and a line a kernel name (launches, summed
+ * milliseconds, mean microseconds, share of the summed kernel time),
+ * largest first.  A process that ends with _exit prints nothing. */
+#define _POSIX_C_SOURCE 200809L /* strdup */
+
+#include <cupti.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define BUF_BYTES (8u << 20)
+#define MAX_NAMES 512
+
+typedef struct {
+    char *name;
+    uint64_t n, ns;
+} stat;
+
+typedef struct {
+    uint64_t a, b;
+} span;
+
+static pthread_mutex_t g_mu = PTHREAD_MUTEX_INITIALIZER;
+static stat g_stat[MAX_NAMES];
+static int g_n;
+static span *g_span;
+static size_t g_nspan, g_capspan;
+static uint64_t g_dropped;
+
+static stat *stat_of(const char *name)
+{
+    for (int i = 0; i < g_n; i++)
+        if (!strcmp(g_stat[i].name, name))
+            return &g_stat[i];
+    if (g_n == MAX_NAMES)
+        return &g_stat[MAX_NAMES - 1]; /* the last slot takes the rest */
+    g_stat[g_n].name = strdup(name);
+    return &g_stat[g_n++];
+}
+
+static void add(const char *name, uint64_t a, uint64_t b)
+{
+    stat *s = stat_of(name);
+    s->n++;
+    s->ns += b > a ? b - a : 0;
+    if (g_nspan == g_capspan) {
+        size_t cap = g_capspan ? 2 * g_capspan : 1 << 16;
+        span *p = realloc(g_span, cap * sizeof *p);
+        if (!p)
+            return;
+        g_span = p, g_capspan = cap;
+    }
+    g_span[g_nspan++] = (span){a, b};
+}
+
+static void CUPTIAPI requested(uint8_t **buf, size_t *size, size_t *max_records)
+{
+    *buf = aligned_alloc(8, BUF_BYTES);
+    *size = *buf ? BUF_BYTES : 0;
+    *max_records = 0;
+}
+
+static void CUPTIAPI completed(CUcontext ctx, uint32_t stream, uint8_t *buf, size_t size,
+                               size_t valid)
+{
+    (void)ctx, (void)stream, (void)size;
+    CUpti_Activity *r = NULL;
+    pthread_mutex_lock(&g_mu);
+    while (cuptiActivityGetNextRecord(buf, valid, &r) == CUPTI_SUCCESS) {
+        if (r->kind == CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL || r->kind == CUPTI_ACTIVITY_KIND_KERNEL) {
+            const CUpti_ActivityKernel10 *k = (const CUpti_ActivityKernel10 *)r;
+            add(k->name ? k->name : "?", k->start, k->end);
+        } else if (r->kind == CUPTI_ACTIVITY_KIND_MEMCPY) {
+            const CUpti_ActivityMemcpy6 *m = (const CUpti_ActivityMemcpy6 *)r;
+            add(m->copyKind == CUPTI_ACTIVITY_MEMCPY_KIND_HTOD   ? "[copy to device]"
+                : m->copyKind == CUPTI_ACTIVITY_MEMCPY_KIND_DTOH ? "[copy to host]"
+                                                                  : "[copy, other]",
+                m->start, m->end);
+        } else if (r->kind == CUPTI_ACTIVITY_KIND_MEMSET) {
+            const CUpti_ActivityMemset4 *m = (const CUpti_ActivityMemset4 *)r;
+            add("[memset]", m->start, m->end);
+        }
+    }
+    size_t dropped = 0;
+    if (cuptiActivityGetNumDroppedRecords(ctx, stream, &dropped) == CUPTI_SUCCESS)
+        g_dropped += dropped;
+    pthread_mutex_unlock(&g_mu);
+    free(buf);
+}
+
+static int by_start(const void *x, const void *y)
+{
+    const span *a = x, *b = y;
+    return (a->a > b->a) - (a->a < b->a);
+}
+
+static int by_time(const void *x, const void *y)
+{
+    const stat *a = x, *b = y;
+    return (a->ns < b->ns) - (a->ns > b->ns);
+}
+
+static void report(void)
+{
+    cuptiActivityFlushAll(1);
+    pthread_mutex_lock(&g_mu);
+    const char *path = getenv("KPROF_OUT");
+    FILE *f = path ? fopen(path, "w") : NULL;
+    if (!f)
+        f = stderr;
+    qsort(g_span, g_nspan, sizeof *g_span, by_start);
+    uint64_t busy = 0, lo = 0, hi = 0, first = g_nspan ? g_span[0].a : 0, last = 0;
+    for (size_t i = 0; i < g_nspan; i++) {
+        if (i == 0 || g_span[i].a > hi) {
+            busy += hi - lo;
+            lo = g_span[i].a, hi = g_span[i].b;
+        } else if (g_span[i].b > hi) {
+            hi = g_span[i].b;
+        }
+        if (g_span[i].b > last)
+            last = g_span[i].b;
+    }
+    busy += hi - lo;
+    uint64_t kern = 0;
+    for (int i = 0; i < g_n; i++)
+        kern += g_stat[i].name[0] == '[' ? 0 : g_stat[i].ns;
+    qsort(g_stat, (size_t)g_n, sizeof *g_stat, by_time);
+    fprintf(f, "kprof: %.1f ms from the first record to the last, device busy %.1f ms (%.0f%%), "
+               "kernels summed %.1f ms, %zu records, %llu dropped\n",
+            (last - first) * 1e-6, busy * 1e-6, last > first ? 100.0 * busy / (last - first) : 0,
+            kern * 1e-6, g_nspan, (unsigned long long)g_dropped);
+    for (int i = 0; i < g_n; i++)
+        fprintf(f, "kprof: %10.2f ms %9llu x %9.1f us %5.1f%%  %.150s\n", g_stat[i].ns * 1e-6,
+                (unsigned long long)g_stat[i].n, g_stat[i].n ? g_stat[i].ns * 1e-3 / g_stat[i].n : 0,
+                kern && g_stat[i].name[0] != '[' ? 100.0 * g_stat[i].ns / kern : 0, g_stat[i].name);
+    if (f != stderr)
+        fclose(f);
+    pthread_mutex_unlock(&g_mu);
+}
+
+/* The driver's entry point for an injection library. */
+int InitializeInjection(void);
+int InitializeInjection(void)
+{
+    if (cuptiActivityRegisterCallbacks(requested, completed) != CUPTI_SUCCESS ||
+        cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL) != CUPTI_SUCCESS) {
+        fprintf(stderr, "kprof: CUPTI's activity records are not available here\n");
+        return 1;
+    }
+    (void)cuptiActivityEnable(CUPTI_ACTIVITY_KIND_MEMCPY);
+    (void)cuptiActivityEnable(CUPTI_ACTIVITY_KIND_MEMSET);
+    (void)cuptiActivityFlushPeriod(200); /* records kept should the teardown come first */
+    atexit(report);
+    return 1;
+}
