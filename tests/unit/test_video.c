@@ -41,6 +41,16 @@ static int read_all(const char *path, gm_video_opts o, gm_video_frame **items)
     return n;
 }
 
+/* a and b the same size and pixels, row by row (strides may differ) */
+static void expect_same_image(const gm_image *a, const gm_image *b)
+{
+    ck_assert_int_eq(a->width, b->width);
+    ck_assert_int_eq(a->height, b->height);
+    for (int y = 0; y < a->height; y++)
+        ck_assert(memcmp(a->data + (size_t)y * a->stride, b->data + (size_t)y * b->stride,
+                         (size_t)a->width) == 0);
+}
+
 static void free_items(gm_video_frame *items, int n)
 {
     for (int i = 0; i <= n; i++)
@@ -360,12 +370,7 @@ START_TEST(test_prefetch)
             ck_assert_int_eq(f.frame, want[i].frame);
             ck_assert_int_eq(f.status, want[i].status);
             ck_assert(f.pts_s == want[i].pts_s);
-            ck_assert_int_eq(f.img.width, want[i].img.width);
-            ck_assert_int_eq(f.img.height, want[i].img.height);
-            for (int y = 0; y < f.img.height; y++)
-                ck_assert(memcmp(f.img.data + (size_t)y * f.img.stride,
-                                 want[i].img.data + (size_t)y * want[i].img.stride,
-                                 (size_t)f.img.width) == 0);
+            expect_same_image(&f.img, &want[i].img);
         }
         int got = 1;
         ck_assert_int_eq(gm_video_read(v, &f, &got), GM_OK);
@@ -431,12 +436,7 @@ START_TEST(test_read_raw)
         for (int i = n - 1; i >= 1; i--) {
             ck_assert_int_eq(gm_video_finish(&raw[i], &sws, &f[i]), GM_OK);
             ck_assert_ptr_null(raw[i]);
-            ck_assert_int_eq(f[i].img.width, want[i].img.width);
-            ck_assert_int_eq(f[i].img.height, want[i].img.height);
-            for (int y = 0; y < f[i].img.height; y++)
-                ck_assert(memcmp(f[i].img.data + (size_t)y * f[i].img.stride,
-                                 want[i].img.data + (size_t)y * want[i].img.stride,
-                                 (size_t)f[i].img.width) == 0);
+            expect_same_image(&f[i].img, &want[i].img);
         }
         gm_video_raw_free(&raw[0]);
         ck_assert_ptr_null(raw[0]);
@@ -570,11 +570,7 @@ START_TEST(test_still_formats)
         ck_assert_str_eq(err, "");
         gm_video_frame *a;
         ck_assert_int_eq(read_all(files[k], gm_video_opts_default(), &a), 1);
-        ck_assert_int_eq(img.width, a[0].img.width);
-        ck_assert_int_eq(img.height, a[0].img.height);
-        for (int y = 0; y < img.height; y++)
-            ck_assert_int_eq(memcmp(img.data + y * img.stride, a[0].img.data + y * a[0].img.stride,
-                                    (size_t)img.width), 0);
+        expect_same_image(&img, &a[0].img);
         free_items(a, 1);
         gm_image_free(&img);
         /* and over the pixel limit before decoding */
