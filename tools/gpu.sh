@@ -12,7 +12,7 @@
 # GM_GPU_BUILD (default build-gpu) and GM_GPU_DEV (default .device) name the
 # build and carry folders, so that several checkouts' work can travel apart;
 # GM_GPU_TESTS (a grep pattern, default all) picks the tests that run,
-# GM_GPU_BENCH (words: hash match scores pairs video videolong fault soak sift gpus photo scene seeds; default
+# GM_GPU_BENCH (words: hash match scores pairs kprof video videolong fault soak sift gpus photo scene seeds; default
 # hash match scores video sift fault) the
 # benchmarks; GM_GPU_NOBENCH=1 runs none, GM_GPU_NOSAN=1 no sanitizer;
 # GM_GPU_INVISIBLE=0 leaves the seeds bench's invisible-change run out.
@@ -68,6 +68,12 @@ if [ "$mode" = pack ]; then
     tools/bench/bench_video.sh make "$dev/videos" "${GM_GPU_VIDEO_FRAMES:-300}" >/dev/null
   fi
   ../shared/device/pack-libs.sh "$dev/libs.tar.xz" "$dev"/bin/*
+  # the kernel profiler (tools/bench/kprof.c) and the CUPTI it loads
+  if [ -f "$build/kprof.so" ]; then
+    cp "$build/kprof.so" "$dev/"
+    cupti=$(sed -n 's/^CUDA_cupti_LIBRARY:FILEPATH=//p' "$build/CMakeCache.txt")
+    [ -f "$cupti" ] && cp -L "$cupti" "$dev/$(basename "$(readlink -f "$cupti")")"
+  fi
   # the carry limit is 64 MiB: the programs travel stripped and compressed
   strip "$dev"/bin/*
   tar cJf "$dev/bin.tar.xz" -C "$dev" bin && rm -rf "$dev/bin"
@@ -125,6 +131,25 @@ if [ -z "${GM_GPU_NOBENCH:-}" ]; then
       WORKERS=${GM_GPU_PAIRS_WORKERS:-default 16 32} REPS=1 tools/bench/bench_pairs.sh \
         "$dev/bin/gmatch" "$dev/bench/stills" "$out/pairs-$m" --device cuda --model "$m" 2>&1 |
         tee "$out/pairs-$m.log"
+    done
+  fi
+  # where the device's time goes (tools/bench/kprof.c): each kernel's
+  # launches and time over the public stills ten times as one batch
+  if want kprof && [ -f "$dev/kprof.so" ] && [ -d "$dev/bench/stills" ]; then
+    cp "$dev"/libcupti.so* "$dev/libs/" 2>/dev/null
+    python3 - "$dev/bench/stills" > "$out/kprof-stills.jsonl" <<'PY'
+import json, os, sys
+d = os.path.abspath(sys.argv[1])
+rows = [json.loads(l) for l in open(os.path.join(d, "manifest.jsonl"))]
+for _ in range(10):
+    for j in rows:
+        print(json.dumps({"ref": os.path.join(d, j["ref"]), "query": os.path.join(d, j["query"])}))
+PY
+    for m in similarity auto; do
+      echo "== kernels over the public stills x 10, --device cuda --model $m"
+      CUDA_INJECTION64_PATH=$PWD/$dev/kprof.so KPROF_OUT="$out/kprof-$m.txt" "$dev/bin/gmatch" -q \
+        --device cuda --model "$m" --format json --batch "$out/kprof-stills.jsonl" > /dev/null
+      head -12 "$out/kprof-$m.txt" | cut -c1-160
     done
   fi
   if [ -x "$dev/bin/gmatch" ] && [ -x "$dev/bench/run.sh" ]; then
