@@ -18,7 +18,8 @@
  * `break` does.  On a device with thread block clusters (compute capability
  * 9.0 on) the whole refinement is one launch instead (k_refine_fused): a
  * cluster of blocks a candidate sums the same chunks the same way, its
- * first block solves, cluster barriers between the iterations; the same h
+ * first block's first warp solves (warp_normal_solve: gm_solve_n's
+ * operations over the lanes), cluster barriers between the iterations; the same h
  * bit for bit, one launch where there were a memset, one an iteration and
  * the score's.  Then the strict score of the final h
  * (gm_verify_strict_point), exact for that h.  The sums run in another
