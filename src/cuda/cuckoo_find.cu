@@ -271,18 +271,11 @@ extern "C" gm_status gm_compact_dev_to_host(const gm_cuckoo_dev *t, gm_compact *
 }
 
 /* The table remembers no stream: freed on the calling thread's per-thread
- * stream (gm_cuda_free_async), not by cudaFree, which would wait for the
- * whole device.  Its users' streams must have been waited for. */
+ * stream, not by cudaFree, which would wait for the whole device.  Its
+ * users' streams must have been waited for. */
 extern "C" void gm_cuckoo_dev_free(gm_cuckoo_dev *t)
 {
-    if (!t)
-        return;
-    void *p[] = {t->d_seeds,   t->d_slots,  t->d_keys,   t->d_vals,
-                 t->d_counts,  t->d_offsets, t->d_values, t->d_unique};
-    for (size_t i = 0; i < sizeof p / sizeof p[0]; i++)
-        if (gm_cuda_free_async(p[i]) != cudaSuccess)
-            (void)cudaGetLastError();
-    memset(t, 0, sizeof *t);
+    gm_cuckoo_dev_free_async(t, cudaStreamPerThread);
 }
 
 extern "C" void gm_cuckoo_dev_free_async(gm_cuckoo_dev *t, cudaStream_t stream)

@@ -273,6 +273,33 @@ extern "C" cudaError_t gm_cuda_free_async(void *p)
     return p ? cudaFreeAsync(p, cudaStreamPerThread) : cudaSuccess;
 }
 
+extern "C" void gm_dev_bufs_pool_free(const gm_dev_buf *b, int n, cudaStream_t stream)
+{
+    for (int i = 0; i < n; i++) {
+        if (*b[i].p)
+            (void)cudaFreeAsync(*b[i].p, stream);
+        *b[i].p = NULL;
+    }
+    (void)cudaGetLastError();
+}
+
+extern "C" gm_status gm_dev_bufs_pool_alloc(const gm_dev_buf *b, int n, cudaStream_t stream)
+{
+    for (int i = 0; i < n; i++)
+        *b[i].p = NULL;
+    for (int i = 0; i < n; i++) {
+        cudaError_t e = b[i].host ? cudaErrorInvalidValue
+                                  : gm_cuda_malloc_async(b[i].p, b[i].bytes, stream);
+        if (e != cudaSuccess) {
+            gm_cuda_record_error(e, "cudaMallocFromPoolAsync", __func__, __FILE__, __LINE__);
+            *b[i].p = NULL;
+            gm_dev_bufs_pool_free(b, n, stream);
+            return gm_cuda_status(e);
+        }
+    }
+    return GM_OK;
+}
+
 extern "C" int gm_cuda_device_count(char *why, size_t whylen)
 {
     int n = 0;

@@ -83,6 +83,15 @@ gm_status gm_dev_bufs_alloc(const gm_dev_buf *b, int n);
 /* Frees every non-NULL *p and sets it to NULL; errors are dropped (there is
  * nothing left to do with them). */
 void gm_dev_bufs_free(const gm_dev_buf *b, int n);
+/* The same for device buffers (host 0) from the library's pool, made on
+ * stream (gm_cuda_malloc_async) and handed back on stream without waiting
+ * for the device: for buffers made and freed a query (cudaMalloc and
+ * cudaFree would wait for the whole device, every other lane's queries
+ * included).  The free is for buffers no pending work uses any more (their
+ * users' streams were waited for, or stream is theirs: a failed alloc
+ * frees on it); cudaStreamPerThread when the caller holds no stream. */
+gm_status gm_dev_bufs_pool_alloc(const gm_dev_buf *b, int n, cudaStream_t stream);
+void gm_dev_bufs_pool_free(const gm_dev_buf *b, int n, cudaStream_t stream);
 
 /* ---- hash tables on the device (src/cuda/cuckoo.cu) ---------------------------
  * Built with the algorithm and layout of the CPU tables (src/hash/cuckoo_core.h

@@ -780,8 +780,9 @@ static __global__ void __launch_bounds__(GM_VERIFY_THREADS)
 
 /* Each pixel's nearest edge point as one cell (x, y, cos, sin), x NaN where
  * there is none. */
-static __global__ void k_map_cells(const int32_t *__restrict__ nearest, const gm_point *__restrict__ pts,
-                            const float *__restrict__ dir, size_t px, float4 *__restrict__ cells)
+static __global__ void k_map_cells(const int32_t *__restrict__ nearest,
+                                   const gm_point *__restrict__ pts, const float *__restrict__ dir,
+                                   size_t px, float4 *__restrict__ cells)
 {
     const size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= px)
@@ -791,45 +792,37 @@ static __global__ void k_map_cells(const int32_t *__restrict__ nearest, const gm
                      : make_float4(pts[j].x, pts[j].y, dir[2 * j], dir[2 * j + 1]);
 }
 
-/* The map's device arrays come from the library's pool on the upload's
- * stream and go back to it without waiting (gm_cuda_free_async): a batch
- * or a video's cut-away frames make and free maps a query, and cudaMalloc
- * and cudaFree would wait for the whole device, every other lane's queries
- * included.  The slots of d's arrays, in one list. */
-static int map_slots(gm_edge_map_dev *d, void **p[5])
+/* The buffers of d: px pixels, np points (0, 0: to free them).  They come
+ * from the library's pool on the upload's stream and go back to it without
+ * waiting (gm_dev_bufs_pool_*): a batch or a video's cut-away frames make
+ * and free maps a query. */
+static int map_bufs(gm_edge_map_dev *d, size_t px, size_t np, gm_dev_buf *b)
 {
-    p[0] = (void **)&d->d_mask, p[1] = (void **)&d->d_nearest, p[2] = (void **)&d->d_pts;
-    p[3] = (void **)&d->d_dir, p[4] = (void **)&d->d_cells;
-    return 5;
+    int k = 0;
+    b[k++] = (gm_dev_buf){(void **)&d->d_mask, px * sizeof *d->d_mask, 0};
+    b[k++] = (gm_dev_buf){(void **)&d->d_nearest, px * sizeof *d->d_nearest, 0};
+    b[k++] = (gm_dev_buf){(void **)&d->d_pts, np * sizeof *d->d_pts, 0};
+    b[k++] = (gm_dev_buf){(void **)&d->d_dir, 2 * np * sizeof *d->d_dir, 0};
+    b[k++] = (gm_dev_buf){(void **)&d->d_cells, px * sizeof *d->d_cells, 0};
+    return k;
 }
 
 extern "C" void gm_edge_map_dev_free(gm_edge_map_dev *d)
 {
     if (!d)
         return;
-    void **p[5];
-    for (int i = 0, n = map_slots(d, p); i < n; i++)
-        (void)gm_cuda_free_async(*p[i]);
-    (void)cudaGetLastError();
+    gm_dev_buf b[5];
+    gm_dev_bufs_pool_free(b, map_bufs(d, 0, 0, b), cudaStreamPerThread);
     memset(d, 0, sizeof *d);
 }
 
 static gm_status edge_map_upload(const gm_edge_map *map, gm_edge_map_dev *d, cudaStream_t stream)
 {
     const size_t px = (size_t)map->w * (size_t)map->h, np = map->pts.n ? map->pts.n : 1;
-    void **p[5];
-    const size_t bytes[5] = {px * sizeof *d->d_mask, px * sizeof *d->d_nearest,
-                             np * sizeof *d->d_pts, 2 * np * sizeof *d->d_dir,
-                             px * sizeof *d->d_cells};
-    for (int i = 0, n = map_slots(d, p); i < n; i++) {
-        cudaError_t e = gm_cuda_malloc_async(p[i], bytes[i], stream);
-        if (e != cudaSuccess) {
-            *p[i] = NULL;
-            gm_cuda_record_error(e, "cudaMallocAsync(edge map)", __func__, __FILE__, __LINE__);
-            (void)cudaGetLastError();
-            return gm_cuda_status(e); /* the caller frees the ones made */
-        }
-    }
+    gm_dev_buf b[5];
+    gm_status st = gm_dev_bufs_pool_alloc(b, map_bufs(d, px, np, b), stream);
+    if (st != GM_OK)
+        return st;
     d->w = map->w;
     d->h = map->h;
     d->n = map->pts.n;

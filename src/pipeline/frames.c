@@ -5,9 +5,9 @@
  * above both: the video input knows nothing of matching.
  *
  * The ring holds the workers' frames and a queue decoded ahead, so memory
- * stays flat whatever the video's length; each worker runs its frames with the video's frame
- * threads (gm_thread_budget), frames in parallel beating threads in a
- * frame (gmatch_video.h).
+ * stays flat whatever the video's length; each worker runs its frames with
+ * the video's frame threads (gm_thread_budget), frames in parallel beating
+ * threads in a frame (gmatch_video.h).
  *
  * Why hand-written threads and not a library: the pipeline is one mutex, three
  * condition variables and a ring of slots whose frame buffers are
