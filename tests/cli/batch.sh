@@ -165,17 +165,18 @@ for l in open(sys.argv[1]):
     r = json.loads(l); r.pop("time_ms", None); print(json.dumps(r))' "$tmp/p3.jsonl") || fail "a plain run, 3 still workers: not the lines of one at a time"
 [ "$(wc -l < "$tmp/p3.jsonl")" -ge 9 ] || fail "a plain run, 3 still workers: $(wc -l < "$tmp/p3.jsonl") lines"
 
-# 4. killed at random points and resumed: the uninterrupted result, in order
+# 4. killed at random points and resumed: the uninterrupted result, in order.
+# A kill comes 0.1-0.9 s times a scale after the start; the scale doubles
+# after a run that added no line, so that a slow build (ASan) on a loaded
+# machine still gets past its slowest pair, whatever the machine's speed.
 for trial in 1 2 3; do
     rm -f "$tmp/r.jsonl"
-    runs=0
+    runs=0 scale=1 have=0
     while :; do
         runs=$((runs + 1))
         (cd "$tmp" && exec "$gm" --batch m/pairs.jsonl --resume r.jsonl -o r.jsonl -q 2> /dev/null) &
         pid=$!
-        # 0.1-0.9 s, longer as the kills add up, so that a slow build (ASan)
-        # still gets through its slowest pair
-        d=$(( (RANDOM % 9 + 1) * (1 + runs / 4) )) # tenths of a second
+        d=$(( (RANDOM % 9 + 1) * scale )) # tenths of a second
         sleep "$((d / 10)).$((d % 10))"
         if kill -9 "$pid" 2> /dev/null; then
             wait "$pid" 2> /dev/null
@@ -183,7 +184,15 @@ for trial in 1 2 3; do
             wait "$pid"
             break
         fi
-        [ "$runs" -lt 60 ] || { fail "resume: not finished after 60 runs"; break; }
+        now=$(cat "$tmp/r.jsonl" 2> /dev/null | wc -l)
+        if [ "$now" -gt "$have" ]; then
+            have=$now
+        elif [ "$scale" -lt 256 ]; then
+            scale=$((scale * 2))
+        else # 25-230 s a run and no line added
+            fail "resume: no progress at $have lines"; break
+        fi
+        [ "$runs" -lt 200 ] || { fail "resume: not finished after 200 runs"; break; }
     done
     strip "$tmp/r.jsonl" > "$tmp/r.txt"
     cmp -s "$tmp/all.txt" "$tmp/r.txt" || fail "resume trial $trial ($runs runs): not the uninterrupted lines ($(diff "$tmp/all.txt" "$tmp/r.txt" | head -c 400))"
