@@ -1,8 +1,11 @@
 /* gmatch_video.h: frames of a video file as 8-bit gray, and a pipeline that
  * matches every frame against one prepared reference (gmatch.h).  Through
- * FFmpeg (libavformat, libavcodec, libswscale, libavutil); in a library
- * built without it (gm_video_available() is 0) gm_video_open answers
- * GM_ERR_FORMAT saying so, and the rest is never reached.
+ * FFmpeg (libavformat, libavcodec, libswscale, libavutil), which the
+ * library opens on its first video (dlopen), not when a program starts: a
+ * program that reads only JPEG and PNG never loads it.  In a library built
+ * without it, or where its libraries cannot be loaded (gm_video_available()
+ * is 0), gm_video_open answers GM_ERR_FORMAT saying so, and the rest is
+ * never reached.
  *
  *     gm_video *v;
  *     gm_video_opts o = gm_video_opts_default();
@@ -223,7 +226,8 @@ GM_API void gm_video_log(int verbose);
 GM_API gm_status gm_image_load_frame(const char *path, int64_t frame, int64_t max_pixels,
                                      gm_image *out, char *err, size_t errlen);
 
-/* 1 when this library reads videos (built with FFmpeg), else 0. */
+/* 1 when this library reads videos (built with FFmpeg, whose libraries
+ * this call loads when they are not yet), else 0. */
 GM_API int gm_video_available(void);
 
 #ifdef __cplusplus

@@ -67,7 +67,15 @@ if [ "$mode" = pack ]; then
   if command -v ffmpeg >/dev/null && [ "${GM_GPU_VIDEO_FRAMES:-300}" -gt 0 ]; then
     tools/bench/bench_video.sh make "$dev/videos" "${GM_GPU_VIDEO_FRAMES:-300}" >/dev/null
   fi
-  ../shared/device/pack-libs.sh "$dev/libs.tar.xz" "$dev"/bin/*
+  # gmatch opens FFmpeg at run time (src/io/ffmpeg_load.h), out of ldd's
+  # sight: a program linked to the two libraries it opens (their
+  # dependencies bring the rest) names them to pack-libs.sh
+  if pkg-config --exists libavformat libswscale; then # the build's AUTO found them
+    echo 'int main(void) { return 0; }' | cc -x c - -o "$dev/ffmpeg-libs" -Wl,--no-as-needed \
+      $(pkg-config --libs libavformat libswscale)
+  fi
+  ../shared/device/pack-libs.sh "$dev/libs.tar.xz" "$dev"/bin/* $(ls "$dev/ffmpeg-libs" 2>/dev/null)
+  rm -f "$dev/ffmpeg-libs"
   # the kernel profiler (tools/bench/kprof.c) and the CUPTI it loads
   if [ -f "$build/kprof.so" ]; then
     cp "$build/kprof.so" "$dev/"

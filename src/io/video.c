@@ -15,12 +15,9 @@
 #include <sys/stat.h>
 #include <time.h>
 
-#include <libavcodec/avcodec.h>
-#include <libavformat/avformat.h>
-#include <libavutil/hwcontext.h>
-#include <libavutil/imgutils.h>
-#include <libavutil/pixdesc.h>
-#include <libswscale/swscale.h>
+/* FFmpeg's headers, and its functions called through the table that
+ * gm_ff_load fills on the first use (the libraries are not linked) */
+#include "io/ffmpeg_load.h"
 
 /* Seek instead of decoding and dropping when the first selected frame is at
  * least this far in (frames).  Decoding 32 frames of 1080p H.264 costs about
@@ -95,10 +92,22 @@ gm_video_opts gm_video_opts_default(void)
 
 void gm_video_log(int verbose)
 {
-    av_log_set_level(verbose ? AV_LOG_WARNING : AV_LOG_QUIET);
+    gm_ff_log_level(verbose ? AV_LOG_WARNING : AV_LOG_QUIET);
 }
 
-int gm_video_available(void) { return 1; }
+int gm_video_available(void) { return gm_ff_load(NULL, 0) == 0; }
+
+/* FFmpeg loaded (ffmpeg_load.h), else 0 and a "not ..., and" line in err
+ * that says which library is missing. */
+static int ffmpeg_ready(char *err, size_t errlen)
+{
+    char why[320];
+    if (gm_ff_load(why, sizeof why) == 0)
+        return 1;
+    snprintf(err, errlen, "not a JPEG or PNG image, and no video or other image can be read: %s",
+             why);
+    return 0;
+}
 
 void gm_video_frame_free(gm_video_frame *f)
 {
@@ -190,7 +199,8 @@ static char *file_url(const char *path)
 gm_probe gm_video_probe(const char *path)
 {
     struct stat sb;
-    if (!path || stat(path, &sb) != 0 || !S_ISREG(sb.st_mode) || sb.st_size == 0)
+    if (!path || stat(path, &sb) != 0 || !S_ISREG(sb.st_mode) || sb.st_size == 0 ||
+        gm_ff_load(NULL, 0) != 0)
         return GM_PROBE_NONE;
     char *url = file_url(path), err[128];
     const AVInputFormat *fmt = url ? probe_content(url, err, sizeof err) : NULL;
@@ -355,6 +365,8 @@ gm_status gm_video_open(const char *path, const gm_video_opts *opts, gm_video **
         snprintf(err, errlen, "empty file");
         return GM_ERR_FORMAT;
     }
+    if (!ffmpeg_ready(err, errlen))
+        return GM_ERR_FORMAT;
     char *url = file_url(path);
     if (!url)
         return GM_ERR_NOMEM;
@@ -421,6 +433,8 @@ gm_status gm_video_open_mem(const uint8_t *data, size_t size, const gm_video_opt
         snprintf(err, errlen, "empty file");
         return GM_ERR_FORMAT;
     }
+    if (!ffmpeg_ready(err, errlen))
+        return GM_ERR_FORMAT;
     gm_video *v = calloc(1, sizeof *v);
     enum { IO_BUF = 32768 };
     uint8_t *buf = av_malloc(IO_BUF);
@@ -1006,11 +1020,17 @@ gm_status gm_video_finish(struct AVFrame **raw, struct SwsContext **sws, gm_vide
     return st;
 }
 
-void gm_video_raw_free(struct AVFrame **raw) { av_frame_free(raw); }
+/* (nothing to free when FFmpeg never loaded: no frame or context was made) */
+void gm_video_raw_free(struct AVFrame **raw)
+{
+    if (*raw)
+        av_frame_free(raw);
+}
 
 void gm_video_sws_free(struct SwsContext **sws)
 {
-    sws_freeContext(*sws);
+    if (*sws)
+        sws_freeContext(*sws);
     *sws = NULL;
 }
 

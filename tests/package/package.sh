@@ -7,13 +7,13 @@
 #
 # 1. builds the .deb (CUDA off unless GMATCH_DEB_CMAKE_ARGS says otherwise:
 #    the package test need not wait for nvcc) and checks its files and its
-#    Depends;
+#    Depends (FFmpeg's runtime packages too: gmatch opens them at run time);
 # 2. installs it: with GMATCH_TEST_DPKG=1 as root (CI's .ci/run) by dpkg -i
 #    into the system, then purges it with dpkg -P (where a gmatch package
 #    is installed already, the test leaves it alone and unpacks as below);
 #    otherwise unpacked by dpkg-deb -x into a temporary root (the files as dpkg would place them, run from there);
-#    runs gmatch --version, the sample pair (the same line as GMATCH), the
-#    manual page, and tests/install/example.c built with the package's
+#    runs gmatch --version, the sample pair (the same line as GMATCH), a
+#    frame of the sample clip (with FFmpeg), the manual page, and tests/install/example.c built with the package's
 #    pkg-config file (the same matrix);
 # 3. builds the wheel, installs it into a fresh venv (with Debian's numpy)
 #    and matches the sample pair in Python (the same matrix), then removes
@@ -54,6 +54,14 @@ depends=$(dpkg-deb -f "$deb" Depends)
 for d in libjpeg62-turbo libpng16-16 libjansson4 libgomp1 libc6; do
     check "the .deb depends on $d" grep -q "$d" <<< "$depends"
 done
+# FFmpeg is opened at run time (src/io/ffmpeg_load.h): the package names it
+ff=0
+pkg-config --exists libavformat libavcodec libswscale libavutil 2> /dev/null && ff=1
+if [ $ff = 1 ]; then
+    for d in libavformat libavcodec libswscale libavutil; do
+        check "the .deb depends on $d (opened at run time)" grep -Eq "$d[0-9]+" <<< "$depends"
+    done
+fi
 
 # ---- 2. installed ----------------------------------------------------------------
 preinstalled=0 # a gmatch package on this machine that the test did not install
@@ -83,6 +91,10 @@ ver=$("${run_env[@]}" "$prefix/bin/gmatch" --version 2>&1)
 check "gmatch --version ($ver)" grep -qx 'gmatch [0-9.]*' <<< "$ver"
 got=$("${run_env[@]}" "$prefix/bin/gmatch" --device cpu data/ref.jpg data/query.jpg | awk '!/^#/ {$1 = ""; print}')
 check "the installed gmatch: the sample pair's line" test "$got" = "$want"
+if [ $ff = 1 ]; then # a video's frame: FFmpeg found from the installed library
+    gotv=$("${run_env[@]}" "$prefix/bin/gmatch" --device cpu --frames 0:1 data/video/ref_clip.jpg data/video/clip.mp4 | grep -c ' match ')
+    check "the installed gmatch reads a video (FFmpeg opened at run time)" test "$gotv" = 1
+fi
 check "the manual page" sh -c "man -l '$prefix/share/man/man1/gmatch.1' | grep -q 'find where a query image appears'"
 # C through the package's pkg-config file (its prefix moved to the
 # unpacked root where it is not installed)
