@@ -12,7 +12,7 @@
 # GM_GPU_BUILD (default build-gpu) and GM_GPU_DEV (default .device) name the
 # build and carry folders, so that several checkouts' work can travel apart;
 # GM_GPU_TESTS (a grep pattern, default all) picks the tests that run,
-# GM_GPU_BENCH (words: hash match scores pairs kprof video videolong fault soak sift gpus photo scene seeds; default
+# GM_GPU_BENCH (words: hash match scores pairs kprof video videolong gop fault soak sift gpus photo scene seeds; default
 # hash match scores video sift fault) the
 # benchmarks; GM_GPU_NOBENCH=1 runs none, GM_GPU_NOSAN=1 no sanitizer;
 # GM_GPU_INVISIBLE=0 leaves the seeds bench's invisible-change run out.
@@ -258,6 +258,17 @@ PY
       echo "== video throughput (tools/bench/bench_video.sh)"
       BENCH=$dev/bench DEVICES="cuda cpu" REPS=3 SIFT=$(want sift && echo 1 || echo 0) tools/bench/bench_video.sh run "$dev/videos" "$dev/bin/gmatch" 2>&1 |
         tee "$out/bench_video.txt"
+    fi
+    if want gop && [ -d "$dev/videos" ] && [ -x "$dev/bin/bench_gop" ]; then
+      # a group of pictures a decoder against one decoder's frame threads,
+      # on the looped clips of bench_video_long.sh (more groups than cores)
+      echo "== decoding a group of pictures a decoder (tools/bench/bench_gop.c)"
+      for v in v360 v1080; do
+        [ -f "$dev/videos/$v.mp4" ] || continue
+        { echo "ffconcat version 1.0"; for i in $(seq 10); do echo "file $v.mp4"; done; } > "$dev/videos/$v-x10.ffconcat"
+      done
+      "$dev/bin/bench_gop" -r 3 -d 1,2,4,8,16 $(ls "$dev"/videos/v360-x10.ffconcat "$dev"/videos/v1080-x10.ffconcat 2>/dev/null) 2>&1 |
+        tee "$out/bench_gop.txt"
     fi
     if want videolong && [ -d "$dev/videos" ]; then
       echo "== long videos, whole runs (tools/bench/bench_video_long.sh)"
