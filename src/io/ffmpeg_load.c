@@ -36,12 +36,13 @@ static void load(void)
         }
     }
     /* every function from the first library whose handle has it */
-#define GM_FF_FIND(name)                                                                     \
-    for (int i = 0; i < NLIBS && !gm_ff.name; i++)                                          \
-        *(void **)&gm_ff.name = dlsym(h[i], #name);                                         \
-    if (!gm_ff.name) {                                                                       \
-        snprintf(why, sizeof why, "FFmpeg's libraries (%s, %s) lack %s", libs[0], libs[1], #name); \
-        goto fail;                                                                           \
+#define GM_FF_FIND(name)                                                                   \
+    for (int i = 0; i < NLIBS && !gm_ff.name; i++)                                         \
+        *(void **)&gm_ff.name = dlsym(h[i], #name);                                        \
+    if (!gm_ff.name) {                                                                     \
+        snprintf(why, sizeof why, "FFmpeg's libraries (%s, %s) lack %s", libs[0], libs[1], \
+                 #name);                                                                   \
+        goto fail;                                                                         \
     }
     GM_FF_FUNCS(GM_FF_FIND)
 #undef GM_FF_FIND

@@ -215,9 +215,9 @@ static int bench(const char *path, int reps, const int *decs, int ndecs, int thr
     }
     av_packet_free(&p);
     s.start[s.groups] = s.n;
-    output o = {malloc(((size_t)s.n + GM_SLACK * ((size_t)s.groups + 1)) * sizeof *o.hash),
-                calloc((size_t)s.groups + 1, sizeof(int)), calloc((size_t)s.groups + 1, sizeof(int)),
-                calloc((size_t)s.groups + 1, sizeof(int))};
+    const size_t ng = (size_t)s.groups + 1;
+    output o = {malloc(((size_t)s.n + GM_SLACK * ng) * sizeof *o.hash), calloc(ng, sizeof(int)),
+                calloc(ng, sizeof(int)), calloc(ng, sizeof(int))};
     uint64_t *ref = malloc(((size_t)s.n + GM_SLACK) * sizeof *ref);
     int rc = 0;
     if (!o.hash || !o.base || !o.count || !o.cap || !ref) {
