@@ -6,6 +6,8 @@
 # tenth and the last result, in ms after main began).
 #
 # usage: tools/bench/bench_video_long.sh DIR [GMATCH]
+#        tools/bench/bench_video_long.sh lists DIR   (writes the lists only
+#        and prints their paths: tools/gpu.sh's gop bench decodes them)
 #   DIR holds ref_building.jpg, v360.mp4 and v1080.mp4 (bench_video.sh make
 #   DIR 300 makes them; tools/gpu.sh pack carries them as .device/videos).
 #   The long videos are concat lists (ffconcat) of copies of the clips, so
@@ -15,15 +17,19 @@
 # Checks that every frame has its line and that the copies of the clip give
 # the same results as the clip's first copy (frame i and i + k * clip).
 set -euo pipefail
+lists_only=0
+[ "$1" = lists ] && { lists_only=1; shift; }
 dir=$1 gm=${2:-build/gmatch}
 ref=$dir/ref_building.jpg
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
 for spec in "v360 10" "v1080 4"; do
     set -- $spec
     list=$dir/$1x$2.ffconcat
     { echo "ffconcat version 1.0"; for _ in $(seq "$2"); do echo "file $1.mp4"; done; } > "$list"
+    [ $lists_only = 0 ] || echo "$list"
 done
+[ $lists_only = 0 ] || exit 0
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
 now() { date +%s.%N; }
 for spec in "v360 10" "v1080 4"; do
     set -- $spec
