@@ -47,6 +47,7 @@ typedef struct {
 typedef struct {
     uint64_t *hash; /* group g's frames' hashes in output order from base[g] */
     int *base, *count, *cap;
+    int groups; /* of the last run */
 } output;
 
 typedef struct {
@@ -148,6 +149,7 @@ static double run(const stream *s, int ndec, int threads, output *o)
         o->count[g] = 0;
         o->cap[g] = one.start[g + 1] - one.start[g] + GM_SLACK;
     }
+    o->groups = one.groups;
     job j = {.s = &one, .out = o, .threads = threads};
     pthread_mutex_init(&j.mu, NULL);
     pthread_t th[256];
@@ -163,11 +165,11 @@ static double run(const stream *s, int ndec, int threads, output *o)
     return j.failed || started < ndec ? -1 : ms;
 }
 
-/* The frames of o (groups of s, or one group) in order against ref's. */
-static int differ(const stream *s, int whole, const output *o, const uint64_t *ref, int nref)
+/* The frames of the last run in order against ref's. */
+static int differ(const output *o, const uint64_t *ref, int nref)
 {
-    int groups = whole ? 1 : s->groups, k = 0, bad = 0;
-    for (int g = 0; g < groups; g++)
+    int k = 0, bad = 0;
+    for (int g = 0; g < o->groups; g++)
         for (int i = 0; i < o->count[g]; i++, k++)
             bad += k >= nref || o->hash[o->base[g] + i] != ref[k];
     return bad + abs(nref - k);
@@ -216,8 +218,10 @@ static int bench(const char *path, int reps, const int *decs, int ndecs, int thr
     av_packet_free(&p);
     s.start[s.groups] = s.n;
     const size_t ng = (size_t)s.groups + 1;
-    output o = {malloc(((size_t)s.n + GM_SLACK * ng) * sizeof *o.hash), calloc(ng, sizeof(int)),
-                calloc(ng, sizeof(int)), calloc(ng, sizeof(int))};
+    output o = {.hash = malloc(((size_t)s.n + GM_SLACK * ng) * sizeof *o.hash),
+                .base = calloc(ng, sizeof(int)),
+                .count = calloc(ng, sizeof(int)),
+                .cap = calloc(ng, sizeof(int))};
     uint64_t *ref = malloc(((size_t)s.n + GM_SLACK) * sizeof *ref);
     int rc = 0;
     if (!o.hash || !o.base || !o.count || !o.cap || !ref) {
@@ -244,7 +248,7 @@ static int bench(const char *path, int reps, const int *decs, int ndecs, int thr
                 best = -1;
                 break;
             }
-            bad += differ(&s, nd == 0, &o, ref, nref);
+            bad += differ(&o, ref, nref);
             if (best < 0 || ms < best)
                 best = ms;
         }
