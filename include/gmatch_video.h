@@ -86,6 +86,11 @@ typedef struct {
     int queue;            /* frames gm_video_match decodes ahead of its workers: the ring
                              holds workers + queue frames; <= 0: the default (as many as
                              128 MiB of frames hold, 2 to 16 a worker: gm_video_match) */
+    int sink_pixels;      /* 1 (default): the sink's item holds the frame's pixels;
+                             0: its size only (img.data NULL), and a frame's buffer
+                             goes back to the decoder once matched, so results wait
+                             in order behind a slow frame without holding frames:
+                             the ring then holds 1,024 results more than frames */
 } gm_video_opts;
 
 GM_API gm_video_opts gm_video_opts_default(void);
@@ -158,8 +163,9 @@ GM_API int gm_video_lost(const gm_video *v);
 GM_API const char *gm_video_error(const gm_video *v);
 
 /* One result in frame order.  res is valid when item->status == GM_OK and
- * match == GM_OK; time_ms runs from the end of the frame's decode to its
- * result (MILLISECONDS). */
+ * match == GM_OK; item->img's pixels only when o.sink_pixels (else its
+ * width and height alone); time_ms runs from the end of the frame's decode
+ * to its result (MILLISECONDS). */
 typedef struct {
     const gm_video_frame *item;
     gm_status match;
@@ -172,9 +178,9 @@ typedef struct {
 typedef int (*gm_video_sink)(void *user, const gm_video_result *r);
 
 /* Decode and match every selected frame of v against ref: one decoder
- * thread feeds a ring of workers + o->queue frames (by default as many as
- * 128 MiB of frames hold, at least 2 and at most 16 a worker: memory stays
- * flat), o->workers
+ * thread feeds workers + o->queue frames (by default as many as 128 MiB of
+ * frames hold, at least 2 and at most 16 a worker: memory stays flat; see
+ * o->sink_pixels for when a frame's buffer is reused), o->workers
  * threads call gm_match (o->frame_threads OpenMP threads each), and the
  * calling thread hands the results to sink in frame order.  A reference
  * under GM_DEVICE_AUTO still on the CPU moves to the GPU first (a video

@@ -413,6 +413,7 @@ static PyObject *py_video_open(PyObject *self, PyObject *args)
     if (!PyUnicode_FSConverter(pathobj, &bytes))
         return NULL;
     o.first = first, o.last = last, o.step = step, o.max_pixels = max_pixels, o.model = (gm_model)model;
+    o.sink_pixels = 0; /* the sink keeps a frame's size, not its pixels */
     const char *path = PyBytes_AS_STRING(bytes);
     video_state *s = PyMem_RawCalloc(1, sizeof *s);
     if (!s) {

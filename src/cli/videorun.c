@@ -20,6 +20,9 @@ gm_video_opts video_opts(const cli_opts *o, int gpus)
     vo.decode = o->decode == 2 ? GM_VIDEO_DECODE_NVDEC
                 : o->decode == 1 ? GM_VIDEO_DECODE_CPU : GM_VIDEO_DECODE_AUTO;
     vo.workers = o->params.threads; /* 0: all cores */
+    /* the frames' pixels for --draw's pictures alone; without them a
+     * frame's buffer is reused once matched (gm_video_opts.sink_pixels) */
+    vo.sink_pixels = o->draw != NULL;
     /* on GPUs: GPU_VIDEO_WORKERS lanes a GPU, the cores permitting */
     if (vo.workers == 0 && gpus > 0)
         vo.workers = omp_get_num_procs() < GPU_VIDEO_WORKERS * gpus ? omp_get_num_procs()

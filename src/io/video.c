@@ -86,7 +86,8 @@ gm_video_opts gm_video_opts_default(void)
 {
     gm_video_opts o = {.first = 0, .last = -1, .step = 1, .decode_threads = 0, .workers = 0,
                        .frame_threads = 1, .max_pixels = 0, .decode = GM_VIDEO_DECODE_AUTO,
-                       .model = GM_MODEL_REFERENCE, .queue = 0};
+                       .model = GM_MODEL_REFERENCE, .queue = 0,
+                       .sink_pixels = 1};
     return o;
 }
 

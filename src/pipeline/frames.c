@@ -4,14 +4,18 @@
  * thread hands the results to the sink in frame order.  The pipeline layer
  * above both: the video input knows nothing of matching.
  *
- * The ring holds the workers' frames and a queue decoded ahead, so memory
- * stays flat whatever the video's length; each worker runs its frames with
+ * The ring holds the results in frame order; the frames' buffers come from
+ * a pool of the workers' frames and a queue decoded ahead, so memory stays
+ * flat whatever the video's length.  A buffer goes back to the pool when
+ * its frame is written, or, where the sink needs no pixels, as soon as it
+ * is matched: the results then wait in order behind a slow frame without
+ * holding frames (GM_VIDEO_RESULTS_AHEAD).  Each worker runs its frames with
  * the video's frame threads (gm_thread_budget), frames in parallel beating
  * threads in a frame (gmatch_video.h).
  *
  * Why hand-written threads and not a library: the pipeline is one mutex, three
- * condition variables and a ring of slots whose frame buffers are
- * reused (so memory stays flat) and whose results leave in frame order.
+ * condition variables, a ring of slots whose results leave in frame order
+ * and a pool of frame buffers that are reused (so memory stays flat).
  * GLib's GThreadPool/GAsyncQueue (the well-kept Debian candidate) would give
  * the queue but neither the buffer reuse nor the ordering, and would add a
  * large dependency for about 100 lines of pthreads. */
@@ -51,6 +55,14 @@ static int default_queue(const gm_video *v, int workers)
     return q > GM_VIDEO_QUEUE ? (int)q : GM_VIDEO_QUEUE;
 }
 
+/* Results that may wait in order behind a slow frame once their frames'
+ * buffers are back for the decoder (gm_video_opts.sink_pixels 0): a
+ * result is some 1 KB, a 1080p frame 2 MB gray and 3 MB decoded.  With the
+ * frames held until written, a 1080p frame under auto (36 ms on its
+ * worker) kept the decoder waiting for room 2.2 ms a frame (one H200, 16
+ * workers, a ring of 25 frames: docs/speed.md). */
+#define GM_VIDEO_RESULTS_AHEAD 1024
+
 /* A slot of the ring: FREE (the decoder may fill it), READY (decoded, waits
  * for a worker), BUSY (a worker matches it), DONE (waits for the writer). */
 enum { SLOT_FREE = 0, SLOT_READY, SLOT_BUSY, SLOT_DONE };
@@ -58,24 +70,38 @@ enum { SLOT_FREE = 0, SLOT_READY, SLOT_BUSY, SLOT_DONE };
 typedef struct {
     int state;
     int64_t seq;            /* the item's place in the run */
-    gm_video_frame item;
+    gm_video_frame item;    /* its image buffer from the pool while has_buf */
+    int has_buf;
     struct AVFrame *raw;    /* its decoded frame, converted to gray by the worker */
     gm_result res;
     gm_status match;
     double decode_ms, match_ms;
 } slot;
 
+/* A frame's gray buffer, free for the decoder's next item. */
+typedef struct {
+    uint8_t *data;
+    size_t cap;
+} frame_buf;
+
 typedef struct {
     gm_video *v;
     const gm_ref *ref;
-    slot *ring;
+    slot *ring;             /* the results, in frame order */
     int64_t cap;
+    /* the frames' buffers not in a slot: the decoder takes one an item,
+     * a worker gives it back once matched (the sink sees no pixels), or
+     * else the writer once written; frames in flight stay at most
+     * `frames` whatever the ring's length */
+    frame_buf *pool;
+    int pool_n, frames;
+    int keep;               /* sink_pixels: a slot keeps its buffer until written */
     pthread_mutex_t mu;
     /* a condition for each kind of waiter, each signalled only for what it
      * waits for: one condition for every change woke all the workers, the
      * writer and the decoder several times a frame, and at 1,500 frames a
      * second the decoder queued for the mutex behind them */
-    pthread_cond_t room;    /* the decoder: its next slot FREE */
+    pthread_cond_t room;    /* the decoder: its next slot FREE and a buffer */
     pthread_cond_t ready;   /* the workers: a READY frame, or the end */
     pthread_cond_t done;    /* the writer: its next slot DONE, or the end */
     int64_t decoded;        /* items put in the ring so far */
@@ -84,6 +110,19 @@ typedef struct {
     gm_status fatal;
     gm_video_stats st;      /* under mu */
 } pipeline;
+
+/* Under mu: s's image buffer back to the pool (its size stays in the item). */
+static void give_back(pipeline *p, slot *s)
+{
+    if (p->pool_n < p->frames) {
+        p->pool[p->pool_n].data = s->item.img.data;
+        p->pool[p->pool_n++].cap = s->item.cap;
+    } else { /* never: `frames` buffers, each in the pool or in one slot */
+        free(s->item.img.data);
+    }
+    s->item.img.data = NULL, s->item.cap = 0;
+    s->has_buf = 0;
+}
 
 /* Under mu: the run stops, every waiter told. */
 static void stop_all(pipeline *p)
@@ -100,13 +139,18 @@ static void *decode_main(void *arg)
     for (int64_t seq = 0;; seq++) {
         slot *s = &p->ring[seq % p->cap];
         pthread_mutex_lock(&p->mu);
-        if (s->state != SLOT_FREE && !p->stop) {
+        if ((s->state != SLOT_FREE || p->pool_n == 0) && !p->stop) {
             double w0 = gm_now_ms();
-            while (s->state != SLOT_FREE && !p->stop)
+            while ((s->state != SLOT_FREE || p->pool_n == 0) && !p->stop)
                 pthread_cond_wait(&p->room, &p->mu);
             p->st.decoder_wait_ms += gm_now_ms() - w0;
         }
         int stop = p->stop || p->fatal != GM_OK;
+        if (!stop) { /* a buffer for the item (the slot gave its own back) */
+            frame_buf b = p->pool[--p->pool_n];
+            s->item.img.data = b.data, s->item.cap = b.cap;
+            s->has_buf = 1;
+        }
         pthread_mutex_unlock(&p->mu);
         if (stop)
             break;
@@ -124,6 +168,8 @@ static void *decode_main(void *arg)
             break;
         }
         s->state = s->item.status == GM_OK ? SLOT_READY : SLOT_DONE;
+        if (s->state == SLOT_DONE) /* an error item: no pixels */
+            give_back(p, s);
         s->seq = seq;
         p->decoded = seq + 1;
         /* a frame for one worker; an item that did not decode for the writer */
@@ -179,6 +225,10 @@ static void *match_main(void *arg)
         p->st.match_ms += s->match_ms;
         if (conv == GM_ERR_NOMEM && p->fatal == GM_OK) /* as a failed read: no more frames */
             p->fatal = conv;
+        if (!p->keep || conv != GM_OK) { /* matched: the decoder may reuse its buffer */
+            give_back(p, s);
+            pthread_cond_signal(&p->room);
+        }
         s->state = SLOT_DONE;
         pthread_cond_signal(&p->done); /* the writer alone waits on it */
     }
@@ -196,12 +246,16 @@ gm_status gm_video_match(gm_video *v, const gm_ref *ref, gm_video_sink sink, voi
     gm_ref_expect(ref, -1, 1);
     int workers = o->workers > 0 ? o->workers : omp_get_num_procs();
     int queue = o->queue > 0 ? o->queue : default_queue(v, workers);
-    pipeline p = {.v = v, .ref = ref, .cap = workers + queue, .fatal = GM_OK};
+    int keep = o->sink_pixels != 0;
+    pipeline p = {.v = v, .ref = ref, .frames = workers + queue, .keep = keep, .fatal = GM_OK};
+    p.cap = p.frames + (keep ? 0 : GM_VIDEO_RESULTS_AHEAD);
+    p.pool_n = p.frames; /* empty buffers: the reader sizes them */
     double t_start = gm_now_ms();
     p.ring = calloc((size_t)p.cap, sizeof *p.ring);
+    p.pool = calloc((size_t)p.frames, sizeof *p.pool);
     pthread_t *th = calloc((size_t)workers + 1, sizeof *th);
-    if (!p.ring || !th) {
-        free(p.ring), free(th);
+    if (!p.ring || !p.pool || !th) {
+        free(p.ring), free(p.pool), free(th);
         return GM_ERR_NOMEM;
     }
     pthread_mutex_init(&p.mu, NULL);
@@ -237,6 +291,8 @@ gm_status gm_video_match(gm_video *v, const gm_ref *ref, gm_video_sink sink, voi
         int halt = sink(user, &r);
         pthread_mutex_lock(&p.mu);
         p.st.items++;
+        if (s->has_buf)
+            give_back(&p, s);
         s->state = SLOT_FREE;
         if (halt)
             stop_all(&p);
@@ -252,7 +308,7 @@ gm_status gm_video_match(gm_video *v, const gm_ref *ref, gm_video_sink sink, voi
     gm_video_stats *vs = gm_video_stats_of(v);
     if (vs) { /* added to v's runs so far */
         vs->items += p.st.items;
-        vs->workers = workers, vs->ring = (int)p.cap;
+        vs->workers = workers, vs->ring = p.frames;
         vs->wall_ms += gm_now_ms() - t_start;
         vs->decode_ms += p.st.decode_ms, vs->decoder_wait_ms += p.st.decoder_wait_ms;
         vs->match_ms += p.st.match_ms, vs->worker_wait_ms += p.st.worker_wait_ms;
@@ -262,6 +318,9 @@ gm_status gm_video_match(gm_video *v, const gm_ref *ref, gm_video_sink sink, voi
         gm_video_frame_free(&p.ring[i].item);
         gm_video_raw_free(&p.ring[i].raw); /* a frame no worker took (a stop) */
     }
+    for (int i = 0; i < p.pool_n; i++)
+        free(p.pool[i].data);
+    free(p.pool);
     pthread_mutex_destroy(&p.mu);
     pthread_cond_destroy(&p.room);
     pthread_cond_destroy(&p.ready);

@@ -272,6 +272,21 @@ START_TEST(test_empty_selection)
 }
 END_TEST
 
+/* The sample clip's reference, prepared for model on the CPU. */
+static gm_ref *clip_ref(gm_model model)
+{
+    gm_image refimg;
+    char err[256];
+    ck_assert_int_eq(gm_image_load("data/video/ref_clip.jpg", 0, &refimg, err, sizeof err), GM_OK);
+    gm_params p = gm_params_default();
+    p.model = model;
+    p.device = GM_DEVICE_CPU;
+    gm_ref *ref;
+    ck_assert_int_eq(gm_ref_prepare(&p, gm_image_view(&refimg), &ref), GM_OK);
+    gm_image_free(&refimg);
+    return ref;
+}
+
 /* gm_video_match with a per-call model (gm_video_opts.model): on a
  * reference prepared for auto, the pipeline's results under similarity are
  * gm_match_model's on the same frames (read with gm_video_read), in frame
@@ -295,15 +310,8 @@ static int collect_sink(void *user, const gm_video_result *r)
 
 START_TEST(test_match_model)
 {
-    gm_image refimg;
     char err[256];
-    ck_assert_int_eq(gm_image_load("data/video/ref_clip.jpg", 0, &refimg, err, sizeof err), GM_OK);
-    gm_params p = gm_params_default();
-    p.model = GM_MODEL_AUTO;
-    p.device = GM_DEVICE_CPU;
-    gm_ref *ref;
-    ck_assert_int_eq(gm_ref_prepare(&p, gm_image_view(&refimg), &ref), GM_OK);
-    gm_image_free(&refimg);
+    gm_ref *ref = clip_ref(GM_MODEL_AUTO);
     gm_video_opts o = gm_video_opts_default();
     o.last = 6;
     gm_video_frame *items;
@@ -341,6 +349,78 @@ START_TEST(test_match_model)
     free_items(items, n);
     o.model = 9;
     ck_assert_int_eq(gm_video_open(CLIP, &o, &v, err, sizeof err), GM_ERR_INVALID);
+    gm_ref_free(ref);
+}
+END_TEST
+
+/* gm_video_match with and without the frames' pixels for the sink
+ * (gm_video_opts.sink_pixels): three frame buffers for the whole clip, so
+ * each buffer is reused many times; with pixels the sink sees each frame
+ * as gm_video_read gives it, without them the size alone (data NULL); the
+ * same results in frame order either way. */
+typedef struct {
+    int pixels, n;
+    const gm_video_frame *items;
+    int64_t frame[64];
+    gm_result res[64];
+} pixel_sink_ctx;
+
+static int pixel_sink(void *user, const gm_video_result *r)
+{
+    pixel_sink_ctx *c = user;
+    ck_assert_int_lt(c->n, 64);
+    const gm_video_frame *want = &c->items[c->n];
+    ck_assert_int_eq(r->item->frame, want->frame);
+    ck_assert_int_eq(r->item->status, want->status);
+    if (r->item->status == GM_OK) {
+        if (c->pixels)
+            expect_same_image(&r->item->img, &want->img);
+        else
+            ck_assert(r->item->img.data == NULL);
+        ck_assert_int_eq(r->item->img.width, want->img.width);
+        ck_assert_int_eq(r->item->img.height, want->img.height);
+        ck_assert_int_eq(r->match, GM_OK);
+        c->res[c->n] = *r->res;
+    }
+    c->frame[c->n++] = r->item->frame;
+    return 0;
+}
+
+START_TEST(test_match_sink_pixels)
+{
+    char err[256];
+    gm_ref *ref = clip_ref(GM_MODEL_SIMILARITY);
+    gm_video_opts o = gm_video_opts_default();
+    ck_assert_int_eq(o.sink_pixels, 1);
+    gm_video_frame *items;
+    int n = read_all(CLIP, o, &items);
+    ck_assert_int_ge(n, 40);
+    pixel_sink_ctx got[2];
+    for (int pixels = 0; pixels < 2; pixels++) {
+        o.sink_pixels = pixels;
+        o.workers = 2;
+        o.queue = 1;
+        gm_video *v;
+        ck_assert_int_eq(gm_video_open(CLIP, &o, &v, err, sizeof err), GM_OK);
+        pixel_sink_ctx *c = &got[pixels];
+        memset(c, 0, sizeof *c);
+        c->pixels = pixels, c->items = items;
+        ck_assert_int_eq(gm_video_match(v, ref, pixel_sink, c), GM_OK);
+        gm_video_stats vs;
+        gm_video_stats_get(v, &vs);
+        ck_assert_int_eq(vs.items, n);
+        ck_assert_int_eq(vs.ring, 3); /* frames in flight: workers + queue */
+        gm_video_close(v);
+        ck_assert_int_eq(c->n, n);
+    }
+    for (int i = 0; i < n; i++) {
+        ck_assert_int_eq(got[0].frame[i], got[1].frame[i]);
+        ck_assert_int_eq(got[0].res[i].status, got[1].res[i].status);
+        ck_assert(got[0].res[i].confidence == got[1].res[i].confidence);
+        for (int k = 0; k < 9; k++)
+            ck_assert(got[0].res[i].h[k] == got[1].res[i].h[k]);
+    }
+    free_items(items, n);
     gm_ref_free(ref);
 }
 END_TEST
@@ -613,6 +693,7 @@ static Suite *video_suite(void)
     tcase_add_test(tc, test_not_videos);
     tcase_add_test(tc, test_decoders);
     tcase_add_test(tc, test_match_model);
+    tcase_add_test(tc, test_match_sink_pixels);
     tcase_add_test(tc, test_prefetch);
     tcase_add_test(tc, test_read_raw);
     tcase_add_test(tc, test_open_mem);
