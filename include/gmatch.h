@@ -367,8 +367,11 @@ GM_API int gm_backend_available(gm_device d);
  * and applied when the library does (gm_device_start, or the first
  * reference on a GPU, on whichever thread that is), so this call never
  * waits for the driver.  Measured on an H100 with 8 video lanes
- * (docs/gpu.md): SPIN 1094 fps at 1280x720, AUTO 822, BLOCK 558; the
- * gmatch command line asks for SPIN.  GM_OK; GM_ERR_DEVICE once CUDA has
+ * (docs/gpu.md): SPIN 1094 fps at 1280x720, AUTO 822, BLOCK 558; on an
+ * H200 with 16 workers on 16 cores, where the decoder's threads share the
+ * cores (docs/speed.md), YIELD 6-8% faster than SPIN at 640x360 and on a
+ * batch of stills under similarity, the same under auto; the gmatch
+ * command line asks for YIELD.  GM_OK; GM_ERR_DEVICE once CUDA has
  * started, without a usable GPU or where the context exists already;
  * GM_ERR_UNSUPPORTED in a library built without CUDA. */
 typedef enum {

@@ -26,11 +26,11 @@ void gpu_sync(const cli_opts *o)
     if (o->params.device == GM_DEVICE_CPU || !gm_backend_available(GM_DEVICE_CUDA))
         return;
     const char *sync = getenv("GMATCH_CUDA_SYNC");
-    gm_cuda_sync mode = GM_CUDA_SYNC_SPIN;
+    gm_cuda_sync mode = GM_CUDA_SYNC_YIELD;
     if (sync && !strcmp(sync, "auto"))
         mode = GM_CUDA_SYNC_AUTO;
-    else if (sync && !strcmp(sync, "yield"))
-        mode = GM_CUDA_SYNC_YIELD;
+    else if (sync && !strcmp(sync, "spin"))
+        mode = GM_CUDA_SYNC_SPIN;
     else if (sync && !strcmp(sync, "block"))
         mode = GM_CUDA_SYNC_BLOCK;
     (void)gm_cuda_set_sync(mode); /* kept until CUDA starts: no wait here */

@@ -4,9 +4,11 @@
  * its start) is the library's (GM_DEVICE_AUTO, src/pipeline/warm.c); the
  * command line only tells it what is coming (gm_ref_expect: the queries
  * left, a video) and, under both auto and cuda, how this process's threads
- * wait for the GPU: spinning, measured the fastest (gm_cuda_set_sync, kept
- * by the library until CUDA starts; GMATCH_CUDA_SYNC=auto, spin, yield or
- * block chooses, for measurements).
+ * wait for the GPU: spinning that yields the core to any other thread that
+ * is ready (the decoder's, a batch's reader), measured the fastest with
+ * 16 workers on 16 cores (docs/speed.md; gm_cuda_set_sync, kept by the
+ * library until CUDA starts; GMATCH_CUDA_SYNC=auto, spin, yield or block
+ * chooses, for measurements).
  *
  * Under --device cuda CUDA starts on a thread of its own with the process
  * (gm_device_start), while the reference is read and decoded, and
@@ -27,7 +29,7 @@ typedef struct {
 extern gpu_state g_gpu;
 
 /* How this process's threads wait for a GPU (GMATCH_CUDA_SYNC, default
- * spin), asked of the library unless the run is on the CPU or the build has
+ * yield), asked of the library unless the run is on the CPU or the build has
  * no CUDA. */
 void gpu_sync(const cli_opts *o);
 
