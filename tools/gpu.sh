@@ -12,10 +12,11 @@
 # GM_GPU_BUILD (default build-gpu) and GM_GPU_DEV (default .device) name the
 # build and carry folders, so that several checkouts' work can travel apart;
 # GM_GPU_TESTS (a grep pattern, default all) picks the tests that run,
-# GM_GPU_BENCH (words: hash match scores pairs kprof video videolong gop fault soak sift gpus photo scene seeds; default
+# GM_GPU_BENCH (words: hash match scores pairs kprof video videolong gop reverse fault soak sift gpus photo scene seeds; default
 # hash match scores video sift fault) the
 # benchmarks; GM_GPU_NOBENCH=1 runs none, GM_GPU_NOSAN=1 no sanitizer;
-# GM_GPU_INVISIBLE=0 leaves the seeds bench's invisible-change run out.
+# GM_GPU_INVISIBLE=0 leaves the seeds bench's invisible-change run out;
+# GM_GPU_LEAN=1 (pack) packs less video for the carry limit (below).
 set -u
 cd "$(dirname "$0")/.."
 build=${GM_GPU_BUILD:-build-gpu}
@@ -82,7 +83,14 @@ if [ "$mode" = pack ]; then
     cupti=$(sed -n 's/^CUDA_cupti_LIBRARY:FILEPATH=//p' "$build/CMakeCache.txt")
     [ -f "$cupti" ] && cp -L "$cupti" "$dev/$(basename "$(readlink -f "$cupti")")"
   fi
-  # the carry limit is 64 MiB: the programs travel stripped and compressed
+  # the carry limit is 64 MiB with the working tree: FFmpeg's libraries,
+  # kprof's CUPTI and all the videos come to some 62 MB, so GM_GPU_LEAN=1
+  # leaves out what only the video bench reads (the 720p and the building
+  # clips, the public video tier) for the reverse and kprof benches
+  if [ -n "${GM_GPU_LEAN:-}" ]; then
+    rm -rf "$dev"/videos/v720.* "$dev"/videos/building.* "$dev/bench/video"
+  fi
+  # the programs travel stripped and compressed
   strip "$dev"/bin/*
   tar cJf "$dev/bin.tar.xz" -C "$dev" bin && rm -rf "$dev/bin"
   du -sh "$dev"
@@ -270,6 +278,26 @@ PY
     if want videolong && [ -d "$dev/videos" ]; then
       echo "== long videos, whole runs (tools/bench/bench_video_long.sh)"
       tools/bench/bench_video_long.sh "$dev/videos" "$dev/bin/gmatch" 2>&1 | tee "$out/bench_video_long.txt"
+    fi
+    if want reverse && [ -f "$dev/videos/v1080.mp4" ]; then
+      # the 1080p clip's frames without a view of the reference (180-194):
+      # each runs the reverse search, whose preparation of the frame as a
+      # reference is some 40% of a 1080p run's workers' time under
+      # similarity (docs/speed.md); -v's stages a frame, one worker and the
+      # default, and where the device's time goes (kprof, when packed)
+      echo "== the reverse search on 1080p frames (frames 180-194 of v1080.mp4)"
+      for w in 1 16; do
+        GMATCH_WORKERS=$w "$dev/bin/gmatch" -v --device cuda --model similarity --frames 180:195 \
+          "$dev/videos/ref_building.jpg" "$dev/videos/v1080.mp4" 2>&1 >/dev/null |
+          grep -E "a frame's match|pipeline|GPU:" | sed "s/^/workers $w: /" | tee -a "$out/reverse.txt"
+      done
+      if [ -f "$dev/kprof.so" ]; then
+        cp "$dev"/libcupti.so* "$dev/libs/" 2>/dev/null
+        CUDA_INJECTION64_PATH=$PWD/$dev/kprof.so KPROF_OUT="$out/kprof-reverse.txt" "$dev/bin/gmatch" -q \
+          --device cuda --model similarity --frames 180:195 "$dev/videos/ref_building.jpg" \
+          "$dev/videos/v1080.mp4" > /dev/null
+        head -16 "$out/kprof-reverse.txt" | cut -c1-160
+      fi
     fi
     if want gpus; then
       # --device cuda:all and cuda:0,0 (two copies on the one GPU: the
