@@ -112,6 +112,7 @@ nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm --format=csv |
 fail=0
 summary=()
 for t in "$dev"/bin/test_*_cuda; do
+  [ -x "$t" ] || continue # none in a lean pack
   basename "$t" | grep -qE -- "$pick" || continue
   name=$(basename "$t")
   "$t" > "$out/$name.log" 2>&1; rc=$?
@@ -124,7 +125,8 @@ if [ -n "${GM_GPU_NOSAN:-}" ]; then
 elif command -v compute-sanitizer >/dev/null; then
   for tool in memcheck racecheck; do
     for t in "$dev"/bin/test_*_cuda; do
-  basename "$t" | grep -qE -- "$pick" || continue
+      [ -x "$t" ] || continue
+      basename "$t" | grep -qE -- "$pick" || continue
       name=$(basename "$t")
       GM_TEST_SMALL=1 compute-sanitizer --tool "$tool" --error-exitcode 99 "$t" > "$out/$name.$tool.log" 2>&1; rc=$?
       summary+=("$(printf '%-22s %-10s %s' "$name" "$tool" "$( [ $rc = 0 ] && echo clean || echo "ERRORS ($rc)")")")
