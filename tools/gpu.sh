@@ -108,6 +108,11 @@ mkdir -p "$dev/libs" && tar xJf "$dev/libs.tar.xz" -C "$dev/libs"
 [ -f "$dev/bin.tar.xz" ] && tar xJf "$dev/bin.tar.xz" -C "$dev"
 export LD_LIBRARY_PATH=$PWD/$dev/libs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 export CK_FORK=no CK_DEFAULT_TIMEOUT=600
+# kprof OUTFILE CMD...: CMD under the kernel profiler (tools/bench/kprof.c,
+# when packed, with the CUPTI it loads), each kernel's launches and time
+# written to OUTFILE
+[ -f "$dev/kprof.so" ] && cp "$dev"/libcupti.so* "$dev/libs/" 2>/dev/null
+kprof() { local f=$1; shift; CUDA_INJECTION64_PATH=$PWD/$dev/kprof.so KPROF_OUT="$f" "$@"; }
 nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm --format=csv | tee "$out/device.txt"
 fail=0
 summary=()
@@ -159,7 +164,6 @@ if [ -z "${GM_GPU_NOBENCH:-}" ]; then
   # where the device's time goes (tools/bench/kprof.c): each kernel's
   # launches and time over the public stills ten times as one batch
   if want kprof && [ -f "$dev/kprof.so" ] && [ -d "$dev/bench/stills" ]; then
-    cp "$dev"/libcupti.so* "$dev/libs/" 2>/dev/null
     python3 - "$dev/bench/stills" > "$out/kprof-stills.jsonl" <<'PY'
 import json, os, sys
 d = os.path.abspath(sys.argv[1])
@@ -170,8 +174,8 @@ for _ in range(10):
 PY
     for m in similarity auto; do
       echo "== kernels over the public stills x 10, --device cuda --model $m"
-      CUDA_INJECTION64_PATH=$PWD/$dev/kprof.so KPROF_OUT="$out/kprof-$m.txt" "$dev/bin/gmatch" -q \
-        --device cuda --model "$m" --format json --batch "$out/kprof-stills.jsonl" > /dev/null
+      kprof "$out/kprof-$m.txt" "$dev/bin/gmatch" -q --device cuda --model "$m" --format json \
+        --batch "$out/kprof-stills.jsonl" > /dev/null
       head -12 "$out/kprof-$m.txt" | cut -c1-160
     done
   fi
@@ -299,10 +303,8 @@ PY
           grep -E "a frame's match|pipeline|GPU:" | sed "s/^/workers $w: /" | tee -a "$out/reverse.txt"
       done
       if [ -f "$dev/kprof.so" ]; then
-        cp "$dev"/libcupti.so* "$dev/libs/" 2>/dev/null
-        CUDA_INJECTION64_PATH=$PWD/$dev/kprof.so KPROF_OUT="$out/kprof-reverse.txt" "$dev/bin/gmatch" -q \
-          --device cuda --model similarity --frames 180:195 "$dev/videos/ref_building.jpg" \
-          "$dev/videos/v1080.mp4" > /dev/null
+        kprof "$out/kprof-reverse.txt" "$dev/bin/gmatch" -q --device cuda --model similarity \
+          --frames 180:195 "$dev/videos/ref_building.jpg" "$dev/videos/v1080.mp4" > /dev/null
         head -16 "$out/kprof-reverse.txt" | cut -c1-160
       fi
     fi

@@ -129,7 +129,8 @@ static void *decode_groups(void *arg)
         pthread_mutex_unlock(&j->mu);
         if (g >= j->s->groups)
             break;
-        if (decode_range(dc, j->s, j->s->start[g], j->s->start[g + 1], j->out, g, fr, j->check) != 0) {
+        if (decode_range(dc, j->s, j->s->start[g], j->s->start[g + 1], j->out, g, fr,
+                         j->check) != 0) {
             pthread_mutex_lock(&j->mu);
             j->failed = 1;
             pthread_mutex_unlock(&j->mu);
@@ -170,6 +171,15 @@ static double run(const stream *s, int ndec, int threads, output *o, int check)
     return j.failed || started < ndec ? -1 : ms;
 }
 
+/* The frames the last run gave. */
+static int frames_of(const output *o)
+{
+    int k = 0;
+    for (int g = 0; g < o->groups; g++)
+        k += o->count[g];
+    return k;
+}
+
 /* The frames of the last run in order against ref's. */
 static int differ(const output *o, const uint64_t *ref, int nref)
 {
@@ -177,7 +187,7 @@ static int differ(const output *o, const uint64_t *ref, int nref)
     for (int g = 0; g < o->groups; g++)
         for (int i = 0; i < o->count[g]; i++, k++)
             bad += k >= nref || o->hash[o->base[g] + i] != ref[k];
-    return bad + abs(nref - k);
+    return bad + abs(nref - frames_of(o));
 }
 
 static int bench(const char *path, int reps, const int *decs, int ndecs, int threads)
@@ -250,10 +260,7 @@ static int bench(const char *path, int reps, const int *decs, int ndecs, int thr
         int bad = best < 0 ? 0 : differ(&o, ref, nref);
         for (int r = 0; r < reps && best >= 0; r++) {
             double ms = run(&s, nd, th, &o, 0);
-            int k = 0;
-            for (int g = 0; g < o.groups; g++)
-                k += o.count[g];
-            if (ms < 0 || k != nref) {
+            if (ms < 0 || frames_of(&o) != nref) {
                 best = -1;
                 break;
             }
