@@ -543,6 +543,21 @@ GM_API gm_status gm_rgb_write_png(const gm_rgb *img, const char *path, char *err
 
 /* Reference preparation time, MILLISECONDS. */
 GM_API double gm_ref_time_ms(const gm_ref *r);
+/* Where a reference's preparation went, MILLISECONDS of wall time on the
+ * thread that prepared it: sides, each level's edges, points and corners
+ * (on the reference's device where the level fits it) and their spread;
+ * maps, the verification's edge maps' points and directions (on the
+ * host); map_pixels, their pixels, made by the reference's device (and the
+ * level's host buffers freed); bases, the bases drawn on the host; tables, the paper's tables
+ * (the basis index and the multi-value table, on the device);
+ * tri_draw and tri_tables, the triangles drawn on the host and their table
+ * (models other than a similarity); selfmaps, where the image repeats
+ * itself; total, the whole build (less than gm_ref_time_ms by the device's
+ * opening and the image's copy).  All 0 for a failed preparation. */
+typedef struct {
+    double sides, maps, map_pixels, bases, tables, tri_draw, tri_tables, selfmaps, total;
+} gm_prep_timing;
+GM_API void gm_ref_prep_timing(const gm_ref *r, gm_prep_timing *t);
 
 #ifdef __cplusplus
 }

@@ -259,10 +259,15 @@ static gm_ref *opened_reference(run_ctx *rc, const cli_opts *o, const char *path
     if (o->verbosity >= VERBOSITY_VERBOSE && g_gpu.ready_ms > 0)
         fprintf(stderr, PROG ": timeline: CUDA started %.1f to %.1f ms after main began\n",
                 g_gpu.begin_ms, g_gpu.ready_ms);
-    if (o->verbosity >= VERBOSITY_VERBOSE)
-        diag_file(path, "reference %dx%d: decode %.2f ms, prepare %.2f ms (library %.2f ms), "
-                  "ready %.1f ms after main began",
-                  l->w, l->h, l->decode_ms, l->prepare_ms, gm_ref_time_ms(l->ref), l->ready_ms);
+    if (o->verbosity >= VERBOSITY_VERBOSE) {
+        gm_prep_timing t;
+        gm_ref_prep_timing(l->ref, &t);
+        diag_file(path, "reference %dx%d: decode %.2f ms, prepare %.2f ms (library %.2f ms: "
+                  "sides %.2f, maps %.2f + pixels %.2f, bases %.2f, tables %.2f, triangles %.2f + %.2f, "
+                  "self-similarity %.2f), ready %.1f ms after main began",
+                  l->w, l->h, l->decode_ms, l->prepare_ms, gm_ref_time_ms(l->ref), t.sides, t.maps,
+                  t.map_pixels, t.bases, t.tables, t.tri_draw, t.tri_tables, t.selfmaps, l->ready_ms);
+    }
     *w = l->w, *h = l->h;
     if (o->draw)
         g_pictures.ref = l->img; /* kept for the pictures */

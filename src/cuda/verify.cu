@@ -780,6 +780,43 @@ static __global__ void __launch_bounds__(GM_VERIFY_THREADS)
 
 /* Each pixel's nearest edge point as one cell (x, y, cos, sin), x NaN where
  * there is none. */
+/* The map's pixels from its points, as gm_edge_map_fill_cpu makes them:
+ * each point's pixel (lrintf: round half to even, __float2int_rn here)
+ * keeps the point of the highest index there (the CPU's last write), and
+ * its direction's bit (gm_angle_bin) goes into `own`; then each pixel's
+ * mask is the OR of `own` over its (2r+1)^2 window clipped to the image,
+ * which is the CPU's scatter of each point's bit into its window. */
+static __global__ void k_map_scatter(const gm_point *__restrict__ pts, uint32_t n, int w, int h,
+                                     int32_t *__restrict__ nearest, uint32_t *__restrict__ own)
+{
+    const uint32_t k = blockIdx.x * blockDim.x + threadIdx.x;
+    if (k >= n)
+        return;
+    const gm_point p = pts[k];
+    const int x = __float2int_rn(p.x), y = __float2int_rn(p.y);
+    if (x < 0 || y < 0 || x >= w || y >= h)
+        return;
+    const size_t i = (size_t)y * w + x;
+    atomicMax(&nearest[i], (int32_t)k);
+    atomicOr(&own[i], 1u << gm_angle_bin(p.angle));
+}
+
+static __global__ void k_map_dilate(const uint32_t *__restrict__ own, int w, int h, int r,
+                                    uint16_t *__restrict__ mask)
+{
+    const size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= (size_t)w * h)
+        return;
+    const int x = (int)(i % (size_t)w), y = (int)(i / (size_t)w);
+    const int x0 = max(x - r, 0), x1 = min(x + r, w - 1);
+    const int y0 = max(y - r, 0), y1 = min(y + r, h - 1);
+    uint32_t m = 0;
+    for (int yy = y0; yy <= y1; yy++)
+        for (int xx = x0; xx <= x1; xx++)
+            m |= own[(size_t)yy * w + xx];
+    mask[i] = (uint16_t)m;
+}
+
 static __global__ void k_map_cells(const int32_t *__restrict__ nearest,
                                    const gm_point *__restrict__ pts, const float *__restrict__ dir,
                                    size_t px, float4 *__restrict__ cells)
@@ -826,20 +863,28 @@ static gm_status edge_map_upload(const gm_edge_map *map, gm_edge_map_dev *d, cud
     d->w = map->w;
     d->h = map->h;
     d->n = map->pts.n;
-    /* pageable sources: the copies are staged by the driver; the final
-     * synchronize lets the caller free map */
-    GM_CUDA_CHECK(cudaMemcpyAsync(d->d_mask, map->mask, px * sizeof *d->d_mask,
-                                  cudaMemcpyHostToDevice, stream));
-    GM_CUDA_CHECK(cudaMemcpyAsync(d->d_nearest, map->nearest, px * sizeof *d->d_nearest,
-                                  cudaMemcpyHostToDevice, stream));
+    /* pageable sources: the copies are staged by the driver before the
+     * calls return */
     if (map->pts.n) {
         GM_CUDA_CHECK(cudaMemcpyAsync(d->d_pts, map->pts.p, map->pts.n * sizeof *d->d_pts,
                                       cudaMemcpyHostToDevice, stream));
         GM_CUDA_CHECK(cudaMemcpyAsync(d->d_dir, map->dir, 2 * (size_t)map->pts.n * sizeof *d->d_dir,
                                       cudaMemcpyHostToDevice, stream));
     }
-    /* the packed cells, made here from the same arrays (the same floats) */
+    /* the pixels: the cells' 16 bytes a pixel hold the points' bits (4)
+     * until the cells are made from nearest */
+    uint32_t *own = (uint32_t *)d->d_cells;
+    GM_CUDA_CHECK(cudaMemsetAsync(d->d_nearest, 0xff, px * sizeof *d->d_nearest, stream)); /* -1 */
+    GM_CUDA_CHECK(cudaMemsetAsync(own, 0, px * sizeof *own, stream));
+    if (map->pts.n) {
+        k_map_scatter<<<(unsigned)((map->pts.n + 255) / 256), 256, 0, stream>>>(
+            d->d_pts, map->pts.n, map->w, map->h, d->d_nearest, own);
+        GM_CUDA_CHECK_LAUNCH();
+    }
     const size_t blocks = (px + 255) / 256;
+    k_map_dilate<<<(unsigned)blocks, 256, 0, stream>>>(own, map->w, map->h, map->radius, d->d_mask);
+    GM_CUDA_CHECK_LAUNCH();
+    /* the packed cells, made here from the same arrays (the same floats) */
     k_map_cells<<<(unsigned)blocks, 256, 0, stream>>>(d->d_nearest, d->d_pts, d->d_dir, px,
                                                       d->d_cells);
     GM_CUDA_CHECK_LAUNCH();
@@ -853,7 +898,7 @@ extern "C" gm_status gm_edge_map_upload(const gm_edge_map *map, gm_edge_map_dev 
     if (!d)
         return GM_ERR_INVALID;
     memset(d, 0, sizeof *d);
-    if (!map || map->w <= 0 || map->h <= 0 || !map->mask || !map->nearest ||
+    if (!map || map->w <= 0 || map->h <= 0 || map->radius < 0 ||
         (map->pts.n && (!map->pts.p || !map->dir)))
         return GM_ERR_INVALID;
     gm_status st = edge_map_upload(map, d, stream);

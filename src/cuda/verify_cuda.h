@@ -45,10 +45,12 @@ typedef struct {
                           * 16-byte cell a pixel, no dependent loads */
 } gm_edge_map_dev;
 
-/* Allocates d's arrays and copies map into them (d is zeroed first);
- * synchronizes stream before returning, so map may be freed then.  Free with
- * gm_edge_map_dev_free (also safe on a zeroed or failed d).  GM_ERR_INVALID
- * for an empty or inconsistent map. */
+/* Allocates d's arrays (d is zeroed first), copies map's points and
+ * directions into them and makes the pixels there from the points, the
+ * same as gm_edge_map_fill_cpu's (map's own pixels are not read: a map of
+ * gm_edge_map_points will do); synchronizes stream before returning, so map
+ * may be freed then.  Free with gm_edge_map_dev_free (also safe on a zeroed
+ * or failed d).  GM_ERR_INVALID for an empty or inconsistent map. */
 gm_status gm_edge_map_upload(const gm_edge_map *map, gm_edge_map_dev *d, cudaStream_t stream);
 void gm_edge_map_dev_free(gm_edge_map_dev *d);
 

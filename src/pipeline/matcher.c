@@ -1340,6 +1340,11 @@ static gm_status answer_report(const query_run *qr, answer *a, double explained)
     const double min_conf = r->p.min_confidence;
     int bf;
     const gm_edge_map *bmap = level_map(r, a->bl, &bf);
+    /* the host's pixels of the map, which a GPU's reference leaves unmade
+     * until an answer needs them (its corners' uncertainty below) */
+    gm_status st = gm_edge_map_pixels(bmap);
+    if (st != GM_OK)
+        return st;
     double h[9];
     h_work_to_source(a->hw, q0->f, bf, h);
     out->model = a->chosen;
@@ -1373,8 +1378,7 @@ static gm_status answer_report(const query_run *qr, answer *a, double explained)
     /* an answer that would be reported: its rivals under its model */
     if (a->score.confidence * distinct >= min_conf) {
         double second_m = 0;
-        gm_status st = rival_whole(r, qr->lane, ss, lv, q0, qr->vq0, bf, a->chosen, a->hw,
-                                   &second_m);
+        st = rival_whole(r, qr->lane, ss, lv, q0, qr->vq0, bf, a->chosen, a->hw, &second_m);
         if (st != GM_OK)
             return st;
         distinct = fmin(distinct, distinct_of(second_m, a->score.whole));

@@ -97,6 +97,7 @@ typedef struct gm_index {
 struct gm_ref {
     gm_index ix;
     double prep_ms;
+    gm_prep_timing prep; /* where ref_build's time went (reference.c) */
     gm_status status;  /* of the preparation: a failed handle only says why */
     char err[256];     /* why it failed, "" otherwise */
     char device[320]; /* what runs the matching, for -v */

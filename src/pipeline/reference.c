@@ -131,15 +131,19 @@ static void level_free(const gm_backend_ops *be, ref_level *l)
 /* The triangles of a level (drawn on the host) and their affine-invariant
  * table (the backend's: tri_level). */
 static gm_status level_build_tris(const gm_backend_ops *be, void *lane, const gm_params *p,
-                                  const side *s, ref_level *l, float diag0)
+                                  const side *s, ref_level *l, float diag0, gm_prep_timing *t)
 {
     l->tlmin = fmaxf(16.0f, 0.03f * diag0);
     l->tlmax = GM_FINE_LMAX_REL * diag0;
+    double t0 = gm_now_ms();
     gm_status st = gm_tris_select_cpu(&s->corners, l->tlmin, l->tlmax, GM_TRI_MIN_SIN, GM_TRI_PROB,
                                       GM_DRAW_KEY ^ GM_SALT_TRIS ^ (uint64_t)l->f << 48, &l->tris);
+    double t1 = gm_now_ms();
     if (st == GM_OK)
         st = be->tri_level(lane, &s->corners, &l->tris, &s->cloud, p->seed ^ GM_SALT_TRI_TABLE,
                            &l->ttable, &l->tshare, &l->tdev);
+    t->tri_draw += t1 - t0;
+    t->tri_tables += gm_now_ms() - t1;
     return st;
 }
 
@@ -147,7 +151,7 @@ static gm_status level_build_tris(const gm_backend_ops *be, void *lane, const gm
 /* diag0: level 0's diagonal (the fine levels' and the triangles' lengths);
  * tris: also the triangles' table, when the model is not a similarity. */
 static gm_status level_build(const gm_backend_ops *be, void *lane, const gm_params *p, side *s,
-                             ref_level *l, float diag0, int tris)
+                             ref_level *l, float diag0, int tris, gm_prep_timing *t)
 {
     l->f = s->f;
     l->w = s->w;
@@ -162,17 +166,23 @@ static gm_status level_build(const gm_backend_ops *be, void *lane, const gm_para
     gm_bases b = {0};
     gm_status st;
     double prob = p->ref_basis_prob * (l->fine ? GM_FINE_BASIS_SHARE : 1.0);
+    double t0 = gm_now_ms();
     if ((st = (l->fine ? gm_bases_select_local_cpu : gm_bases_select_cpu)(
              &s->corners, l->lmin, l->lmax, prob, GM_DRAW_KEY ^ (uint64_t)l->f << 56, &b)) != GM_OK)
         goto done;
     /* at most (2 GM_UV_HALF)^2 x 16 distinct keys exist: size the table by that bound */
     const uint32_t key_bound = 2 * GM_UV_HALF * 2 * GM_UV_HALF * GM_ANGLE_BINS;
+    double t1 = gm_now_ms();
+    t->bases += t1 - t0;
     /* the two-way basis index (paper 4.3) and the multi-value table */
-    if ((st = be->level_build(lane, &s->corners, &b, &s->cloud, l->fine, key_bound,
-                              p->seed ^ GM_SALT_REF_INDEX, p->seed ^ GM_SALT_REF_TABLE, &l->bases,
-                              &l->table, &l->share, &l->dev)) != GM_OK)
+    st = be->level_build(lane, &s->corners, &b, &s->cloud, l->fine, key_bound,
+                         p->seed ^ GM_SALT_REF_INDEX, p->seed ^ GM_SALT_REF_TABLE, &l->bases,
+                         &l->table, &l->share, &l->dev);
+    t->tables += gm_now_ms() - t1;
+    if (st != GM_OK)
         goto done;
-    if (p->model != GM_MODEL_SIMILARITY && tris && (st = level_build_tris(be, lane, p, s, l, diag0)) != GM_OK)
+    if (p->model != GM_MODEL_SIMILARITY && tris &&
+        (st = level_build_tris(be, lane, p, s, l, diag0, t)) != GM_OK)
         goto done;
     l->corners = s->corners;
     s->corners.p = NULL;
@@ -182,11 +192,23 @@ done:
     return st;
 }
 
-/* The reference's levels and edge map, on the device of r (set before). */
+/* ms since *t0 added to *acc; *t0 moved to now. */
+static void lap(double *acc, double *t0)
+{
+    double t = gm_now_ms();
+    *acc += t - *t0;
+    *t0 = t;
+}
+
+/* The reference's levels and edge map, on the device of r (set before);
+ * where the time went into r->prep. */
 static gm_status ref_build(gm_ref *r, gm_view img)
 {
     const gm_params *p = &r->ix.p;
     const gm_backend_ops *be = r->ix.be;
+    gm_prep_timing *t = &r->prep;
+    double t0 = gm_now_ms(), tb = t0;
+    memset(t, 0, sizeof *t);
     void *lane = be->acquire(r->ix.dev); /* the lane that builds */
     if (!lane)
         return GM_ERR_DEVICE;
@@ -197,6 +219,7 @@ static gm_status ref_build(gm_ref *r, gm_view img)
         char err[128];
         st = gm_side_build(be, lane, p, img, 1 << lv, (uint32_t)p->ref_points,
                            (uint32_t)p->basis_points, &s, err, sizeof err);
+        lap(&t->sides, &t0);
         if (st != GM_OK) {
             if (lv > 0 && st != GM_ERR_DEVICE && st != GM_ERR_NOMEM)
                 st = GM_OK; /* a reference too small for the coarse level still works */
@@ -207,24 +230,29 @@ static gm_status ref_build(gm_ref *r, gm_view img)
             break;
         }
         if (lv == 0)
-            st = gm_edge_map_build_cpu(&s.all, s.w, s.h, GM_VERIFY_RADIUS, &r->ix.map);
+            st = gm_edge_map_points(&s.all, s.w, s.h, GM_VERIFY_RADIUS, &r->ix.map);
+        lap(&t->maps, &t0);
         /* the device's own map is its reference's: a reference on a
          * borrowed device (gm_ref_prepare_on) keeps its map on level 0 */
         if (lv == 0 && st == GM_OK && !r->ix.borrowed)
             st = be->map(r->ix.dev, lane, NULL, &r->ix.map);
+        lap(&t->map_pixels, &t0);
         if (lv == 0) /* the fine levels' and the triangles' lengths derive from it */
             diag0 = sqrtf((float)s.w * s.w + (float)s.h * s.h);
         if (st == GM_OK)
-            st = level_build(be, lane, p, &s, &r->ix.lv[lv], diag0, lv == 0);
+            st = level_build(be, lane, p, &s, &r->ix.lv[lv], diag0, lv == 0, t);
+        t0 = gm_now_ms();
         /* where level 0 repeats itself (selfmap.h); not for the reverse
          * search's reference, a query prepared for one search */
         if (lv == 0 && st == GM_OK && !r->ix.borrowed) {
             st = gm_selfmaps_find(be, lane, &r->ix.lv[0], &s, (gm_map_at){&r->ix.map, NULL}, r->ix.self,
                                   &r->ix.n_self);
         }
+        lap(&t->selfmaps, &t0);
         if (lv == 0 && st == GM_OK && r->ix.borrowed)
             st = be->map(r->ix.dev, lane, r->ix.lv[0].dev, &r->ix.map);
         gm_side_free(&s);
+        lap(&t->map_pixels, &t0);
     }
     /* fine levels, coarse to fine: factors f0/2, f0/4, ..., 1.  Their
      * edges and corners are found on the reference's device when the level
@@ -249,21 +277,27 @@ static gm_status ref_build(gm_ref *r, gm_view img)
         char err[128];
         const int64_t longer = img.width / f > img.height / f ? img.width / f : img.height / f;
         const int on_dev = longer * longer <= GM_FINE_DEVICE_MAX_PX;
+        t0 = gm_now_ms();
         st = gm_side_build_f(on_dev ? be : &gm_backend_cpu, on_dev ? lane : NULL, img, f,
                              (int64_t)(200000 * grow), (uint32_t)(p->ref_points * grow),
                              (uint32_t)fmin(p->basis_points * grow, 60000.0), &s, err, sizeof err);
+        lap(&t->sides, &t0);
         if (st != GM_OK)
             break;
         ref_level *l = &r->ix.lv[GM_LEVELS + k];
         l->fine = 1;
-        st = gm_edge_map_build_cpu(&s.all, s.w, s.h, GM_VERIFY_RADIUS, &l->map);
+        st = gm_edge_map_points(&s.all, s.w, s.h, GM_VERIFY_RADIUS, &l->map);
+        lap(&t->maps, &t0);
         if (st == GM_OK)
-            st = level_build(be, lane, p, &s, l, diag0, k == 0);
+            st = level_build(be, lane, p, &s, l, diag0, k == 0, t);
+        t0 = gm_now_ms();
         if (st == GM_OK)
             st = be->map(r->ix.dev, lane, l->dev, &l->map);
         gm_side_free(&s);
+        lap(&t->map_pixels, &t0);
     }
     be->release(r->ix.dev, lane);
+    t->total = gm_now_ms() - tb;
     return st;
 }
 
@@ -399,6 +433,13 @@ int gm_set_thread_budget(int n)
 }
 const char *gm_ref_error(const gm_ref *r) { return r ? r->err : "no reference"; }
 double gm_ref_time_ms(const gm_ref *r) { return r ? r->prep_ms : 0.0; }
+void gm_ref_prep_timing(const gm_ref *r, gm_prep_timing *t)
+{
+    if (r && r->status == GM_OK)
+        *t = r->prep;
+    else
+        memset(t, 0, sizeof *t);
+}
 
 gm_status gm_ref_prepare(const gm_params *p, gm_view img, gm_ref **out)
 {

@@ -9,6 +9,7 @@
  * direction turned by 90 degrees, so the confidence is self-calibrating:
  * busy references (fur, foliage) have a high chance level and need more hits. */
 #include <math.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -18,23 +19,40 @@
 #include "stages/verify.h"
 #include "stages/verify_core.h"
 
-gm_status gm_edge_map_build_cpu(const gm_points *all, int w, int h, int radius, gm_edge_map *map)
+gm_status gm_edge_map_points(const gm_points *all, int w, int h, int radius, gm_edge_map *map)
 {
     memset(map, 0, sizeof *map);
-    size_t n = (size_t)w * h;
     map->w = w;
     map->h = h;
-    map->mask = calloc(n, sizeof *map->mask);
-    map->nearest = malloc(n * sizeof *map->nearest);
+    map->radius = radius;
     map->pts.p = malloc((all->n ? all->n : 1) * sizeof *map->pts.p);
     map->dir = malloc((all->n ? all->n : 1) * 2 * sizeof *map->dir);
-    if (!map->mask || !map->nearest || !map->pts.p || !map->dir) {
+    if (!map->pts.p || !map->dir) {
         gm_edge_map_free(map);
         return GM_ERR_NOMEM;
     }
     memcpy(map->pts.p, all->p, all->n * sizeof *all->p);
     map->pts.n = all->n;
     gm_points_cs(all, map->dir);
+    return GM_OK;
+}
+
+gm_status gm_edge_map_fill_cpu(gm_edge_map *map)
+{
+    const int w = map->w, h = map->h, radius = map->radius;
+    const gm_points *all = &map->pts;
+    size_t n = (size_t)w * h;
+    if (map->filled)
+        return GM_OK;
+    map->mask = calloc(n ? n : 1, sizeof *map->mask);
+    map->nearest = malloc((n ? n : 1) * sizeof *map->nearest);
+    if (!map->mask || !map->nearest) {
+        free(map->mask);
+        free(map->nearest);
+        map->mask = NULL;
+        map->nearest = NULL;
+        return GM_ERR_NOMEM;
+    }
     for (size_t i = 0; i < n; i++)
         map->nearest[i] = -1;
     for (uint32_t k = 0; k < all->n; k++) {
@@ -56,7 +74,32 @@ gm_status gm_edge_map_build_cpu(const gm_points *all, int w, int h, int radius, 
             for (int xx = x0; xx <= x1; xx++)
                 map->mask[(size_t)yy * w + xx] |= bit;
     }
+    __atomic_store_n(&map->filled, 1, __ATOMIC_RELEASE);
     return GM_OK;
+}
+
+gm_status gm_edge_map_build_cpu(const gm_points *all, int w, int h, int radius, gm_edge_map *map)
+{
+    gm_status st = gm_edge_map_points(all, w, h, radius, map);
+    if (st == GM_OK && (st = gm_edge_map_fill_cpu(map)) != GM_OK)
+        gm_edge_map_free(map);
+    return st;
+}
+
+/* The maps' fills one at a time: a fill is once per map, so one lock for
+ * all of them costs nothing measurable. */
+static pthread_mutex_t fill_lock = PTHREAD_MUTEX_INITIALIZER;
+
+gm_status gm_edge_map_pixels(const gm_edge_map *map)
+{
+    if (__atomic_load_n(&map->filled, __ATOMIC_ACQUIRE))
+        return GM_OK;
+    pthread_mutex_lock(&fill_lock);
+    /* the map is the reference's, shared and otherwise read-only: its
+     * pixels are the one part made after the preparation */
+    gm_status st = gm_edge_map_fill_cpu((gm_edge_map *)map);
+    pthread_mutex_unlock(&fill_lock);
+    return st;
 }
 
 void gm_edge_map_free(gm_edge_map *map)

@@ -13,16 +13,29 @@ extern "C" {
 
 typedef struct {
     int w, h;
+    int radius;          /* of the dilation that makes mask */
     uint16_t *mask;      /* [w*h] orientation bins of edges within the radius */
     int32_t *nearest;    /* [w*h] index into pts of an edge point at this pixel, or -1 */
     gm_points pts;       /* the reference edge pixels, sub-pixel */
     float *dir;          /* [2 * pts.n] unit gradient (cos, sin) of each point */
+    int filled;          /* mask and nearest made (atomic: gm_edge_map_pixels) */
 } gm_edge_map;
 
 /* The orientation mask over the reference's edge points `all` (borrowed:
- * the map keeps a copy). */
+ * the map keeps a copy): gm_edge_map_points, then gm_edge_map_fill_cpu. */
 gm_status gm_edge_map_build_cpu(const gm_points *all, int w, int h, int radius,
                                 gm_edge_map *map);
+/* A map of w x h pixels without its pixels: the points `all` copied, their
+ * directions, the radius; mask and nearest NULL until filled.  A device
+ * makes its own pixels from the points (verify_cuda.h), so a reference on
+ * a GPU leaves the host's unmade until a host stage needs them. */
+gm_status gm_edge_map_points(const gm_points *all, int w, int h, int radius, gm_edge_map *map);
+/* The pixels of a map made by gm_edge_map_points (not thread-safe). */
+gm_status gm_edge_map_fill_cpu(gm_edge_map *map);
+/* The pixels of map made once, however many threads ask at once (map is
+ * shared by a reference's queries; the first to need them makes them):
+ * GM_OK when they are there. */
+gm_status gm_edge_map_pixels(const gm_edge_map *map);
 void gm_edge_map_free(gm_edge_map *map);
 
 typedef struct {

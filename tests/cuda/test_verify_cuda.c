@@ -637,6 +637,81 @@ START_TEST(test_reuse)
 }
 END_TEST
 
+/* ---- the map's pixels made on the device ------------------------------------------- */
+
+/* d's mask and nearest equal host's (filled by gm_edge_map_fill_cpu). */
+static void expect_same_pixels(const gm_edge_map *host, const gm_edge_map_dev *d)
+{
+    const size_t px = (size_t)host->w * host->h;
+    EXPECT_EQ(d->w, host->w);
+    EXPECT_EQ(d->h, host->h);
+    uint16_t *mask = xmalloc(px, sizeof *mask);
+    int32_t *nearest = xmalloc(px, sizeof *nearest);
+    EXPECT(cudaMemcpy(mask, d->d_mask, px * sizeof *mask, cudaMemcpyDeviceToHost) == cudaSuccess);
+    EXPECT(cudaMemcpy(nearest, d->d_nearest, px * sizeof *nearest, cudaMemcpyDeviceToHost) ==
+           cudaSuccess);
+    size_t bad_mask = 0, bad_nearest = 0, edges = 0;
+    for (size_t i = 0; i < px; i++) {
+        bad_mask += mask[i] != host->mask[i];
+        bad_nearest += nearest[i] != host->nearest[i];
+        edges += host->nearest[i] >= 0;
+    }
+    EXPECT_EQ(bad_mask, 0);
+    EXPECT_EQ(bad_nearest, 0);
+    EXPECT(edges > 0 || host->pts.n == 0 || px < 4);
+    free(mask);
+    free(nearest);
+}
+
+/* The pixels of a map without them (gm_edge_map_points) made on the device
+ * equal gm_edge_map_fill_cpu's: on a photograph's edges, and on points
+ * made to test the rules (several points a pixel, halves that round to
+ * even, points on and past the borders, every direction bin, radii 0 to 3,
+ * maps of one row and one pixel, no points). */
+START_TEST(test_map_pixels)
+{
+    ref_t r;
+    ref_from_jpeg(&r);
+    gm_edge_map bare;
+    EXPECT_OK(gm_edge_map_points(&r.all, r.w, r.h, MAP_RADIUS, &bare));
+    EXPECT(bare.mask == NULL && bare.nearest == NULL);
+    gm_edge_map_dev d;
+    EXPECT_OK(gm_edge_map_upload(&bare, &d, g_stream));
+    expect_same_pixels(&r.map, &d);
+    gm_edge_map_dev_free(&d);
+    gm_edge_map_free(&bare);
+    ref_free(&r);
+
+    const int sizes[][2] = {{37, 23}, {64, 1}, {1, 1}, {5, 9}};
+    uint64_t s = 12345;
+    for (int si = 0; si < 4; si++) {
+        const int w = sizes[si][0], h = sizes[si][1];
+        for (int radius = 0; radius <= 3; radius++) {
+            for (uint32_t n = 0; n <= 400; n += 200) {
+                gm_points pts = {xmalloc(n ? n : 1, sizeof(gm_point)), n};
+                for (uint32_t k = 0; k < n; k++) {
+                    s = s * 6364136223846793005ULL + 1442695040888963407ULL;
+                    /* x, y in [-2, w + 2) in halves and thirds: exact halves round to even */
+                    float fx = (float)((s >> 33) % (uint64_t)(6 * (w + 4))) / 6.0f - 2.0f;
+                    float fy = (float)((s >> 13) % (uint64_t)(6 * (h + 4))) / 6.0f - 2.0f;
+                    float a = (float)((s >> 45) % 4096) / 4096.0f * 2.0f * (float)GM_PI - (float)GM_PI;
+                    pts.p[k] = (gm_point){fx, fy, a, 1.0f};
+                }
+                gm_edge_map host, bare2;
+                EXPECT_OK(gm_edge_map_build_cpu(&pts, w, h, radius, &host));
+                EXPECT_OK(gm_edge_map_points(&pts, w, h, radius, &bare2));
+                EXPECT_OK(gm_edge_map_upload(&bare2, &d, g_stream));
+                expect_same_pixels(&host, &d);
+                gm_edge_map_dev_free(&d);
+                gm_edge_map_free(&bare2);
+                gm_edge_map_free(&host);
+                free(pts.p);
+            }
+        }
+    }
+}
+END_TEST
+
 START_TEST(test_invalid)
 {
     gm_verify_dev v;
@@ -767,6 +842,7 @@ static Suite *verify_cuda_suite(void)
     tcase_add_test(tc, test_grow);
     tcase_add_test(tc, test_spread);
     tcase_add_test(tc, test_reuse);
+    tcase_add_test(tc, test_map_pixels);
     tcase_add_test(tc, test_invalid);
     tcase_add_test(tc, test_bench);
     suite_add_tcase(s, tc);

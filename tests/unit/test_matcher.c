@@ -774,6 +774,38 @@ START_TEST(test_empty_query)
 }
 END_TEST
 
+/* Where a preparation's time went (gm_ref_prep_timing): every part at
+ * least 0, the parts within the build's total, the total within the
+ * preparation's time, the stages every reference runs above 0; a failed
+ * preparation's all 0. */
+START_TEST(test_prep_timing)
+{
+    gm_prep_timing t;
+    gm_ref_prep_timing(prepared(), &t);
+    const double parts[] = {t.sides, t.maps, t.map_pixels, t.bases, t.tables, t.tri_draw,
+                            t.tri_tables, t.selfmaps};
+    double sum = 0;
+    for (size_t i = 0; i < sizeof parts / sizeof *parts; i++) {
+        EXPECT(parts[i] >= 0);
+        sum += parts[i];
+    }
+    EXPECT(t.sides > 0 && t.maps > 0 && t.map_pixels > 0 && t.tables > 0);
+    EXPECT(t.tri_tables > 0); /* the default model, auto, tables triangles */
+    EXPECT(sum <= t.total * 1.0001 + 1e-3);
+    EXPECT(t.total <= gm_ref_time_ms(prepared()) * 1.0001 + 1e-3);
+    gm_params p = gm_params_default();
+    p.max_side = 1; /* out of range */
+    gm_ref *r = NULL;
+    EXPECT(gm_ref_prepare(&p, (gm_view){g_ref, RW, RH, RW}, &r) != GM_OK);
+    memset(&t, 0xff, sizeof t);
+    gm_ref_prep_timing(r, &t);
+    EXPECT(t.sides == 0 && t.tables == 0 && t.total == 0);
+    gm_ref_free(r);
+    gm_ref_prep_timing(NULL, &t);
+    EXPECT(t.total == 0);
+}
+END_TEST
+
 /* References without anything to match: flat, tiny, empty. */
 START_TEST(test_degenerate_references)
 {
@@ -1105,6 +1137,7 @@ static Suite *matcher_suite(void)
     tcase_add_test(none, test_tiny_queries);
     tcase_add_test(none, test_empty_query);
     tcase_add_test(none, test_degenerate_references);
+    tcase_add_test(none, test_prep_timing);
     tcase_add_test(none, test_threads_deterministic);
     tcase_add_test(none, test_threads_leave_caller_alone);
     tcase_add_test(none, test_thread_budget);

@@ -155,6 +155,41 @@ START_TEST(test_map_shared_pixel)
 }
 END_TEST
 
+/* A map made without its pixels (gm_edge_map_points, as a GPU's reference
+ * keeps it) gets them later from gm_edge_map_pixels, once, whichever of
+ * the threads that ask at once makes them: the same pixels as
+ * gm_edge_map_build_cpu's, and asking again changes nothing. */
+START_TEST(test_map_pixels_later)
+{
+    rng_state = 0x5EED;
+    const int w = 90, h = 70;
+    const uint32_t n = 900;
+    gm_points all = {xmalloc(n, sizeof(gm_point)), n};
+    for (uint32_t k = 0; k < n; k++)
+        all.p[k] = (gm_point){(float)(rng_unit() * (w + 4) - 2), (float)(rng_unit() * (h + 4) - 2),
+                              (float)((rng_unit() * 2 - 1) * GM_PI), 1};
+    gm_edge_map want, later;
+    EXPECT_EQ(gm_edge_map_build_cpu(&all, w, h, 2, &want), GM_OK);
+    EXPECT_EQ(gm_edge_map_points(&all, w, h, 2, &later), GM_OK);
+    EXPECT(later.mask == NULL && later.nearest == NULL && !later.filled);
+    EXPECT_EQ(later.pts.n, n);
+    EXPECT(memcmp(later.dir, want.dir, 2 * n * sizeof *want.dir) == 0);
+    int bad = 0;
+#pragma omp parallel num_threads(8) reduction(+ : bad)
+    bad += gm_edge_map_pixels(&later) != GM_OK;
+    EXPECT_EQ(bad, 0);
+    EXPECT(later.filled);
+    uint16_t *mask = later.mask;
+    EXPECT_EQ(gm_edge_map_pixels(&later), GM_OK);
+    EXPECT(later.mask == mask);
+    EXPECT(memcmp(later.mask, want.mask, (size_t)w * h * sizeof *want.mask) == 0);
+    EXPECT(memcmp(later.nearest, want.nearest, (size_t)w * h * sizeof *want.nearest) == 0);
+    gm_edge_map_free(&later);
+    gm_edge_map_free(&want);
+    free(all.p);
+}
+END_TEST
+
 START_TEST(test_map_empty)
 {
     gm_point dummy = {0, 0, 0, 0};
@@ -831,6 +866,7 @@ static Suite *verify_suite(void)
     tcase_add_test(map, test_map_bins);
     tcase_add_test(map, test_map_brute_force);
     tcase_add_test(map, test_map_empty);
+    tcase_add_test(map, test_map_pixels_later);
     tcase_add_test(map, test_map_shared_pixel);
     suite_add_tcase(s, map);
     TCase *sc = tcase_create("score");
