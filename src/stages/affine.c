@@ -153,7 +153,7 @@ gm_status gm_tris_select_cpu(const gm_points *pts, float lmin, float lmax, float
         return GM_ERR_INVALID;
     tri_sel c = {pts, lmin * lmin, lmax * lmax, min_sin, seed, gm_prob_threshold(prob)};
     void *items;
-    gm_status st = gm_grid_rows(pts, lmax, 1, sizeof *out->t, tri_row_of, &c, &items, &out->n);
+    gm_status st = gm_grid_rows(pts, lmax, 1, 1, sizeof *out->t, tri_row_of, &c, &items, &out->n);
     out->t = items;
     return st;
 }

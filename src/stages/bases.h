@@ -62,8 +62,9 @@ void gm_grid_free(gm_grid *g);
 /* A selection made row by row, rows in parallel, order kept: row(ctx, i,
  * near, m, out, cap) returns the number of items of point i and writes the
  * first min(that, cap) of them to out; near holds the m points of the grid
- * cells within `reach` of point i (sorted), or is NULL when grid is 0 (every
- * point is a candidate); the row may overwrite it, and use the whole of its
+ * cells within `reach` of point i (in increasing order when sorted is 1,
+ * else in the grid's), or is NULL when grid is 0 (every point is a
+ * candidate); the row may overwrite it, and use the whole of its
  * GM_GRID_ROW_ROOM * pts->n entries as scratch.  Each thread writes its
  * rows into a buffer of its own, a row that does not fit is made again once
  * the buffer has grown, and the rows are put in order at the end (one pass:
@@ -74,8 +75,8 @@ void gm_grid_free(gm_grid *g);
 typedef uint32_t (*gm_grid_row)(const void *ctx, uint32_t i, uint32_t *near, uint32_t m,
                                 void *out, size_t cap);
 #define GM_GRID_ROW_ROOM 5
-gm_status gm_grid_rows(const gm_points *pts, float reach, int grid, size_t elem, gm_grid_row row,
-                       const void *ctx, void **items, uint32_t *n_items);
+gm_status gm_grid_rows(const gm_points *pts, float reach, int grid, int sorted, size_t elem,
+                       gm_grid_row row, const void *ctx, void **items, uint32_t *n_items);
 /* Items made basis by basis in one pass, bases in parallel, laid out in
  * basis order: fn(ctx, d, g, near, seen, keyv) writes basis d's distinct keys
  * to keyv and returns how many (g: a grid of the cloud with cell `cell`;

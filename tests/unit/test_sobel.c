@@ -584,13 +584,14 @@ START_TEST(test_downscale)
     free(im.buf);
 
     /* f = 1 copies; random f against a brute force; the last trials f = 2
-     * (its own vectorized loop) on frames of a video's size, odd and even */
+     * (its own vectorized loop) on frames of a video's size, odd and even,
+     * and f = 3 to 8 (the column sums) on such frames */
     rng_state = 0xD05C;
-    for (int trial = 0; trial < 23; trial++) {
+    for (int trial = 0; trial < 29; trial++) {
         int w = 1 + (int)(rng_next() % 50), h = 1 + (int)(rng_next() % 50);
         int f = 1 + (int)(rng_next() % 6);
         if (trial >= 20)
-            w = 1920 + trial - 20, h = 1080 + trial - 20, f = 2;
+            w = 1920 + trial - 20, h = 1080 + trial - 20, f = trial < 23 ? 2 : trial - 20;
         im = img_new(w, h, (int)(rng_next() % 5));
         for (int y = 0; y < h; y++)
             for (int x = 0; x < w; x++)
