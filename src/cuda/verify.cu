@@ -778,8 +778,6 @@ static __global__ void __launch_bounds__(GM_VERIFY_THREADS)
 
 /* ---- the edge map ------------------------------------------------------------ */
 
-/* Each pixel's nearest edge point as one cell (x, y, cos, sin), x NaN where
- * there is none. */
 /* The map's pixels from its points, as gm_edge_map_fill_cpu makes them:
  * each point's pixel (lrintf: round half to even, __float2int_rn here)
  * keeps the point of the highest index there (the CPU's last write), and
@@ -817,6 +815,8 @@ static __global__ void k_map_dilate(const uint32_t *__restrict__ own, int w, int
     mask[i] = (uint16_t)m;
 }
 
+/* Each pixel's nearest edge point as one cell (x, y, cos, sin), x NaN where
+ * there is none. */
 static __global__ void k_map_cells(const int32_t *__restrict__ nearest,
                                    const gm_point *__restrict__ pts, const float *__restrict__ dir,
                                    size_t px, float4 *__restrict__ cells)

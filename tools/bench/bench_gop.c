@@ -187,7 +187,7 @@ static int differ(const output *o, const uint64_t *ref, int nref)
     for (int g = 0; g < o->groups; g++)
         for (int i = 0; i < o->count[g]; i++, k++)
             bad += k >= nref || o->hash[o->base[g] + i] != ref[k];
-    return bad + abs(nref - frames_of(o));
+    return bad + abs(nref - k);
 }
 
 static int bench(const char *path, int reps, const int *decs, int ndecs, int threads)
