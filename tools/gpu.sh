@@ -12,7 +12,7 @@
 # GM_GPU_BUILD (default build-gpu) and GM_GPU_DEV (default .device) name the
 # build and carry folders, so that several checkouts' work can travel apart;
 # GM_GPU_TESTS (a grep pattern, default all) picks the tests that run,
-# GM_GPU_BENCH (words: hash match scores pairs kprof video videolong gop reverse fault soak sift gpus photo scene seeds; default
+# GM_GPU_BENCH (words: hash match scores pairs kprof hprof video videolong gop reverse fault soak sift gpus photo scene seeds; default
 # hash match scores video sift fault) the
 # benchmarks; GM_GPU_NOBENCH=1 runs none, GM_GPU_NOSAN=1 no sanitizer;
 # GM_GPU_INVISIBLE=0 leaves the seeds bench's invisible-change run out;
@@ -83,6 +83,8 @@ if [ "$mode" = pack ]; then
     cupti=$(sed -n 's/^CUDA_cupti_LIBRARY:FILEPATH=//p' "$build/CMakeCache.txt")
     [ -f "$cupti" ] && cp -L "$cupti" "$dev/$(basename "$(readlink -f "$cupti")")"
   fi
+  # the host sampler (tools/bench/hprof.c): where the workers' time goes
+  [ -f "$build/hprof.so" ] && cp "$build/hprof.so" "$dev/"
   # the carry limit is 64 MiB with the working tree (6.4 MiB): FFmpeg's
   # libraries (46.5 MiB), kprof's CUPTI (4.0), the programs (3.3), all the
   # videos (4.6) and the bench (3.1) come to some 68 MiB with it, so
@@ -285,6 +287,19 @@ PY
       echo "== decoding a group of pictures a decoder (tools/bench/bench_gop.c)"
       "$dev/bin/bench_gop" -r 3 -d 1,2,4,8,16 $(tools/bench/bench_video_long.sh lists "$dev/videos") 2>&1 |
         tee "$out/bench_gop.txt"
+    fi
+    if want hprof && [ -f "$dev/hprof.so" ] && [ -d "$dev/videos" ]; then
+      # where the host's time goes (tools/bench/hprof.c) over bench_video_long.sh's
+      # 640x360 x 3,000 frames: the samples travel back, the report runs
+      # here with the unstripped binary: tools/bench/hprof_report.py
+      # OUT/hprof-MODEL.prof gmatch=build-gpu/gmatch
+      echo "== the host's time over 640x360 x 3,000 frames (tools/bench/hprof.c)"
+      l360=$(tools/bench/bench_video_long.sh lists "$dev/videos" | grep v360)
+      for m in similarity auto; do
+        HPROF_OUT="$out/hprof-$m.prof" LD_PRELOAD=$PWD/$dev/hprof.so "$dev/bin/gmatch" -v \
+          --device cuda --model "$m" --format json "$dev/videos/ref_building.jpg" "$l360" \
+          2>&1 > /dev/null | grep -E "frames in|a frame's match" | sed "s/^/$m: /"
+      done
     fi
     if want videolong && [ -d "$dev/videos" ]; then
       echo "== long videos, whole runs (tools/bench/bench_video_long.sh)"
