@@ -618,6 +618,78 @@ START_TEST(test_local_equals_brute_force)
 }
 END_TEST
 
+/* The selection as it was first written (a branch on the length and one on
+ * the hash a candidate, every ordered pair in turn): the reference the
+ * branch-free rows of both selections must equal key for key, in order
+ * (vid.stab's reference-vs-fast tests). */
+static uint32_t *ref_select(const gm_points *pts, float lmin, float lmax, double prob,
+                            uint64_t seed, uint32_t *n_out)
+{
+    size_t cap = (size_t)pts->n * pts->n + 1, c = 0;
+    uint32_t *out = xmalloc(cap, sizeof *out);
+    float l2min = lmin * lmin, l2max = lmax * lmax;
+    uint64_t thr = gm_prob_threshold(prob);
+    for (uint32_t i = 0; i < pts->n; i++)
+        for (uint32_t j = 0; j < pts->n; j++) {
+            if (j == i)
+                continue;
+            float dx = pts->p[j].x - pts->p[i].x, dy = pts->p[j].y - pts->p[i].y;
+            float d2 = dx * dx + dy * dy;
+            if (d2 < l2min || d2 > l2max)
+                continue;
+            if (gm_mix64(seed ^ ((uint64_t)i << 32 | j)) <= thr)
+                out[c++] = i << 16 | j;
+        }
+    *n_out = (uint32_t)c;
+    return out;
+}
+
+/* Random points, integer points whose lengths fall on the bounds exactly,
+ * repeated points, a NaN point (its lengths are NaN: kept, as the first
+ * version kept them), more candidates than a row's 256-block, and
+ * probabilities 0, 0.3, 0.99 and 1: the same keys as the reference, by
+ * both the all-pairs and the grid selection. */
+START_TEST(test_select_equals_reference)
+{
+    rng_state = 0x5E1EC7;
+    static const double probs[] = {0.0, 0.3, 0.99, 1.0};
+    for (int kind = 0; kind < 4; kind++) {
+        uint32_t n = kind == 3 ? 700 : 300;
+        gm_points ps = random_points(n, 200, 150);
+        for (uint32_t i = 0; i < n; i++) {
+            if (kind == 1) { /* integers: squared lengths 25, 400 and 0 land on bounds */
+                ps.p[i].x = floorf(ps.p[i].x / 5) * 5;
+                ps.p[i].y = floorf(ps.p[i].y / 5) * 5;
+            } else if (kind == 2 && i % 4 == 0) {
+                ps.p[i] = ps.p[i / 3];
+            }
+        }
+        if (kind == 2)
+            ps.p[7].x = NAN;
+        for (size_t k = 0; k < sizeof probs / sizeof probs[0]; k++) {
+            float lmin = kind == 1 ? 5 : 12, lmax = kind == 1 ? 20 : 80;
+            uint32_t nr;
+            uint32_t *r = ref_select(&ps, lmin, lmax, probs[k], 41 + k, &nr);
+            gm_bases a, b;
+            EXPECT_EQ(gm_bases_select_cpu(&ps, lmin, lmax, probs[k], 41 + k, &a), GM_OK);
+            EXPECT_EQ(a.n, nr);
+            EXPECT(nr == 0 || memcmp(a.key, r, nr * sizeof *r) == 0);
+            if (kind != 2) { /* the grid cannot place a NaN point */
+                EXPECT_EQ(gm_bases_select_local_cpu(&ps, lmin, lmax, probs[k], 41 + k, &b), GM_OK);
+                EXPECT_EQ(b.n, nr);
+                EXPECT(nr == 0 || memcmp(b.key, r, nr * sizeof *r) == 0);
+                free(b.key);
+            }
+            if (probs[k] > 0.5)
+                EXPECT(nr > 1000);
+            free(a.key);
+            free(r);
+        }
+        free(ps.p);
+    }
+}
+END_TEST
+
 static Suite *bases_suite(void)
 {
     Suite *s = suite_create("bases");
@@ -628,6 +700,7 @@ static Suite *bases_suite(void)
     tcase_add_test(sel, test_select_probability);
     tcase_add_test(sel, test_select_deterministic);
     tcase_add_test(sel, test_select_edge_cases);
+    tcase_add_test(sel, test_select_equals_reference);
     suite_add_tcase(s, sel);
     TCase *key = tcase_create("key");
     tcase_set_timeout(key, 60);

@@ -306,16 +306,23 @@ START_TEST(test_spread_sparse_survive)
 }
 END_TEST
 
+/* A w x h image with edges everywhere: a product of two sines. */
+static uint8_t *wave_image(int w, int h)
+{
+    uint8_t *im = xmalloc((size_t)w * h, 1);
+    for (int y = 0; y < h; y++)
+        for (int x = 0; x < w; x++)
+            im[y * w + x] = (uint8_t)(128 + 100 * sin(x * 0.31) * cos(y * 0.23));
+    return im;
+}
+
 /* On a real edge image: the spread of the edge points keeps at most target,
  * and cover the image (every quarter of an image with edges everywhere keeps
  * some). */
 START_TEST(test_spread_edges_cover)
 {
     int w = 160, h = 120;
-    uint8_t *im = xmalloc((size_t)w * h, 1);
-    for (int y = 0; y < h; y++)
-        for (int x = 0; x < w; x++)
-            im[y * w + x] = (uint8_t)(128 + 100 * sin(x * 0.31) * cos(y * 0.23));
+    uint8_t *im = wave_image(w, h);
     gm_edges e;
     gm_points pts, out;
     points_of(im, w, h, &e, &pts);
@@ -328,6 +335,124 @@ START_TEST(test_spread_edges_cover)
     for (int q = 0; q < 4; q++)
         EXPECT(quad[q] >= 8);
     free(out.p);
+    free(pts.p);
+    gm_edges_free(&e);
+    free(im);
+}
+END_TEST
+
+/* The spread as it was written first (one scalar loop a pass, the division
+ * and the marking together; a pass again for the final pitch and for the
+ * best points): the reference the vectorized passes must equal byte for
+ * byte (vid.stab's reference-vs-fast tests). */
+static uint32_t ref_count_cells(const gm_points *pts, int w, int h, float c, uint32_t *cell,
+                                size_t ncell_max)
+{
+    int gw = (int)(w / c) + 1, gh = (int)(h / c) + 1;
+    size_t nc = (size_t)gw * gh;
+    if (nc > ncell_max)
+        return UINT32_MAX;
+    memset(cell, 0, nc * sizeof *cell);
+    uint32_t occ = 0;
+    for (uint32_t k = 0; k < pts->n; k++) {
+        size_t ci = (size_t)(int)(pts->p[k].y / c) * gw + (size_t)(int)(pts->p[k].x / c);
+        occ += cell[ci] == 0;
+        cell[ci] = 1;
+    }
+    return occ;
+}
+
+static void ref_spread(const gm_points *pts, int w, int h, uint32_t target, gm_points *out)
+{
+    out->n = 0;
+    out->p = xmalloc(target ? target : 1, sizeof *out->p);
+    if (target == 0)
+        return;
+    if (pts->n <= target) {
+        if (pts->n)
+            memcpy(out->p, pts->p, pts->n * sizeof *pts->p);
+        out->n = pts->n;
+        return;
+    }
+    size_t ncell_max = (size_t)w * h + 1;
+    uint32_t *cell = xmalloc(ncell_max, sizeof *cell);
+    float c = sqrtf((float)w * h / target);
+    if (c < 1.0f)
+        c = 1.0f;
+    for (int it = 0; it < 6; it++) {
+        uint32_t occ = ref_count_cells(pts, w, h, c, cell, ncell_max);
+        if (occ <= target && occ * 10 >= target * 9)
+            break;
+        c *= (float)occ / target;
+        if (c < 1.0f)
+            c = 1.0f;
+    }
+    while (ref_count_cells(pts, w, h, c, cell, ncell_max) > target)
+        c *= 1.05f;
+    int gw = (int)(w / c) + 1, gh = (int)(h / c) + 1;
+    size_t nc = (size_t)gw * gh;
+    memset(cell, 0, nc * sizeof *cell);
+    for (uint32_t k = 0; k < pts->n; k++) {
+        size_t ci = (size_t)(int)(pts->p[k].y / c) * gw + (size_t)(int)(pts->p[k].x / c);
+        if (cell[ci] == 0 || pts->p[cell[ci] - 1].w < pts->p[k].w)
+            cell[ci] = k + 1;
+    }
+    for (size_t ci = 0; ci < nc && out->n < target; ci++)
+        if (cell[ci])
+            out->p[out->n++] = pts->p[cell[ci] - 1];
+    free(cell);
+}
+
+static void expect_spread_as_reference(const gm_points *in, int w, int h, uint32_t target)
+{
+    gm_points a, b;
+    ref_spread(in, w, h, target, &a);
+    EXPECT_EQ(gm_points_spread_cpu(in, w, h, target, &b), GM_OK);
+    if (a.n != b.n || (a.n && memcmp(a.p, b.p, a.n * sizeof *a.p) != 0))
+        ck_abort_msg("spread of %u points, %dx%d, target %u: %u points, the reference %u or "
+                     "other points", in->n, w, h, target, b.n, a.n);
+    free(a.p);
+    free(b.p);
+}
+
+/* The same points in the same order as the reference: uniform points, a
+ * clustered image (few cells taken: the pitch shrinks, to 1 px and its
+ * grid's limit), points on cell borders of whole-pixel pitches, equal
+ * strengths, tiny and one-row images, and a real edge image. */
+START_TEST(test_spread_equals_reference)
+{
+    rng_state = 77;
+    static const int size[][2] = {{320, 240}, {640, 360}, {37, 5}, {1, 900}, {900, 1}, {13, 13}};
+    static const uint32_t targets[] = {1, 2, 7, 50, 100, 500, 599, 2000};
+    for (size_t s = 0; s < sizeof size / sizeof size[0]; s++) {
+        int w = size[s][0], h = size[s][1];
+        for (int kind = 0; kind < 4; kind++) {
+            uint32_t n = kind == 3 ? 700 : 3000;
+            gm_points in = random_points(n, w, h);
+            for (uint32_t i = 0; i < n; i++) {
+                if (kind == 1) { /* a cluster in one corner */
+                    in.p[i].x *= 0.05f;
+                    in.p[i].y *= 0.05f;
+                } else if (kind == 2) { /* whole pixels, equal strengths */
+                    in.p[i].x = floorf(in.p[i].x);
+                    in.p[i].y = floorf(in.p[i].y);
+                    in.p[i].w = 1.0f;
+                } else if (kind == 3 && i % 3 == 0) { /* repeated points */
+                    in.p[i] = in.p[i / 2];
+                }
+            }
+            for (size_t t = 0; t < sizeof targets / sizeof targets[0]; t++)
+                expect_spread_as_reference(&in, w, h, targets[t]);
+            free(in.p);
+        }
+    }
+    int w = 160, h = 120;
+    uint8_t *im = wave_image(w, h);
+    gm_edges e;
+    gm_points pts;
+    points_of(im, w, h, &e, &pts);
+    for (uint32_t t = 1; t < 600; t += 37)
+        expect_spread_as_reference(&pts, w, h, t);
     free(pts.p);
     gm_edges_free(&e);
     free(im);
@@ -351,6 +476,7 @@ static Suite *points_suite(void)
     tcase_add_test(sp, test_spread_strongest);
     tcase_add_test(sp, test_spread_sparse_survive);
     tcase_add_test(sp, test_spread_edges_cover);
+    tcase_add_test(sp, test_spread_equals_reference);
     suite_add_tcase(s, sp);
     return s;
 }
