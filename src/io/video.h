@@ -28,6 +28,10 @@ struct SwsContext;
  * GM_ERR_UNSUPPORTED (libswscale cannot convert it). */
 gm_status gm_video_convert(const struct AVFrame *fr, int force_sws, struct SwsContext **sws,
                            gm_video_frame *f);
+/* A row of limited-range ("MPEG", 16-235) luma to full-range gray: each
+ * byte i to round((i - 16) * 255 / 219), clamped (the conversion of
+ * gm_video_convert; test_video checks every byte value). */
+void gm_video_limited_row(const uint8_t *src, uint8_t *dst, int w);
 
 /* gm_video_read, but the gray conversion left to the caller, who may run it
  * on another thread (the frame pipeline's workers: on the decoding thread

@@ -164,6 +164,50 @@ START_TEST(test_gray_vs_swscale)
 }
 END_TEST
 
+/* The limited-range row as the table it replaced: every byte value to
+ * round((i - 16) * 255 / 219) clamped, at every offset of a row long and
+ * short (the vector loop's body and its tail), and through
+ * gm_video_convert on an odd-width frame with padded rows. */
+START_TEST(test_limited_row_every_value)
+{
+    uint8_t want[256];
+    for (int i = 0; i < 256; i++) {
+        long y = lround((i - 16) * 255.0 / 219.0);
+        want[i] = (uint8_t)(y < 0 ? 0 : y > 255 ? 255 : y);
+    }
+    uint8_t src[600], dst[600];
+    for (int start = 0; start < 40; start++)
+        for (int w = 0; w + start <= 600; w += 37) {
+            for (int x = 0; x < w; x++)
+                src[start + x] = (uint8_t)(x * 7 + start);
+            memset(dst, 0xA5, sizeof dst);
+            gm_video_limited_row(src + start, dst + start, w);
+            for (int x = 0; x < w; x++)
+                ck_assert_int_eq(dst[start + x], want[src[start + x]]);
+            for (int x = 0; x < start; x++) /* nothing before the row */
+                ck_assert_int_eq(dst[x], 0xA5);
+            if (start + w < 600)
+                ck_assert_int_eq(dst[start + w], 0xA5); /* nor after */
+        }
+    AVFrame *fr = av_frame_alloc();
+    fr->format = AV_PIX_FMT_YUV420P, fr->width = 257, fr->height = 3;
+    fr->color_range = AVCOL_RANGE_MPEG;
+    ck_assert_int_eq(av_frame_get_buffer(fr, 64), 0);
+    for (int y = 0; y < 3; y++)
+        for (int x = 0; x < 257; x++)
+            fr->data[0][y * fr->linesize[0] + x] = (uint8_t)(x + 3 * y);
+    struct SwsContext *sws = NULL;
+    gm_video_frame a = {0};
+    ck_assert_int_eq(gm_video_convert(fr, 0, &sws, &a), GM_OK);
+    for (int y = 0; y < 3; y++)
+        for (int x = 0; x < 257; x++)
+            ck_assert_int_eq(a.img.data[y * 257 + x], want[(uint8_t)(x + 3 * y)]);
+    gm_video_frame_free(&a);
+    gm_video_sws_free(&sws);
+    av_frame_free(&fr);
+}
+END_TEST
+
 /* --decode cpu is the default decoder, item for item; --decode nvdec gives
  * the same items (numbers, pts, pixels: H.264 decoding is bit-exact) where a
  * GPU decodes, else GM_ERR_DEVICE with the one-line reason. */
@@ -690,6 +734,7 @@ static Suite *video_suite(void)
     tcase_add_test(tc, test_selection);
     tcase_add_test(tc, test_empty_selection);
     tcase_add_test(tc, test_gray_vs_swscale);
+    tcase_add_test(tc, test_limited_row_every_value);
     tcase_add_test(tc, test_not_videos);
     tcase_add_test(tc, test_decoders);
     tcase_add_test(tc, test_match_model);
