@@ -40,15 +40,28 @@ static uint32_t select_row(const gm_points *pts, uint32_t i, const uint32_t *nea
     const uint64_t row = seed ^ (uint64_t)i << 32;
     uint32_t n = near ? n_near : pts->n, c = 0, spill;
     uint32_t in[256];
+    uint8_t ok[256];
     for (uint32_t t0 = 0; t0 < n; t0 += 256) {
         uint32_t t1 = n - t0 < 256 ? n : t0 + 256, m = 0;
+        if (near) {
+            for (uint32_t t = t0; t < t1; t++) {
+                uint32_t j = near[t];
+                float dx = p[j].x - xi, dy = p[j].y - yi;
+                float d2 = dx * dx + dy * dy;
+                /* "not shorter, not longer": a NaN length is kept, as it was */
+                ok[t - t0] = (uint8_t)((j != i) & !(d2 < l2min) & !(d2 > l2max));
+            }
+        } else { /* every point: the lengths in vector lanes */
+#pragma omp simd
+            for (uint32_t t = t0; t < t1; t++) {
+                float dx = p[t].x - xi, dy = p[t].y - yi;
+                float d2 = dx * dx + dy * dy;
+                ok[t - t0] = (uint8_t)((t != i) & !(d2 < l2min) & !(d2 > l2max));
+            }
+        }
         for (uint32_t t = t0; t < t1; t++) {
-            uint32_t j = near ? near[t] : t;
-            float dx = p[j].x - xi, dy = p[j].y - yi;
-            float d2 = dx * dx + dy * dy;
-            /* "not shorter, not longer": a NaN length is kept, as it was */
-            in[m] = j;
-            m += (j != i) & !(d2 < l2min) & !(d2 > l2max);
+            in[m] = near ? near[t] : t;
+            m += ok[t - t0];
         }
         for (uint32_t u = 0; u < m; u++) {
             uint32_t j = in[u];
