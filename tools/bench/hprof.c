@@ -16,12 +16,13 @@
  * unwinder in a signal handler can deadlock on the loader's lock.  A
  * sample is the place a core was busy, spinning included: self time, not
  * inclusive time.  For a sample outside the executable (the driver, libc)
- * the first word above the stack pointer that points into the executable's
- * code is kept too: most often the return address of the executable's
- * function that called into the library (which call waits, which
- * copies), sometimes a stale word.  At exit the samples are written to
- * HPROF_OUT as lines "TID MODULE OFFSET CALLER_MODULE CALLER_OFFSET
- * UP_MODULE UP_OFFSET" (modules' paths and offsets into their files, from
+ * the first HPROF_UPS words above the stack pointer that point into the
+ * executable's code are kept too: most often return addresses of the
+ * executable's functions that called into the library (which call waits,
+ * which copies; a static CUDA runtime's own frames come first), sometimes
+ * stale words.  At exit the samples are written to HPROF_OUT as lines
+ * "TID MODULE OFFSET CALLER_MODULE CALLER_OFFSET" and HPROF_UPS more
+ * "MODULE OFFSET" pairs (modules' paths and offsets into their files, from
  * /proc/self/maps; "- 0" for a word that is no code address), so that the
  * report can name functions with an unstripped copy of a binary that
  * travelled stripped.  The first line is
@@ -41,13 +42,14 @@
 #include <ucontext.h>
 #include <unistd.h>
 
-#define HPROF_MAX (1 << 22) /* samples kept (100 MiB of addresses and tids) */
+#define HPROF_MAX (1 << 21) /* samples kept (116 MiB of addresses and tids) */
 /* Words above the stack pointer searched for a return address into the
  * executable, for a sample outside it (a thread's used stack is larger:
  * the scan stays in mapped memory) */
 #define HPROF_SCAN 384
 
-static uint64_t *hp_pc, *hp_ret, *hp_up;
+#define HPROF_UPS 4 /* return addresses into the executable kept a sample */
+static uint64_t *hp_pc, *hp_ret, *hp_up; /* hp_up: HPROF_UPS a sample */
 static uint64_t hp_exe_lo, hp_exe_hi; /* the executable's code */
 static uint32_t *hp_tid;
 static unsigned hp_n, hp_dropped;
@@ -66,19 +68,21 @@ static void on_prof(int sig, siginfo_t *si, void *ctx)
     hp_pc[i] = (uint64_t)uc->uc_mcontext.gregs[REG_RIP];
     const uint64_t *sp = (const uint64_t *)uc->uc_mcontext.gregs[REG_RSP];
     hp_ret[i] = sp[0];
-    hp_up[i] = 0;
+    uint64_t *up = hp_up + (size_t)i * HPROF_UPS;
+    int u = 0;
     if (hp_pc[i] < hp_exe_lo || hp_pc[i] >= hp_exe_hi)
-        for (int k = 0; k < HPROF_SCAN; k++)
-            if (sp[k] >= hp_exe_lo && sp[k] < hp_exe_hi) {
-                hp_up[i] = sp[k];
-                break;
-            }
+        for (int k = 0; k < HPROF_SCAN && u < HPROF_UPS; k++)
+            if (sp[k] >= hp_exe_lo && sp[k] < hp_exe_hi)
+                up[u++] = sp[k];
+    for (; u < HPROF_UPS; u++)
+        up[u] = 0;
 #elif defined(__aarch64__)
     hp_pc[i] = (uint64_t)uc->uc_mcontext.pc;
     hp_ret[i] = (uint64_t)uc->uc_mcontext.regs[30]; /* the link register */
-    hp_up[i] = 0;
+    memset(hp_up + (size_t)i * HPROF_UPS, 0, HPROF_UPS * sizeof *hp_up);
 #else
-    hp_pc[i] = 0, hp_ret[i] = 0, hp_up[i] = 0;
+    hp_pc[i] = 0, hp_ret[i] = 0;
+    memset(hp_up + (size_t)i * HPROF_UPS, 0, HPROF_UPS * sizeof *hp_up);
 #endif
     hp_tid[i] = (uint32_t)syscall(SYS_gettid);
 }
@@ -142,7 +146,7 @@ __attribute__((constructor)) static void hprof_start(void)
         hp_us = 50;
     hp_pc = calloc(HPROF_MAX, sizeof *hp_pc);
     hp_ret = calloc(HPROF_MAX, sizeof *hp_ret);
-    hp_up = calloc(HPROF_MAX, sizeof *hp_up);
+    hp_up = calloc((size_t)HPROF_MAX * HPROF_UPS, sizeof *hp_up);
     hp_tid = calloc(HPROF_MAX, sizeof *hp_tid);
     if (!hp_pc || !hp_ret || !hp_up || !hp_tid)
         return;
@@ -211,8 +215,8 @@ __attribute__((destructor)) static void hprof_stop(void)
     fprintf(f, "# hprof %ld %u %u\n", hp_us, n, hp_dropped);
     for (unsigned i = 0; i < n; i++) {
         fprintf(f, "%u", hp_tid[i]);
-        for (int j = 0; j < 3; j++) {
-            uint64_t pc = j == 2 ? hp_up[i] : j ? hp_ret[i] : hp_pc[i];
+        for (int j = 0; j < 2 + HPROF_UPS; j++) {
+            uint64_t pc = j >= 2 ? hp_up[(size_t)i * HPROF_UPS + j - 2] : j ? hp_ret[i] : hp_pc[i];
             int k = 0;
             while (k < nm && !(pc >= maps[k].lo && pc < maps[k].hi))
                 k++;

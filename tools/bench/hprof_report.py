@@ -14,7 +14,9 @@ Prints the share of samples (and their count) by module, by function
 samples outside the home module (libc's memset, the driver's waits) with
 the function that the word at the stack pointer points into (the caller of
 a leaf function, a guess elsewhere), and by the home module's function
-found first up the stack (its call into the other module).  A stripped
+found first up the stack, past the static CUDA runtime's frames, and the
+one above it (its call into the other module: "gm_cuda_stream_wait <
+download").  A stripped
 library's functions are named by its nearest exported symbol, often
 wrongly.  Symbols from `nm` (the dynamic table when a file has no other),
 file offsets mapped to addresses through readelf's LOAD segments."""
@@ -93,8 +95,8 @@ def main():
                 continue
             f = line.split()
             cm, co = (f[3], int(f[4], 16)) if len(f) >= 5 else ("-", 0)
-            um, uo = (f[5], int(f[6], 16)) if len(f) >= 7 else ("-", 0)
-            rows.append((int(f[0]), f[1], int(f[2], 16), cm, co, um, uo))
+            ups = [(f[k], int(f[k + 1], 16)) for k in range(5, len(f) - 1, 2) if f[k] != "-"]
+            rows.append((int(f[0]), f[1], int(f[2], 16), cm, co, ups))
     mods = {}
     by_mod, by_fn = collections.Counter(), collections.Counter()
     by_tid = collections.defaultdict(collections.Counter)
@@ -106,7 +108,7 @@ def main():
             mods[mod] = Module(local.get(os.path.basename(mod), mod))
         return mods[mod]
 
-    for tid, mod, off, cm, co, um, uo in rows:
+    for tid, mod, off, cm, co, ups in rows:
         base = os.path.basename(mod)
         fn = module(mod).name(off) or "?"
         key = "%s (%s)" % (fn, base)
@@ -118,8 +120,11 @@ def main():
             cb = os.path.basename(cm)
             who = "%s (%s)" % (module(cm).name(co) or "?", cb) if cm != "-" else "-"
             by_caller["%s <- %s" % (key, who)] += 1
-            up = module(um).name(uo) if um != "-" else None
-            by_up["%s <- %s" % (base, up or "-")] += 1
+            # the first that is not the static CUDA runtime's own
+            names = [module(um).name(uo) or "?" for um, uo in ups]
+            own = [x for x in names if not x.startswith(("libcudart_static", "cuda"))]
+            up = " < ".join(own[:2]) if own else names[0] if names else "-"
+            by_up["%s <- %s" % (base, up)] += 1
     n = len(rows)
     # a thread's timer fires at most once a scheduler tick (HZ 250: 4 ms),
     # so a run has fewer samples than CPU time / interval: shares hold,
