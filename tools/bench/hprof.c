@@ -43,14 +43,17 @@
 #include <unistd.h>
 
 #define HPROF_MAX (1 << 21) /* samples kept (116 MiB of addresses and tids) */
-/* Words above the stack pointer searched for a return address into the
- * executable, for a sample outside it (a thread's used stack is larger:
- * the scan stays in mapped memory) */
-#define HPROF_SCAN 384
+/* Words above the stack pointer searched for return addresses into the
+ * executable, for a sample outside it (the driver's frames are deep),
+ * never past the top of the thread's stack */
+#define HPROF_SCAN 8192
 
 #define HPROF_UPS 4 /* return addresses into the executable kept a sample */
 static uint64_t *hp_pc, *hp_ret, *hp_up; /* hp_up: HPROF_UPS a sample */
 static uint64_t hp_exe_lo, hp_exe_hi; /* the executable's code */
+/* the top of the calling thread's stack (0: unknown, no scan) */
+static __thread __attribute__((tls_model("initial-exec"))) uintptr_t hp_top;
+
 static uint32_t *hp_tid;
 static unsigned hp_n, hp_dropped;
 static long hp_us;
@@ -70,8 +73,10 @@ static void on_prof(int sig, siginfo_t *si, void *ctx)
     hp_ret[i] = sp[0];
     uint64_t *up = hp_up + (size_t)i * HPROF_UPS;
     int u = 0;
+    uintptr_t room = hp_top > (uintptr_t)sp ? (hp_top - (uintptr_t)sp) / sizeof *sp : 0;
+    int scan = room < HPROF_SCAN ? (int)room : HPROF_SCAN;
     if (hp_pc[i] < hp_exe_lo || hp_pc[i] >= hp_exe_hi)
-        for (int k = 0; k < HPROF_SCAN && u < HPROF_UPS; k++)
+        for (int k = 0; k < scan && u < HPROF_UPS; k++)
             if (sp[k] >= hp_exe_lo && sp[k] < hp_exe_hi)
                 up[u++] = sp[k];
     for (; u < HPROF_UPS; u++)
@@ -89,11 +94,20 @@ static void on_prof(int sig, siginfo_t *si, void *ctx)
 
 static int hp_on; /* sampling: the calling thread's timer started */
 
-/* The calling thread's CPU-time timer, SIGPROF to itself. */
+/* The calling thread's CPU-time timer, SIGPROF to itself, and its stack's
+ * top for the scan. */
 static void thread_timer(void)
 {
     if (!hp_on)
         return;
+    pthread_attr_t a;
+    void *lo;
+    size_t size;
+    if (pthread_getattr_np(pthread_self(), &a) == 0) {
+        if (pthread_attr_getstack(&a, &lo, &size) == 0)
+            hp_top = (uintptr_t)lo + size;
+        pthread_attr_destroy(&a);
+    }
     timer_t t;
     struct sigevent ev;
     memset(&ev, 0, sizeof ev);
