@@ -42,13 +42,13 @@
 #include <ucontext.h>
 #include <unistd.h>
 
-#define HPROF_MAX (1 << 21) /* samples kept (116 MiB of addresses and tids) */
+#define HPROF_MAX (1 << 20) /* samples kept (116 MiB of addresses and tids) */
 /* Words above the stack pointer searched for return addresses into the
  * executable, for a sample outside it (the driver's frames are deep),
  * never past the top of the thread's stack */
 #define HPROF_SCAN 8192
 
-#define HPROF_UPS 4 /* return addresses into the executable kept a sample */
+#define HPROF_UPS 12 /* return addresses into the executable kept a sample */
 static uint64_t *hp_pc, *hp_ret, *hp_up; /* hp_up: HPROF_UPS a sample */
 static uint64_t hp_exe_lo, hp_exe_hi; /* the executable's code */
 /* the top of the calling thread's stack (0: unknown, no scan) */
