@@ -58,11 +58,12 @@ static void cell_index(const gm_points *pts, float c, int gw, uint32_t *idx)
     const uint32_t n = pts->n;
 #pragma omp simd
     for (uint32_t k = 0; k < n; k++)
-        idx[k] = (uint32_t)((int)(p[k].y / c) * gw + (int)(p[k].x / c));
+        idx[k] = (uint32_t)(int)(p[k].y / c) * (uint32_t)gw + (uint32_t)(int)(p[k].x / c);
 }
 
 /* The grid of pitch c: its cells, its occupied cells counted (UINT32_MAX
- * when it has more than ncell_max cells) and idx[] left holding each
+ * when it has more than ncell_max cells, as many as the image's pixels and
+ * one) and idx[] left holding each
  * point's cell.  The last pitch counted is remembered, so the pitch the
  * search ends on is not counted twice. */
 typedef struct {
@@ -111,7 +112,9 @@ gm_status gm_points_spread_cpu(const gm_points *pts, int w, int h, uint32_t targ
     }
     /* pitch: edges are curves, so occupied cells grow like 1/c; a few secant
      * steps on c find about `target` occupied cells */
-    spread_grid g = {malloc(pts->n * sizeof *g.idx), NULL, (size_t)w * h + 1, 0.0f, 0};
+    /* at most w h + 1 cells, and a cell's index in 32 bits */
+    size_t ncell_max = (size_t)w * h + 1 < UINT32_MAX ? (size_t)w * h + 1 : UINT32_MAX;
+    spread_grid g = {malloc(pts->n * sizeof *g.idx), NULL, ncell_max, 0.0f, 0};
     g.seen = malloc(g.ncell_max);
     uint32_t *cell = NULL;
     if (!g.idx || !g.seen)
