@@ -54,6 +54,52 @@ static uint64_t hp_exe_lo, hp_exe_hi; /* the executable's code */
 /* the top of the calling thread's stack (0: unknown, no scan) */
 static __thread __attribute__((tls_model("initial-exec"))) uintptr_t hp_top;
 
+/* The mappings that execute, from /proc/self/maps (in increasing address
+ * order, as the kernel lists them): their range, file offset and path. */
+typedef struct {
+    uint64_t lo, hi, off;
+    char path[256];
+} hp_map;
+
+static int read_maps(hp_map *maps, int max)
+{
+    int nm = 0;
+    FILE *m = fopen("/proc/self/maps", "r");
+    char line[512];
+    while (m && nm < max && fgets(line, sizeof line, m)) {
+        unsigned long long lo, hi, offs;
+        char perm[8], path[256] = "";
+        if (sscanf(line, "%llx-%llx %7s %llx %*s %*s %255s", &lo, &hi, perm, &offs, path) < 4 ||
+            perm[2] != 'x')
+            continue;
+        maps[nm].lo = lo, maps[nm].hi = hi, maps[nm].off = offs;
+        snprintf(maps[nm].path, sizeof maps[nm].path, "%s", path[0] ? path : "[anon]");
+        nm++;
+    }
+    if (m)
+        fclose(m);
+    return nm;
+}
+
+/* The mapping holding pc, or -1 (a binary search: maps are sorted). */
+static int find_map(const hp_map *maps, int nm, uint64_t pc)
+{
+    int lo = 0, hi = nm - 1;
+    while (lo <= hi) {
+        int mid = (lo + hi) / 2;
+        if (pc < maps[mid].lo)
+            hi = mid - 1;
+        else if (pc >= maps[mid].hi)
+            lo = mid + 1;
+        else
+            return mid;
+    }
+    return -1;
+}
+
+#define HPROF_MAPS 4096
+static hp_map hp_maps[HPROF_MAPS];
+
 static uint32_t *hp_tid;
 static unsigned hp_n, hp_dropped;
 static long hp_us;
@@ -165,23 +211,17 @@ __attribute__((constructor)) static void hprof_start(void)
     if (!hp_pc || !hp_ret || !hp_up || !hp_tid)
         return;
     /* the executable's code: its mappings that execute */
-    char exe[256] = "", line[512];
+    char exe[256] = "";
     ssize_t k = readlink("/proc/self/exe", exe, sizeof exe - 1);
     exe[k > 0 ? k : 0] = '\0';
-    FILE *m = fopen("/proc/self/maps", "r");
-    while (m && fgets(line, sizeof line, m)) {
-        unsigned long long lo, hi;
-        char perm[8], path[256] = "";
-        if (sscanf(line, "%llx-%llx %7s %*s %*s %*s %255s", &lo, &hi, perm, path) >= 3 &&
-            perm[2] == 'x' && strcmp(path, exe) == 0) {
-            if (!hp_exe_lo || lo < hp_exe_lo)
-                hp_exe_lo = lo;
-            if (hi > hp_exe_hi)
-                hp_exe_hi = hi;
+    int nm = read_maps(hp_maps, HPROF_MAPS);
+    for (int i = 0; i < nm; i++)
+        if (strcmp(hp_maps[i].path, exe) == 0) {
+            if (!hp_exe_lo || hp_maps[i].lo < hp_exe_lo)
+                hp_exe_lo = hp_maps[i].lo;
+            if (hp_maps[i].hi > hp_exe_hi)
+                hp_exe_hi = hp_maps[i].hi;
         }
-    }
-    if (m)
-        fclose(m);
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
     sa.sa_sigaction = on_prof;
@@ -192,11 +232,6 @@ __attribute__((constructor)) static void hprof_start(void)
     thread_timer();
 }
 
-typedef struct {
-    uint64_t lo, hi, off;
-    char path[256];
-} hp_map;
-
 __attribute__((destructor)) static void hprof_stop(void)
 {
     const char *out = getenv("HPROF_OUT");
@@ -204,24 +239,9 @@ __attribute__((destructor)) static void hprof_stop(void)
         return;
     hp_on = 0;
     signal(SIGPROF, SIG_IGN);
-    /* the executable mappings */
-    static hp_map maps[4096];
-    int nm = 0;
-    FILE *m = fopen("/proc/self/maps", "r");
-    char line[512];
-    while (m && fgets(line, sizeof line, m) && nm < 4096) {
-        unsigned long long lo, hi, offs;
-        char perm[8], path[256] = "";
-        if (sscanf(line, "%llx-%llx %7s %llx %*s %*s %255s", &lo, &hi, perm, &offs, path) < 4)
-            continue;
-        if (perm[2] != 'x')
-            continue;
-        maps[nm].lo = lo, maps[nm].hi = hi, maps[nm].off = offs;
-        snprintf(maps[nm].path, sizeof maps[nm].path, "%s", path[0] ? path : "[anon]");
-        nm++;
-    }
-    if (m)
-        fclose(m);
+    /* the mappings as they are now (libraries opened since the start) */
+    const hp_map *maps = hp_maps;
+    int nm = read_maps(hp_maps, HPROF_MAPS);
     FILE *f = fopen(out, "w");
     if (!f)
         return;
@@ -231,10 +251,8 @@ __attribute__((destructor)) static void hprof_stop(void)
         fprintf(f, "%u", hp_tid[i]);
         for (int j = 0; j < 2 + HPROF_UPS; j++) {
             uint64_t pc = j >= 2 ? hp_up[(size_t)i * HPROF_UPS + j - 2] : j ? hp_ret[i] : hp_pc[i];
-            int k = 0;
-            while (k < nm && !(pc >= maps[k].lo && pc < maps[k].hi))
-                k++;
-            if (k < nm)
+            int k = find_map(maps, nm, pc);
+            if (k >= 0)
                 fprintf(f, " %s %llx", maps[k].path,
                         (unsigned long long)(pc - maps[k].lo + maps[k].off));
             else if (j == 0)
