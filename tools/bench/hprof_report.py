@@ -20,11 +20,11 @@ download").  A stripped
 library's functions are named by its nearest exported symbol, often
 wrongly.  Symbols from `nm` (the dynamic table when a file has no other),
 file offsets mapped to addresses through readelf's LOAD segments."""
+import argparse
 import bisect
 import collections
 import os
 import subprocess
-import sys
 
 
 def segments(path):
@@ -74,18 +74,21 @@ class Module:
         return self.syms[i][1] if i >= 0 else None
 
 
+def table(counter, rows, n):
+    """The rows most common of counter: share, samples, key."""
+    for k, c in counter.most_common(rows):
+        print("  %5.1f%%  %7d  %s" % (100.0 * c / n, c, k))
+
+
 def main():
-    args = sys.argv[1:]
-    top, home = 40, "gmatch"
-    for flag in ("-n", "-m"):
-        if flag in args:
-            k = args.index(flag)
-            if flag == "-n":
-                top = int(args[k + 1])
-            else:
-                home = args[k + 1]
-            del args[k:k + 2]
-    prof, local = args[0], dict(a.split("=", 1) for a in args[1:])
+    ap = argparse.ArgumentParser(description="the functions where hprof.c's samples fell")
+    ap.add_argument("prof")
+    ap.add_argument("local", nargs="*", metavar="NAME=PATH")
+    ap.add_argument("-n", type=int, default=40, dest="top")
+    ap.add_argument("-m", default="gmatch", dest="home")
+    a = ap.parse_args()
+    prof, top, home = a.prof, a.top, a.home
+    local = dict(x.split("=", 1) for x in a.local)
     rows = []
     us = 1000
     with open(prof) as f:
@@ -131,17 +134,13 @@ def main():
     # milliseconds would not
     print("%d samples (a thread's CPU time every %d us, at most once a tick)" % (n, us))
     print("\nby module:")
-    for m, c in by_mod.most_common(12):
-        print("  %5.1f%%  %7d  %s" % (100.0 * c / n, c, m))
+    table(by_mod, 12, n)
     print("\nby function (self):")
-    for k, c in by_fn.most_common(top):
-        print("  %5.1f%%  %7d  %s" % (100.0 * c / n, c, k))
+    table(by_fn, top, n)
     print("\noutside %s (%d samples), with the function at the stack pointer:" % (home, outside))
-    for k, c in by_caller.most_common(top):
-        print("  %5.1f%%  %7d  %s" % (100.0 * c / n, c, k))
+    table(by_caller, top, n)
     print("\noutside %s, by the first %s function up the stack (its call into the module):" % (home, home))
-    for k, c in by_up.most_common(top):
-        print("  %5.1f%%  %7d  %s" % (100.0 * c / n, c, k))
+    table(by_up, top, n)
     print("\nthreads (largest first, up to 40): samples, then the thread's top functions")
     for tid, cnt in sorted(by_tid.items(), key=lambda t: -sum(t[1].values()))[:40]:
         s = sum(cnt.values())
