@@ -61,11 +61,10 @@ static void cell_index(const gm_points *pts, float c, int gw, uint32_t *idx)
         idx[k] = (uint32_t)(int)(p[k].y / c) * (uint32_t)gw + (uint32_t)(int)(p[k].x / c);
 }
 
-/* The grid of pitch c: its cells, its occupied cells counted (UINT32_MAX
- * when it has more than ncell_max cells, as many as the image's pixels and
- * one) and idx[] left holding each
- * point's cell.  The last pitch counted is remembered, so the pitch the
- * search ends on is not counted twice. */
+/* The grid of pitch c: its occupied cells counted (UINT32_MAX when it has
+ * more than ncell_max cells) and idx[] left holding each point's cell.  The
+ * last pitch counted is remembered, so the pitch the search ends on is not
+ * counted twice. */
 typedef struct {
     uint32_t *idx;
     uint8_t *seen;    /* ncell_max bytes */
@@ -82,9 +81,10 @@ static uint32_t count_cells(const gm_points *pts, int w, int h, float c, spread_
     size_t nc = (size_t)gw * gh;
     if (nc > g->ncell_max)
         return UINT32_MAX;
-    const uint32_t *idx = g->idx, n = pts->n;
+    uint32_t *idx = g->idx;
+    const uint32_t n = pts->n;
     uint8_t *seen = g->seen;
-    cell_index(pts, c, gw, g->idx);
+    cell_index(pts, c, gw, idx);
     memset(seen, 0, nc);
     uint32_t occ = 0;
     for (uint32_t k = 0; k < n; k++) {
