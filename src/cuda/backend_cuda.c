@@ -80,6 +80,15 @@ static gm_status cuda_vote(void *lane, gm_level_at lv, const gm_points *qcorners
                        reduce_ms);
 }
 
+static gm_status cuda_pair(void *lane, gm_level_at lv, gm_map_at map, const gm_points *qcorners,
+                           const uint32_t *unique, uint32_t n_q, const gm_points *qcloud,
+                           uint32_t k, const gm_pair_in *in, gm_pair_out *out, double *vote_ms,
+                           double *reduce_ms, double *decide_ms)
+{
+    return gm_gpu_pair(lane, lv.level, map.level, qcorners, unique, n_q, qcloud, k, in, out,
+                       vote_ms, reduce_ms, decide_ms);
+}
+
 /* the table on the device alone: the host's stays empty */
 static gm_status cuda_tri_level(void *lane, const gm_points *corners, const gm_tris *t,
                                 const gm_points *cloud, uint64_t seed, gm_multi *table,
@@ -151,6 +160,7 @@ const gm_backend_ops gm_backend_cuda = {
     .map = cuda_map,
     .index = cuda_index,
     .vote = cuda_vote,
+    .pair = cuda_pair,
     .tri_level = cuda_tri_level,
     .tri_vote = cuda_tri_vote,
     .points = cuda_points,

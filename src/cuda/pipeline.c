@@ -58,8 +58,9 @@ struct gm_gpu_lane {
     hbuf h_img, h_all, h_keys, h_best, h_cs;
     /* verification: the query's points and the candidates */
     gm_verify_dev verify;
-    /* the vote's end and the reduction's, timed on the stream (gm_gpu_vote) */
-    cudaEvent_t voted, reduced;
+    /* the vote's end, the reduction's and a pairing's decisions', timed on
+     * the stream (gm_gpu_vote, gm_gpu_pair) */
+    cudaEvent_t voted, reduced, decided;
 };
 
 /* The reference's device data (edge map; the tables are gm_gpu_level's)
@@ -81,6 +82,8 @@ struct gm_gpu_level {
     gm_cuckoo_dev table;     /* (u, v, dir) -> dense basis indices (a triangle level's:
                               * affine key -> triangle indices) */
     float *d_share;          /* [n_ref] */
+    float4 *d_rends;         /* [n_ref] each basis's ends (a.x, a.y, b.x, b.y): a pairing's
+                              * similarities on the device (gm_gpu_pair) */
     uint32_t n_ref, n_items;
     gm_edge_map_dev map;     /* a fine level's own edge map (gm_gpu_level_map) */
     int has_map;
@@ -204,6 +207,8 @@ static void lane_free(gm_gpu_lane *g)
             (void)cudaEventDestroy(g->voted);
         if (g->reduced)
             (void)cudaEventDestroy(g->reduced);
+        if (g->decided)
+            (void)cudaEventDestroy(g->decided);
         (void)cudaStreamDestroy(g->stream);
     }
     (void)cudaGetLastError();
@@ -223,7 +228,8 @@ static gm_gpu_lane *lane_new(gm_gpu *g)
         free(l);
         return NULL;
     }
-    if (cudaEventCreate(&l->voted) != cudaSuccess || cudaEventCreate(&l->reduced) != cudaSuccess) {
+    if (cudaEventCreate(&l->voted) != cudaSuccess || cudaEventCreate(&l->reduced) != cudaSuccess ||
+        cudaEventCreate(&l->decided) != cudaSuccess) {
         gm_cuda_record_error(cudaGetLastError(), "cudaEventCreate", __func__, __FILE__, __LINE__);
         lane_free(l);
         return NULL;
@@ -599,6 +605,17 @@ gm_status gm_gpu_level_build(gm_gpu_lane *g, const gm_points *corners, const gm_
         st = upload(g, &g->bases, &g->h_keys, frames, (size_t)*nu * sizeof *frames);
     if (st == GM_OK)
         st = upload(g, &g->cloud, &g->h_best, cloud->p, (size_t)cloud->n * sizeof *cloud->p);
+    if (st == GM_OK && *nu) {
+        cudaError_t e = gm_cuda_malloc_async((void **)&l->d_rends,
+                                             (size_t)*nu * sizeof *l->d_rends, g->stream);
+        if (e != cudaSuccess) {
+            gm_cuda_record_error(e, "cudaMalloc(ends)", __func__, __FILE__, __LINE__);
+            l->d_rends = NULL;
+            st = e == cudaErrorMemoryAllocation ? GM_ERR_NOMEM : GM_ERR_DEVICE;
+        } else {
+            st = gm_pair_ends_cuda(g->bases.d, *nu, l->d_rends, g->stream);
+        }
+    }
     if (st == GM_OK)
         st = gm_basis_items_cuda(g->bases.d, *nu, g->cloud.d, cloud->n, &d_keys, &d_vals,
                                  &l->n_items, g->stream);
@@ -623,7 +640,8 @@ void gm_gpu_level_free(gm_gpu_level *l)
     gm_cuda_scope sc;
     (void)gm_cuda_device_enter(l->dev, &sc);
     gm_cuckoo_dev_free(&l->table);
-    if (gm_cuda_free_async(l->d_share) != cudaSuccess)
+    if (gm_cuda_free_async(l->d_share) != cudaSuccess ||
+        gm_cuda_free_async(l->d_rends) != cudaSuccess)
         (void)cudaGetLastError();
     gm_edge_map_dev_free(&l->map);
     gm_cuda_device_leave(&sc);
@@ -655,47 +673,65 @@ static int vote_trivial(const gm_gpu_level *l, uint32_t nq, uint32_t k, gm_candi
     return 1;
 }
 
-/* The vote's rows d_rows[nq] queued: the k best of them to cands[*nc], and
- * the stage times since t0 without a wait of their own (the reduction's
- * share from the stream's events, the vote the rest). */
-static gm_status vote_finish(gm_gpu_lane *g, gm_candidate *d_rows, uint32_t nq, uint32_t k,
-                             size_t tmp, double t0, gm_candidate *cands, uint32_t *nc,
-                             double *vote_ms, double *reduce_ms)
+static gm_status record(cudaEvent_t e, cudaStream_t s)
+{
+    if (cudaEventRecord(e, s) != cudaSuccess) {
+        gm_cuda_record_error(cudaGetLastError(), "cudaEventRecord", __func__, __FILE__, __LINE__);
+        return GM_ERR_DEVICE;
+    }
+    return GM_OK;
+}
+
+/* Milliseconds between two of the stream's events (0 when unknown). */
+static double between(cudaEvent_t a, cudaEvent_t b)
+{
+    float ms = 0;
+    if (cudaEventElapsedTime(&ms, a, b) != cudaSuccess) {
+        (void)cudaGetLastError();
+        ms = 0;
+    }
+    return ms;
+}
+
+/* The vote's rows g->best[nq] queued: the reduction to the k best of them
+ * queued after (into g->best + nq), between the events g->voted and
+ * g->reduced. */
+static gm_status top_queue(gm_gpu_lane *g, uint32_t nq, uint32_t k, size_t tmp)
+{
+    gm_candidate *d_top = (gm_candidate *)g->best.d + nq;
+    gm_status st = record(g->voted, g->stream);
+    if (st == GM_OK)
+        st = gm_topk_cuda(g->best.d, nq, k, tmp ? d_top + k : NULL, d_top, g->stream);
+    if (st == GM_OK)
+        st = record(g->reduced, g->stream);
+    return st;
+}
+
+/* The k best rows (top_queue's) to cands[*nc], and the stage times since t0
+ * without a wait of their own: the reduction's share from the stream's
+ * events, the vote the rest. */
+static gm_status top_collect(gm_gpu_lane *g, uint32_t nq, uint32_t k, double t0,
+                             gm_candidate *cands, uint32_t *nc, double *vote_ms,
+                             double *reduce_ms)
 {
     const uint32_t m = nq < k ? nq : k;
-    gm_candidate *d_top = d_rows + nq, *d_tmp = d_top + k;
-    gm_status st;
-    if (cudaEventRecord(g->voted, g->stream) != cudaSuccess) {
-        gm_cuda_record_error(cudaGetLastError(), "cudaEventRecord", __func__, __FILE__, __LINE__);
-        return GM_ERR_DEVICE;
-    }
-    if ((st = gm_topk_cuda(d_rows, nq, k, tmp ? d_tmp : NULL, d_top, g->stream)) != GM_OK)
-        return st;
-    if (cudaEventRecord(g->reduced, g->stream) != cudaSuccess) {
-        gm_cuda_record_error(cudaGetLastError(), "cudaEventRecord", __func__, __FILE__, __LINE__);
-        return GM_ERR_DEVICE;
-    }
-    if ((st = download(g, cands, d_top, (size_t)m * sizeof *cands)) != GM_OK)
+    gm_status st = download(g, cands, (gm_candidate *)g->best.d + nq, (size_t)m * sizeof *cands);
+    if (st != GM_OK)
         return st;
     *nc = m;
-    float red = 0;
-    if (cudaEventElapsedTime(&red, g->voted, g->reduced) != cudaSuccess) {
-        (void)cudaGetLastError();
-        red = 0;
-    }
-    double all = (omp_get_wtime() - t0) * 1e3;
+    double red = between(g->voted, g->reduced), all = (omp_get_wtime() - t0) * 1e3;
     *reduce_ms = red < all ? red : all;
     *vote_ms = all - *reduce_ms;
     return GM_OK;
 }
 
-gm_status gm_gpu_vote(gm_gpu_lane *g, const gm_gpu_level *l, const gm_points *qcorners,
-                      const uint32_t *unique, uint32_t nq, const gm_points *qcloud, uint32_t k,
-                      gm_candidate *cands, uint32_t *nc, double *vote_ms, double *reduce_ms)
+/* The vote of query bases unique[nq] (their frames into g->bases, which a
+ * pairing's decisions read) and the reduction to the k best rows, queued
+ * (top_queue). */
+static gm_status vote_queue(gm_gpu_lane *g, const gm_gpu_level *l, const gm_points *qcorners,
+                            const uint32_t *unique, uint32_t nq, const gm_points *qcloud,
+                            uint32_t k)
 {
-    if (vote_trivial(l, nq, k, cands, nc, vote_ms, reduce_ms))
-        return GM_OK;
-    double t0 = omp_get_wtime();
     gm_vote_basis *frames = NULL;
     gm_status st;
     size_t scratch = gm_vote_scratch_bytes(l->n_ref, nq), tmp = gm_topk_tmp_count(nq, k);
@@ -710,10 +746,60 @@ gm_status gm_gpu_vote(gm_gpu_lane *g, const gm_gpu_level *l, const gm_points *qc
                                   qcloud->n, scratch ? g->scratch.d : NULL, NULL, g->best.d,
                                   g->stream)) != GM_OK)
         goto done;
-    st = vote_finish(g, g->best.d, nq, k, tmp, t0, cands, nc, vote_ms, reduce_ms);
+    st = top_queue(g, nq, k, tmp);
 done:
     free(frames);
     return st;
+}
+
+gm_status gm_gpu_vote(gm_gpu_lane *g, const gm_gpu_level *l, const gm_points *qcorners,
+                      const uint32_t *unique, uint32_t nq, const gm_points *qcloud, uint32_t k,
+                      gm_candidate *cands, uint32_t *nc, double *vote_ms, double *reduce_ms)
+{
+    if (vote_trivial(l, nq, k, cands, nc, vote_ms, reduce_ms))
+        return GM_OK;
+    double t0 = omp_get_wtime();
+    gm_status st = vote_queue(g, l, qcorners, unique, nq, qcloud, k);
+    if (st != GM_OK)
+        return st;
+    return top_collect(g, nq, k, t0, cands, nc, vote_ms, reduce_ms);
+}
+
+static const gm_edge_map_dev *verify_map(const gm_gpu_lane *g, const gm_gpu_level *lv);
+
+gm_status gm_gpu_pair(gm_gpu_lane *g, const gm_gpu_level *l, const gm_gpu_level *vl,
+                      const gm_points *qcorners, const uint32_t *unique, uint32_t nq,
+                      const gm_points *qcloud, uint32_t k, const gm_pair_in *in,
+                      gm_pair_out *out, double *vote_ms, double *reduce_ms, double *decide_ms)
+{
+    *decide_ms = 0;
+    out->doubtful = 1; /* until decided here */
+    out->npick = 0;
+    if (k > GM_MAX_TOP_K || !l->d_rends || !g->verify.d_pair)
+        return gm_gpu_vote(g, l, qcorners, unique, nq, qcloud, k, out->cands, &out->nc, vote_ms,
+                           reduce_ms);
+    if (vote_trivial(l, nq, k, out->cands, &out->nc, vote_ms, reduce_ms))
+        return GM_OK;
+    double t0 = omp_get_wtime();
+    const uint32_t m = nq < k ? nq : k;
+    gm_status st = vote_queue(g, l, qcorners, unique, nq, qcloud, k);
+    if (st == GM_OK)
+        st = gm_pair_queue_cuda(verify_map(g, vl), &g->verify, (gm_candidate *)g->best.d + nq, m,
+                                g->bases.d, l->d_rends, in, g->stream);
+    if (st == GM_OK)
+        st = record(g->decided, g->stream);
+    if (st == GM_OK)
+        st = gm_pair_collect_cuda(&g->verify, m, out, g->stream);
+    if (st != GM_OK)
+        return st;
+    /* the times from the stream's events: the reduction's, the decisions'
+     * from its end, the vote the rest */
+    double red = between(g->voted, g->reduced), dec = between(g->reduced, g->decided);
+    double all = (omp_get_wtime() - t0) * 1e3;
+    *reduce_ms = red < all ? red : all;
+    *decide_ms = dec < all - *reduce_ms ? dec : all - *reduce_ms;
+    *vote_ms = all - *reduce_ms - *decide_ms;
+    return GM_OK;
 }
 
 /* The frames of triangles t over pts (gm_tri_frame_of) into *out
@@ -797,7 +883,8 @@ gm_status gm_gpu_tri_vote(gm_gpu_lane *g, const gm_gpu_level *l, const gm_points
                                       g->cs.d, qcloud->n, scratch ? g->scratch.d : NULL, NULL,
                                       g->best.d, g->stream)) != GM_OK)
         goto done;
-    st = vote_finish(g, g->best.d, nq, k, tmp, t0, cands, nc, vote_ms, reduce_ms);
+    if ((st = top_queue(g, nq, k, tmp)) == GM_OK)
+        st = top_collect(g, nq, k, t0, cands, nc, vote_ms, reduce_ms);
 done:
     free(frames);
     return st;

@@ -17,6 +17,7 @@
 #define GM_PIPELINE_H
 
 #include "cuda/gm_cuda.h"
+#include "stages/pair_core.h"
 #include "stages/points.h"
 #include "stages/bases.h"
 #include "stages/reduce.h"
@@ -87,6 +88,16 @@ gm_status gm_gpu_index(gm_gpu_lane *g, const uint32_t *sel, uint32_t nsel, uint6
 gm_status gm_gpu_vote(gm_gpu_lane *g, const gm_gpu_level *l, const gm_points *qcorners,
                       const uint32_t *unique, uint32_t n_q, const gm_points *qcloud, uint32_t k,
                       gm_candidate *cands, uint32_t *nc, double *vote_ms, double *reduce_ms);
+/* gm_gpu_vote's candidates decided on the device against vl's map (the
+ * verifying level: NULL for the reference's own map), with one wait
+ * (gm_pair_queue_cuda): out as it says, or out->doubtful with the
+ * candidates alone where the device cannot decide (a rotation in doubt, a
+ * level without its bases' ends, nothing to vote with), for the host to
+ * decide.  *decide_ms: the decisions' time on the stream. */
+gm_status gm_gpu_pair(gm_gpu_lane *g, const gm_gpu_level *l, const gm_gpu_level *vl,
+                      const gm_points *qcorners, const uint32_t *unique, uint32_t nq,
+                      const gm_points *qcloud, uint32_t k, const gm_pair_in *in,
+                      gm_pair_out *out, double *vote_ms, double *reduce_ms, double *decide_ms);
 
 /* A reference level's triangle table on the device: the (key, triangle)
  * items of the triangles t over corners against cloud (gm_tri_items_cuda),

@@ -503,7 +503,7 @@ template <int MODEL>
 static __global__ void __launch_bounds__(GM_VERIFY_THREADS)
     k_refine_part(const float4 *cells, int w, int hgt, const gm_point *pts, const float *cs,
                   uint32_t n, int it, double *params, int *stop, unsigned *done, uint32_t nb,
-                  double *part, int qw, int qh)
+                  double *part, int qw, int qh, const uint32_t *live)
 {
     constexpr int NP = MODEL == GM_MODEL_SIMILARITY ? 4 : MODEL == GM_MODEL_AFFINE ? 6 : 8;
     constexpr int NA = NP * (NP + 1) / 2;
@@ -511,7 +511,7 @@ static __global__ void __launch_bounds__(GM_VERIFY_THREADS)
     __shared__ double s_warp[GM_VERIFY_WARPS * NV], s_sum[NV];
     __shared__ int s_last;
     const uint32_t b = blockIdx.x, c = blockIdx.y;
-    if (stop[c]) /* the whole block: the candidate's loop has ended */
+    if (stop[c] || (live && c >= *live)) /* the whole block: the candidate's loop has ended */
         return;
     double h[9], hn[9];
     for (int i = 0; i < 9; i++)
@@ -665,9 +665,11 @@ template <int MODEL>
 static __global__ void GM_CLUSTER_DIMS __launch_bounds__(GM_VERIFY_THREADS)
     k_refine_fused(gm_map_view map, const float4 *cells, const gm_point *pts, const float *cs,
                    uint32_t n, int iters, double *params, uint32_t nb, double *part, int qw,
-                   int qh, gm_verify_score *scores)
+                   int qh, gm_verify_score *scores, const uint32_t *live)
 {
 #if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 900
+    if (live && blockIdx.y >= *live)
+        return; /* the whole cluster (its blocks share blockIdx.y): no barrier waits for it */
     __shared__ cluster_state s;
     cooperative_groups::cluster_group cluster = cooperative_groups::this_cluster();
     const cluster_state *s0 = cluster.map_shared_rank(&s, 0);
@@ -728,11 +730,13 @@ static __global__ void GM_CLUSTER_DIMS __launch_bounds__(GM_VERIFY_THREADS)
 /* Block c: the strict score of params[9c..9c+9) into scores[c]. */
 static __global__ void __launch_bounds__(GM_VERIFY_THREADS)
     k_strict(gm_map_view map, const gm_point *pts, const float *cs, uint32_t n, double *params,
-             gm_verify_score *scores)
+             gm_verify_score *scores, const uint32_t *live)
 {
     __shared__ double s_h[9];
     __shared__ uint32_t s_hits[GM_VERIFY_WARPS], s_bg[GM_VERIFY_WARPS], s_in[GM_VERIFY_WARPS];
     const uint32_t c = blockIdx.x;
+    if (live && c >= *live)
+        return;
     if (threadIdx.x < 9)
         s_h[threadIdx.x] = params[9 * (size_t)c + threadIdx.x];
     __syncthreads();
@@ -934,6 +938,9 @@ static int verify_bufs(gm_verify_dev *v, size_t np, size_t nc, gm_dev_buf *b)
     const size_t nb = (np + GM_REFINE_CHUNK - 1) / GM_REFINE_CHUNK;
     b[k++] = (gm_dev_buf){(void **)&v->d_part, nc * nb * GM_MAX_NV * sizeof *v->d_part, 0};
     b[k++] = (gm_dev_buf){(void **)&v->d_stop, 2 * nc * sizeof *v->d_stop, 0};
+    /* a pairing's decisions (pair.cu), fixed in size */
+    b[k++] = (gm_dev_buf){(void **)&v->d_pair, sizeof *v->d_pair, 0};
+    b[k++] = (gm_dev_buf){(void **)&v->h_pair, sizeof *v->h_pair, 1};
     return k;
 }
 
@@ -941,7 +948,7 @@ extern "C" void gm_verify_dev_free(gm_verify_dev *v)
 {
     if (!v)
         return;
-    gm_dev_buf b[14];
+    gm_dev_buf b[16];
     gm_dev_bufs_free(b, verify_bufs(v, 0, 0, b));
     if (v->staged)
         cudaEventDestroy(v->staged);
@@ -952,7 +959,7 @@ extern "C" void gm_verify_dev_free(gm_verify_dev *v)
 static gm_status verify_dev_alloc(gm_verify_dev *v)
 {
     const size_t np = v->cap ? v->cap : 1, nc = v->max_cands;
-    gm_dev_buf b[14];
+    gm_dev_buf b[16];
     gm_status st = gm_dev_bufs_alloc(b, verify_bufs(v, np, nc, b));
     if (st != GM_OK)
         return st;
@@ -1100,10 +1107,11 @@ extern "C" gm_status gm_grow_verify_cuda(const gm_edge_map_dev *map, gm_verify_d
  * (qw > 0: the spread's refits, no score): on a device with clusters one
  * launch (k_refine_fused), else a launch an iteration (k_refine_part) and
  * k_strict.  Too few points: h stays, as on the CPU.  strict: the scores
- * into v->d_scores. */
+ * into v->d_scores.  live (a device count, may be NULL): the candidates
+ * from *live on are left as they are. */
 static gm_status refine_launch(const gm_edge_map_dev *map, gm_verify_dev *v, gm_model model,
                                int iters, uint32_t nc, int qw, int qh, int strict,
-                               cudaStream_t stream)
+                               const uint32_t *live, cudaStream_t stream)
 {
     const uint32_t nb = (v->n + GM_REFINE_CHUNK - 1) / GM_REFINE_CHUNK;
     if (v->n < GM_REFINE_MIN_PAIRS || iters < 0)
@@ -1112,7 +1120,7 @@ static gm_status refine_launch(const gm_edge_map_dev *map, gm_verify_dev *v, gm_
         const dim3 grid(GM_REFINE_CLUSTER, nc);
         LAUNCH_MODEL(k_refine_fused, model, grid, stream, map_view(map), map->d_cells, v->d_pts,
                      v->d_cs, v->n, iters, v->d_params, nb, v->d_part, qw, qh,
-                     strict ? v->d_scores : NULL);
+                     strict ? v->d_scores : NULL, live);
         GM_CUDA_CHECK_LAUNCH();
         return GM_OK;
     }
@@ -1123,16 +1131,42 @@ static gm_status refine_launch(const gm_edge_map_dev *map, gm_verify_dev *v, gm_
         for (int it = 0; it < iters; it++) {
             LAUNCH_MODEL(k_refine_part, model, grid, stream, map->d_cells, map->w, map->h,
                          v->d_pts, v->d_cs, v->n, it, v->d_params, v->d_stop, done, nb,
-                         v->d_part, qw, qh);
+                         v->d_part, qw, qh, live);
             GM_CUDA_CHECK_LAUNCH();
         }
     }
     if (strict) {
         k_strict<<<nc, GM_VERIFY_THREADS, 0, stream>>>(map_view(map), v->d_pts, v->d_cs, v->n,
-                                                       v->d_params, v->d_scores);
+                                                       v->d_params, v->d_scores, live);
         GM_CUDA_CHECK_LAUNCH();
     }
     return GM_OK;
+}
+
+extern "C" gm_status gm_verify_queue(const gm_edge_map_dev *map, gm_verify_dev *v, uint32_t nc,
+                                     cudaStream_t stream)
+{
+    if (!map || !v || nc > v->max_cands)
+        return GM_ERR_INVALID;
+    if (nc == 0)
+        return GM_OK;
+    k_verify<<<nc, GM_VERIFY_THREADS, 0, stream>>>(map_view(map), v->d_pts, v->n, v->d_params,
+                                                   v->d_rot, v->d_scores);
+    GM_CUDA_CHECK_LAUNCH();
+    return GM_OK;
+}
+
+extern "C" gm_status gm_refine_queue(const gm_edge_map_dev *map, gm_verify_dev *v, gm_model model,
+                                     int iters, uint32_t nc, const uint32_t *live,
+                                     cudaStream_t stream)
+{
+    if (!map || !v || nc > v->max_cands || iters < 0 ||
+        (model != GM_MODEL_SIMILARITY && model != GM_MODEL_AFFINE &&
+         model != GM_MODEL_HOMOGRAPHY))
+        return GM_ERR_INVALID;
+    if (nc == 0)
+        return GM_OK;
+    return refine_launch(map, v, model, iters, nc, 0, 0, 1, live, stream);
 }
 
 /* gm_corner_spread_cpu: the four refits as four candidates of one split
@@ -1149,7 +1183,7 @@ extern "C" gm_status gm_spread_cuda(const gm_edge_map_dev *map, gm_verify_dev *v
         memcpy(v->h_params + 9 * quad, h, 9 * sizeof *h);
     gm_status st = batch_upload(v, 4, 0, stream);
     if (st == GM_OK)
-        st = refine_launch(map, v, model, GM_SPREAD_ITERS, 4, w, hgt, 0, stream);
+        st = refine_launch(map, v, model, GM_SPREAD_ITERS, 4, w, hgt, 0, NULL, stream);
     if (st != GM_OK)
         return st;
     GM_CUDA_CHECK(cudaMemcpyAsync(v->h_params, v->d_params, 36 * sizeof *v->h_params,
@@ -1175,7 +1209,7 @@ extern "C" gm_status gm_refine_verify_cuda(const gm_edge_map_dev *map, gm_verify
     gm_status st = batch_upload(v, nc, 0, stream);
     if (st != GM_OK)
         return st;
-    if ((st = refine_launch(map, v, model, iters, nc, 0, 0, 1, stream)) != GM_OK)
+    if ((st = refine_launch(map, v, model, iters, nc, 0, 0, 1, NULL, stream)) != GM_OK)
         return st;
     if ((st = batch_download(v, nc, 1, scores, stream)) != GM_OK)
         return st;

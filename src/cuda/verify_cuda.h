@@ -25,12 +25,31 @@
 #define GM_VERIFY_CUDA_H
 
 #include "cuda/gm_cuda.h"
+#include "stages/pair_core.h"
 #include "stages/points.h"
+#include "stages/reduce.h"
 #include "stages/verify.h"
+#include "stages/vote.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
+
+/* A pairing's decisions on the device (src/cuda/pair.cu, pair_core.h's
+ * steps); the part up to ms comes back in one copy. */
+typedef struct {
+    uint32_t nc;        /* candidates */
+    uint32_t npick;     /* picked and refined (params[0, 9 npick) of gm_verify_dev) */
+    uint32_t doubtful;  /* some rotation is in doubt (gm_pair_rot_doubtful) */
+    uint32_t ndone;     /* done's count after the picks */
+    int32_t pick[GM_PAIR_PICKS];
+    gm_candidate cands[GM_MAX_TOP_K];
+    gm_verify_score sc[GM_MAX_TOP_K]; /* loose scores, the looked-at marked taken */
+    double m0[GM_MAX_TOP_K][6];
+    /* the device's alone */
+    double ms[GM_MAX_TOP_K][6];
+    double done[GM_PAIR_DONE_MAX][6];
+} gm_pair_dev;
 
 /* A gm_edge_map on the device (the same arrays). */
 typedef struct {
@@ -77,6 +96,8 @@ typedef struct {
     double *h_seeds;          /* pinned [3 * max_cands] */
     float *h_rot;             /* pinned [max_cands] */
     gm_verify_score *h_scores; /* pinned [max_cands] */
+    gm_pair_dev *d_pair;      /* a pairing's decisions (gm_pair_decide_cuda) */
+    gm_pair_dev *h_pair;      /* pinned: its done list up, its decisions down */
     cudaEvent_t staged;       /* the last points upload has left h_pts, h_cs */
     int cluster;              /* the device launches thread block clusters (compute
                                  capability 9.0 on): a refinement is one launch, its
@@ -135,6 +156,39 @@ gm_status gm_spread_cuda(const gm_edge_map_dev *map, gm_verify_dev *v, gm_model 
 gm_status gm_grow_verify_cuda(const gm_edge_map_dev *map, gm_verify_dev *v, gm_model model,
                               double *h, const double *seeds, uint32_t nc,
                               gm_verify_score *scores, cudaStream_t stream);
+
+/* Queued without a wait, for a caller that keeps the candidates on the
+ * device: the loose scores of v->d_params' nc similarities (rotations in
+ * v->d_rot) into v->d_scores; a refinement of v->d_params' first nc
+ * (gm_refine_verify_cuda's) with the strict scores into v->d_scores, those
+ * from the device count *live on (live may be NULL) left alone. */
+gm_status gm_verify_queue(const gm_edge_map_dev *map, gm_verify_dev *v, uint32_t nc,
+                          cudaStream_t stream);
+gm_status gm_refine_queue(const gm_edge_map_dev *map, gm_verify_dev *v, gm_model model,
+                          int iters, uint32_t nc, const uint32_t *live, cudaStream_t stream);
+
+/* A pairing's voted candidates d_cands[nc] (nc <= GM_MAX_TOP_K and
+ * v->max_cands) decided on the device, the host's run_pairing steps
+ * (pair_core.h), queued without a wait: each candidate's similarity from
+ * its query basis (d_qbases[query_basis].a, .b) and reference basis
+ * (d_rends[ref_basis]: a.x, a.y, b.x, b.y), verified on map, the best
+ * picked against in->done, the picks refined (in->iters, a similarity),
+ * and what the host needs copied back.  gm_pair_collect_cuda then waits,
+ * once, and fills out: the candidates, their marked scores, m0, the picks,
+ * the refined transforms and their strict scores, or out->doubtful with
+ * the candidates alone (the host decides then).  GM_ERR_DEVICE when what
+ * came back is not what was queued. */
+gm_status gm_pair_queue_cuda(const gm_edge_map_dev *map, gm_verify_dev *v,
+                             const gm_candidate *d_cands, uint32_t nc,
+                             const gm_vote_basis *d_qbases, const float4 *d_rends,
+                             const gm_pair_in *in, cudaStream_t stream);
+gm_status gm_pair_collect_cuda(gm_verify_dev *v, uint32_t nc, gm_pair_out *out,
+                               cudaStream_t stream);
+
+/* A level's reference bases' ends (frames[i].a, .b as a.x, a.y, b.x, b.y)
+ * into d_ends[n], queued on stream: what gm_pair_decide_cuda reads. */
+gm_status gm_pair_ends_cuda(const gm_vote_basis *d_frames, uint32_t n, float4 *d_ends,
+                            cudaStream_t stream);
 
 #ifdef __cplusplus
 }

@@ -19,6 +19,7 @@
 #include "hash/cuckoo.h"
 #include "stages/affine.h"
 #include "stages/bases.h"
+#include "stages/pair_core.h"
 #include "stages/points.h"
 #include "stages/reduce.h"
 #include "stages/verify.h"
@@ -95,6 +96,16 @@ typedef struct gm_backend_ops {
     gm_status (*vote)(void *lane, gm_level_at lv, const gm_points *qcorners,
                       const uint32_t *unique, uint32_t n_q, const gm_points *qcloud, uint32_t k,
                       gm_candidate *cands, uint32_t *nc, double *vote_ms, double *reduce_ms);
+    /* vote, then the candidates decided as run_pairing would (pair_core.h:
+     * their similarities, verified on map, the picks refined), in one go:
+     * a GPU waits once instead of three times.  out->doubtful: only the
+     * candidates are the backend's (gm_pair_out), the caller decides.
+     * NULL: the caller votes and decides (the CPU, which has no waits to
+     * save) */
+    gm_status (*pair)(void *lane, gm_level_at lv, gm_map_at map, const gm_points *qcorners,
+                      const uint32_t *unique, uint32_t n_q, const gm_points *qcloud, uint32_t k,
+                      const gm_pair_in *in, gm_pair_out *out, double *vote_ms, double *reduce_ms,
+                      double *decide_ms);
     /* a level's triangle table: the items of triangles t over corners
      * against cloud and their multi-value table (seed), each triangle's
      * share of the items.  Fills what tri_vote reads: *table and *share

@@ -28,12 +28,13 @@
 #include "stages/affine.h"
 #include "stages/transform.h"
 #include "stages/verify.h"
+#include "stages/pair_core.h"
 
 /* IRLS iterations of a candidate's refinement, and of the final model's. */
 #define GM_REFINE_ITERS 6
 #define GM_MODEL_ITERS 10
 /* Candidates refined per pairing (the best by verification). */
-#define GM_REFINE_CANDS 3
+#define GM_REFINE_CANDS GM_PAIR_PICKS
 /* ...of those whose loose confidence reaches this share of the reporting
  * threshold (0.1 at the default 0.3): over the public bench and the photo
  * tier (1662 picks, 2026-11-25), no pick below 0.1 was refined to a strict
@@ -48,6 +49,7 @@
  * up to GM_FINE_LEVELS + 1 on the fine ones, 2 with the query at a quarter;
  * the triangles' on level 0 and the fine ones, with the query at two sizes). */
 #define GM_SEARCH_MAX ((6 + GM_FINE_LEVELS + 2 * (1 + GM_FINE_LEVELS)) * GM_REFINE_CANDS)
+_Static_assert(GM_SEARCH_MAX <= GM_PAIR_DONE_MAX, "pair_core.h's done list holds a search's");
 /* Verified candidates kept past the refinement's picks, as rivals. */
 #define GM_UNREF_KEEP 8
 /* --model auto: a model with more freedom is reported only when its strict
@@ -81,31 +83,9 @@ gm_points gm_stride_sample(const gm_points *all, uint32_t cap, gm_point *buf)
     return out;
 }
 
-/* Working coordinates of factor f: X = (x - (f-1)/2) / f, x the source pixel.
- * work_to_source carries a transform between working frames (query factor
- * fq -> reference factor fr) to source pixels; source_to_work back. */
-static void work_to_source(const double mw[6], int fq, int fr, double m[6])
-{
-    double sq = 1.0 / fq, oq = -(fq - 1) / 2.0 / fq, orr = (fr - 1) / 2.0;
-    m[0] = fr * mw[0] * sq;
-    m[1] = fr * mw[1] * sq;
-    m[2] = fr * (mw[0] * oq + mw[1] * oq + mw[2]) + orr;
-    m[3] = fr * mw[3] * sq;
-    m[4] = fr * mw[4] * sq;
-    m[5] = fr * (mw[3] * oq + mw[4] * oq + mw[5]) + orr;
-}
-
-static void source_to_work(const double m[6], int fq, int fr, double mw[6])
-{
-    /* mw = S_r^-1 m S_q with S_f(X) = f X + (f-1)/2 */
-    double oq = (fq - 1) / 2.0, orr = (fr - 1) / 2.0;
-    mw[0] = m[0] * fq / fr;
-    mw[1] = m[1] * fq / fr;
-    mw[2] = (m[0] * oq + m[1] * oq + m[2] - orr) / fr;
-    mw[3] = m[3] * fq / fr;
-    mw[4] = m[4] * fq / fr;
-    mw[5] = (m[3] * oq + m[4] * oq + m[5] - orr) / fr;
-}
+/* Working coordinates of factor f: X = (x - (f-1)/2) / f, x the source pixel
+ * (gm_work_to_source and gm_source_to_work, pair_core.h, carry a similarity
+ * between working frames and source pixels). */
 
 /* 3x3 product c = a b. */
 static void mat3_mul(const double a[9], const double b[9], double c[9])
@@ -505,7 +485,7 @@ static void ss_record(search_state *ss, const gm_index *r, const side *q0, const
 {
     double hsrc[9], m0[6];
     h_work_to_source(h, q0->f, fv, hsrc);
-    source_to_work(hsrc, q0->f, r->lv[0].f, m0); /* the affine part, for distances */
+    gm_source_to_work(hsrc, q0->f, r->lv[0].f, m0); /* the affine part, for distances */
     if (ss->n_refined < GM_SEARCH_MAX) {
         memcpy(ss->refined[ss->n_refined], m0, sizeof m0);
         ss->rconf[ss->n_refined++] = v.whole;
@@ -542,32 +522,6 @@ static double band_ratio(const gm_index *r, const ref_level *rl, const side *qs,
     return (double)rl->f / qs->f;
 }
 
-/* The best few of a pairing's nc verified candidates (sc; level-0 working
- * coordinates m0) to refine: at most GM_REFINE_CANDS, each with a loose
- * confidence of at least floor, none within 2 pixels at the query's corners
- * of a transform refined before (remembered in ss->done).  Their indices
- * into pick, their count returned; the picked are marked taken in sc. */
-static int pick_to_refine(search_state *ss, gm_verify_score *sc, double (*m0)[6],
-                          uint32_t nc, const side *q0, double floor,
-                          int pick[GM_REFINE_CANDS])
-{
-    int npick = 0;
-    while (npick < GM_REFINE_CANDS) {
-        int bi = take_best(sc, nc);
-        if (bi < 0 || sc[bi].confidence < floor)
-            break;
-        int dup = 0;
-        for (int d = 0; d < ss->n_done && !dup; d++)
-            dup = corner_dist(m0[bi], ss->done[d], q0->w, q0->h) < 2.0;
-        if (dup)
-            continue;
-        if (ss->n_done < GM_SEARCH_MAX)
-            memcpy(ss->done[ss->n_done++], m0[bi], sizeof m0[bi]);
-        pick[npick++] = bi;
-    }
-    return npick;
-}
-
 /* The candidates not taken, the ones that explain most kept in ss->unref
  * (at most GM_UNREF_KEEP, sorted, the most explaining first) as rivals
  * for the distinctiveness test (rival_whole). */
@@ -590,6 +544,41 @@ static void keep_unrefined(search_state *ss, const gm_verify_score *sc, double (
     }
 }
 
+/* A pairing's voted candidates (po->cands[po->nc]) decided on the host,
+ * pair_core.h's steps: each candidate's similarity, verified at level 0
+ * (one region over the candidates: each candidate's loop is serial), the
+ * best few not refined before picked (ss->done grows) and refined side by
+ * side.  Fills the rest of po. */
+static gm_status decide_pairing(const gm_index *r, void *lane, const ref_level *rl,
+                                const side *qs, const gm_compact *qidx, const gm_points *vq0,
+                                const gm_pair_in *in, search_state *ss, gm_pair_out *po)
+{
+    double(*ms)[6] = malloc(po->nc * sizeof *ms + 1);
+    if (!ms)
+        return GM_ERR_NOMEM;
+    for (uint32_t c = 0; c < po->nc; c++) {
+        uint32_t rk = rl->bases.unique[po->cands[c].ref_basis];
+        uint32_t qk = qidx->unique[po->cands[c].query_basis];
+        gm_point qa = qs->corners.p[qk >> 16], qb = qs->corners.p[qk & 0xFFFF];
+        gm_point ra = rl->corners.p[rk >> 16], rb = rl->corners.p[rk & 0xFFFF];
+        gm_pair_similarity(qa.x, qa.y, qb.x, qb.y, ra.x, ra.y, rb.x, rb.y, in->s, ms[c],
+                           po->m0[c]);
+    }
+    gm_status st = r->be->verify(lane, map_at(r, rl), vq0, &ms[0][0], po->nc, po->sc);
+    po->npick = 0;
+    if (st == GM_OK) {
+        po->npick = gm_pair_pick(po->sc, po->m0, po->nc, in->w, in->h, in->floor, ss->done,
+                                 &ss->n_done, in->max_done, po->pick);
+        for (int i = 0; i < po->npick; i++)
+            gm_h_from_m(ms[po->pick[i]], po->hr[i]);
+        st = r->be->refine(lane, map_at(r, rl), vq0, GM_MODEL_SIMILARITY, &po->hr[0][0],
+                           in->iters, (uint32_t)po->npick, po->vr);
+    }
+    po->doubtful = 0;
+    free(ms);
+    return st;
+}
+
 /* One (reference level, query level) pairing: bases, votes, top-k, each
  * candidate verified at level 0 (q0: the query's level-0 points), the best
  * few refined.  Updates st->best. */
@@ -602,7 +591,7 @@ static gm_status run_pairing(const gm_index *r, void *lane, const ref_level *rl,
     gm_bases all_b = {0};
     gm_compact qidx;
     memset(&qidx, 0, sizeof qidx);
-    gm_candidate *cands = NULL;
+    gm_pair_out *po = NULL;
     uint32_t *sel = NULL;
     gm_status st;
     /* query basis lengths, in query working pixels: the reference level's
@@ -636,68 +625,64 @@ static gm_status run_pairing(const gm_index *r, void *lane, const ref_level *rl,
     if (n_q == 0 || n_ref == 0 || qs->all.n < 8)
         goto done; /* nothing to vote with */
     uint32_t k = (uint32_t)(p->top_k > 0 ? p->top_k : 1);
-    if (k > 256)
-        k = 256;
-    cands = malloc(k * sizeof *cands);
-    if (!cands) {
-        st = GM_ERR_NOMEM;
-        goto done;
-    }
+    if (k > GM_MAX_TOP_K)
+        k = GM_MAX_TOP_K;
     /* votes, each row's best and the k best rows (the CPU never writes the
-     * whole matrix: a row at a time, reduced at once) */
-    uint32_t nc = 0;
-    double tv = 0, tr = 0;
+     * whole matrix: a row at a time, reduced at once), then the candidates
+     * decided: on a backend that does both in one go (pair), else here */
+    double tv = 0, tr = 0, td = 0;
     gm_level_at lat = {&rl->table, rl->share, n_ref, rl->dev};
-    if ((st = r->be->vote(lane, lat, &qs->corners, qidx.unique, n_q, &qs->cloud, k, cands, &nc, &tv,
-                          &tr)) != GM_OK)
-        goto done;
-    out->time.vote += tv;
-    out->time.reduce += tr;
-    t1 = gm_now_ms();
-
-    /* verification at level 0: one region over the candidates (each
-     * candidate's loop is serial), not one region per candidate */
     /* a fine level is verified and refined on its own map, the working
      * levels on level 0's (map_at) */
     int fv; /* the verifying map's factor */
     level_map(r, rl, &fv);
-    double ms[256][6], m0[256][6];
-    gm_verify_score sc[256];
-    for (uint32_t c = 0; c < nc; c++) {
-        uint32_t rk = rl->bases.unique[cands[c].ref_basis], qk = qidx.unique[cands[c].query_basis];
-        gm_point qa = qs->corners.p[qk >> 16], qb = qs->corners.p[qk & 0xFFFF];
-        gm_point ra = rl->corners.p[rk >> 16], rb = rl->corners.p[rk & 0xFFFF];
-        double mw[6], msrc[6];
-        gm_similarity_from_pairs(qa.x, qa.y, qb.x, qb.y, ra.x, ra.y, rb.x, rb.y, mw);
-        work_to_source(mw, qs->f, rl->f, msrc);
-        source_to_work(msrc, q0->f, fv, ms[c]);
-        source_to_work(msrc, q0->f, r->lv[0].f, m0[c]);
+    const gm_pair_in pin = {{qs->f, rl->f, q0->f, fv, r->lv[0].f},
+                            q0->w,
+                            q0->h,
+                            GM_REFINE_MIN_LOOSE * p->min_confidence,
+                            GM_REFINE_ITERS,
+                            &ss->done[0][0],
+                            ss->n_done,
+                            GM_SEARCH_MAX};
+    if (!(po = malloc(sizeof *po))) {
+        st = GM_ERR_NOMEM;
+        goto done;
     }
-    if ((st = r->be->verify(lane, map_at(r, rl), vq0, &ms[0][0], nc, sc)) != GM_OK)
+    if (r->be->pair) {
+        st = r->be->pair(lane, lat, map_at(r, rl), &qs->corners, qidx.unique, n_q, &qs->cloud, k,
+                         &pin, po, &tv, &tr, &td);
+    } else {
+        po->doubtful = 1;
+        st = r->be->vote(lane, lat, &qs->corners, qidx.unique, n_q, &qs->cloud, k, po->cands,
+                         &po->nc, &tv, &tr);
+    }
+    if (st != GM_OK)
         goto done;
-    /* the best few that do not repeat an already refined transform... */
-    int pick[GM_REFINE_CANDS];
-    int npick = pick_to_refine(ss, sc, m0, nc, q0, GM_REFINE_MIN_LOOSE * p->min_confidence, pick);
-    keep_unrefined(ss, sc, m0, nc); /* the candidates left, the best kept as rivals */
-    /* ...refined side by side, then scored in order (thread-independent) */
-    double hr[GM_REFINE_CANDS][9];
-    gm_verify_score vr[GM_REFINE_CANDS];
-    for (int i = 0; i < npick; i++)
-        gm_h_from_m(ms[pick[i]], hr[i]);
-    if ((st = r->be->refine(lane, map_at(r, rl), vq0, GM_MODEL_SIMILARITY, &hr[0][0],
-                            GM_REFINE_ITERS, (uint32_t)npick, vr)) != GM_OK)
-        goto done;
-    for (int i = 0; i < npick; i++) {
+    out->time.vote += tv;
+    out->time.reduce += tr;
+    out->time.verify += td;
+    t1 = gm_now_ms();
+    if (po->doubtful) {
+        if ((st = decide_pairing(r, lane, rl, qs, &qidx, vq0, &pin, ss, po)) != GM_OK)
+            goto done;
+    } else {
+        for (int i = 0; i < po->npick; i++) /* the backend's done list, as decide_pairing's */
+            if (ss->n_done < GM_SEARCH_MAX)
+                memcpy(ss->done[ss->n_done++], po->m0[po->pick[i]], sizeof po->m0[0]);
+    }
+    keep_unrefined(ss, po->sc, po->m0, po->nc); /* the candidates left, the best kept as rivals */
+    /* the picks scored in order (thread-independent) */
+    for (int i = 0; i < po->npick; i++) {
         double h[9];
-        gm_h_from_m(hr[i], h); /* a similarity: [a b c; d e f; 0 0 1] */
-        ss_record(ss, r, q0, rl, fv, h, vr[i], cands[pick[i]].votes, 0);
+        gm_h_from_m(po->hr[i], h); /* a similarity: [a b c; d e f; 0 0 1] */
+        ss_record(ss, r, q0, rl, fv, h, po->vr[i], po->cands[po->pick[i]].votes, 0);
     }
     out->time.verify += gm_now_ms() - t1;
 done:
     free(all_b.key);
     free(sel);
     gm_compact_free(&qidx);
-    free(cands);
+    free(po);
     return st;
 }
 
@@ -864,8 +849,8 @@ static gm_status run_affine_pairing(const gm_index *r, gm_model model, void *lan
             sc[c].total = UINT32_MAX;
             continue;
         }
-        work_to_source(mw, qs->f, rl->f, msrc);
-        source_to_work(msrc, q0->f, fv, ms[c]);
+        gm_work_to_source(mw, qs->f, rl->f, msrc);
+        gm_source_to_work(msrc, q0->f, fv, ms[c]);
     }
     { /* the candidates with a map, in one batch */
         double mv[256][6];

@@ -2,22 +2,13 @@
 #include <math.h>
 #include <string.h>
 
+#include "stages/pair_core.h"
 #include "stages/transform.h"
 
 void gm_similarity_from_pairs(double qx0, double qy0, double qx1, double qy1, double rx0,
                               double ry0, double rx1, double ry1, double m[6])
 {
-    /* as complex numbers: z = (r1 - r0) / (q1 - q0), t = r0 - z q0 */
-    double qdx = qx1 - qx0, qdy = qy1 - qy0, rdx = rx1 - rx0, rdy = ry1 - ry0;
-    double d = qdx * qdx + qdy * qdy;
-    double a = d > 0 ? (rdx * qdx + rdy * qdy) / d : 1.0;
-    double b = d > 0 ? (rdy * qdx - rdx * qdy) / d : 0.0;
-    m[0] = a;
-    m[1] = -b;
-    m[2] = rx0 - (a * qx0 - b * qy0);
-    m[3] = b;
-    m[4] = a;
-    m[5] = ry0 - (b * qx0 + a * qy0);
+    gm_similarity_of_pairs(qx0, qy0, qx1, qy1, rx0, ry0, rx1, ry1, m);
 }
 
 void gm_transform_apply(const double m[6], double x, double y, double *ox, double *oy)

@@ -30,6 +30,7 @@
 #include <cuda_runtime_api.h>
 
 #include "common/common.h"
+#include "stages/pair_core.h"
 #include "stages/points.h"
 #include "stages/transform.h"
 #include "stages/verify.h"
@@ -712,6 +713,139 @@ START_TEST(test_map_pixels)
 }
 END_TEST
 
+/* ---- a pairing's decisions on the device (pair.cu) --------------------------------- */
+
+/* nc candidates over nb query bases of q (pairs of its points) and as many
+ * reference bases: basis i of the reference is query basis i carried by T
+ * for i < ntrue (those candidates are true), the rest anywhere on the
+ * reference; the device's decisions (gm_pair_queue_cuda, collect) against
+ * the host's (pair_core.h, gm_verify_cpu, gm_refine_model_cpu): the same
+ * candidates, scores (the looked-at marked), m0 and picks, the refined
+ * transforms within CORNER_TOL, their strict scores the GPU h's. */
+static int check_pair(const ref_t *r, gm_verify_dev *v, const gm_points *q, const double T[6],
+                       gm_pair_in in, uint32_t nc, uint32_t ntrue, const char *what)
+{
+    enum { NB = 40 };
+    gm_vote_basis qb[NB];
+    float rends[NB][4];
+    memset(qb, 0, sizeof qb);
+    for (int i = 0; i < NB; i++) {
+        qb[i].a = q->p[rng_next() % q->n];
+        qb[i].b = q->p[rng_next() % q->n];
+        double ax, ay, bx, by;
+        gm_transform_apply(T, qb[i].a.x, qb[i].a.y, &ax, &ay);
+        gm_transform_apply(T, qb[i].b.x, qb[i].b.y, &bx, &by);
+        if ((uint32_t)i >= ntrue) {
+            ax = rng_unit() * r->w, ay = rng_unit() * r->h;
+            bx = rng_unit() * r->w, by = rng_unit() * r->h;
+        }
+        rends[i][0] = (float)ax, rends[i][1] = (float)ay;
+        rends[i][2] = (float)bx, rends[i][3] = (float)by;
+    }
+    gm_candidate cands[MAX_CANDS];
+    for (uint32_t c = 0; c < nc; c++) {
+        uint32_t b = c < ntrue ? c : rng_next() % NB;
+        cands[c] = (gm_candidate){b, c < ntrue ? c : rng_next() % NB, 100 - c, 1.0f};
+    }
+    gm_candidate *d_cands;
+    gm_vote_basis *d_qb;
+    float4 *d_rends;
+    CK_CUDA(cudaMalloc((void **)&d_cands, sizeof cands));
+    CK_CUDA(cudaMalloc((void **)&d_qb, sizeof qb));
+    CK_CUDA(cudaMalloc((void **)&d_rends, sizeof rends));
+    CK_CUDA(cudaMemcpy(d_cands, cands, sizeof cands, cudaMemcpyHostToDevice));
+    CK_CUDA(cudaMemcpy(d_qb, qb, sizeof qb, cudaMemcpyHostToDevice));
+    CK_CUDA(cudaMemcpy(d_rends, rends, sizeof rends, cudaMemcpyHostToDevice));
+    EXPECT_OK(gm_verify_points_upload(v, q, g_stream));
+    gm_pair_out *g = xmalloc(1, sizeof *g), *h = xmalloc(1, sizeof *h);
+    EXPECT_OK(gm_pair_queue_cuda(&r->dev, v, d_cands, nc, d_qb, d_rends, &in, g_stream));
+    EXPECT_OK(gm_pair_collect_cuda(v, nc, g, g_stream));
+    EXPECT(g->nc == nc);
+    EXPECT(!g->doubtful);
+    EXPECT(memcmp(g->cands, cands, nc * sizeof *cands) == 0);
+    /* the host's way */
+    double ms[MAX_CANDS][6], done[GM_PAIR_DONE_MAX][6];
+    int ndone = in.ndone;
+    memcpy(done, in.done, (size_t)in.ndone * sizeof done[0]);
+    for (uint32_t c = 0; c < nc; c++) {
+        const gm_vote_basis *b = &qb[cands[c].query_basis];
+        const float *e = rends[cands[c].ref_basis];
+        gm_pair_similarity(b->a.x, b->a.y, b->b.x, b->b.y, e[0], e[1], e[2], e[3], in.s, ms[c],
+                           h->m0[c]);
+        h->sc[c] = gm_verify_cpu(&r->map, q, ms[c]);
+    }
+    h->npick = gm_pair_pick(h->sc, h->m0, nc, in.w, in.h, in.floor, done, &ndone, in.max_done,
+                            h->pick);
+    EXPECT(memcmp(g->m0, h->m0, nc * sizeof h->m0[0]) == 0);
+    for (uint32_t c = 0; c < nc; c++)
+        expect_same_score(g->sc[c], h->sc[c], what, c);
+    ck_assert_int_eq(g->npick, h->npick);
+    for (int i = 0; i < h->npick; i++) {
+        ck_assert_int_eq(g->pick[i], h->pick[i]);
+        double hc[9];
+        gm_h_from_m(ms[h->pick[i]], hc);
+        gm_refine_model_cpu(&r->map, q, GM_MODEL_SIMILARITY, hc, in.iters);
+        double d = corner_dist(q, hc, g->hr[i]);
+        if (!(d <= CORNER_TOL))
+            ck_abort_msg("%s, pick %d: corners %.3g px from the CPU's", what, i, d);
+        expect_same_score(g->vr[i], gm_verify_strict_h_cpu(&r->map, q, g->hr[i]), what,
+                          (uint32_t)i);
+    }
+    printf("%-28s %u candidates, %d picked, %d remembered before\n", what, nc, h->npick,
+           in.ndone);
+    int np = h->npick;
+    free(g);
+    free(h);
+    cudaFree(d_cands);
+    cudaFree(d_qb);
+    cudaFree(d_rends);
+    return np;
+}
+
+START_TEST(test_pair)
+{
+    rng_state = 0x9a1;
+    ref_t r;
+    ref_from_jpeg(&r);
+    gm_verify_dev v;
+    EXPECT_OK(gm_verify_dev_alloc(&v, point_cap(), MAX_CANDS));
+    double T[6];
+    make_sim(17, 1.1, 60, 40, T);
+    gm_points q = query_pulled(&r, T, 90, 80, 400, 390);
+    gm_pair_in in = {{1, 1, 1, 1, 1}, 280, 280, 0.1, 6, NULL, 0, GM_PAIR_DONE_MAX};
+    /* the true ones repeat each other: one of them picked */
+    ck_assert_int_ge(check_pair(&r, &v, &q, T, in, MAX_CANDS, 6, "ref.jpg, nothing before"), 1);
+    ck_assert_int_eq(check_pair(&r, &v, &q, T, in, 1, 1, "ref.jpg, one candidate"), 1);
+    /* the truth refined before: its repeats are passed over; a full list
+     * takes no more */
+    double m0[6];
+    gm_pair_scales s1 = {1, 1, 1, 1, 1};
+    double ms[6];
+    gm_pair_similarity(0, 0, 100, 0, (float)T[2], (float)T[5], (float)(T[0] * 100 + T[2]),
+                       (float)(T[3] * 100 + T[5]), s1, ms, m0);
+    double done[2][6];
+    memcpy(done[0], m0, sizeof m0);
+    memcpy(done[1], m0, sizeof m0);
+    done[1][2] += 50;
+    in.done = &done[0][0], in.ndone = 2, in.max_done = 3;
+    check_pair(&r, &v, &q, T, in, MAX_CANDS, 6, "ref.jpg, the truth before");
+    in.floor = 0.0; /* every candidate goes: the wrong ones picked, the list's last room taken */
+    ck_assert_int_eq(check_pair(&r, &v, &q, T, in, MAX_CANDS, 6, "ref.jpg, no floor"),
+                     GM_PAIR_PICKS);
+    /* other levels: a query level of 2, a reference level of 4 verified on 2 */
+    gm_pair_in in2 = {{2, 4, 1, 2, 2}, 280, 280, 0.0, 6, NULL, 0, GM_PAIR_DONE_MAX};
+    double T2[6];
+    make_sim(-30, 0.9, 120, 60, T2);
+    gm_points q2 = query_pulled(&r, T2, 60, 60, 420, 420);
+    ck_assert_int_eq(check_pair(&r, &v, &q2, T2, in2, MAX_CANDS, 3, "ref.jpg, other scales"),
+                     GM_PAIR_PICKS);
+    free(q.p);
+    free(q2.p);
+    gm_verify_dev_free(&v);
+    ref_free(&r);
+}
+END_TEST
+
 START_TEST(test_invalid)
 {
     gm_verify_dev v;
@@ -843,6 +977,7 @@ static Suite *verify_cuda_suite(void)
     tcase_add_test(tc, test_spread);
     tcase_add_test(tc, test_reuse);
     tcase_add_test(tc, test_map_pixels);
+    tcase_add_test(tc, test_pair);
     tcase_add_test(tc, test_invalid);
     tcase_add_test(tc, test_bench);
     suite_add_tcase(s, tc);

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "common/common.h"
+#include "stages/pair_core.h"
 #include "stages/transform.h"
 #include "test_util.h"
 
@@ -586,12 +587,120 @@ START_TEST(test_overlap)
 }
 END_TEST
 
+/* pair_core.h: the conversions between working frames and source pixels
+ * are inverses; a candidate's similarity carries its query basis onto its
+ * reference basis. */
+START_TEST(test_pair_similarity)
+{
+    rng_state = 0x9a;
+    for (int t = 0; t < 200; t++) {
+        int fq = 1 + (int)(rng_next() % 4), fr = 1 + (int)(rng_next() % 8);
+        double mw[6], m[6], back[6];
+        make_sim(360 * rng_unit(), 0.3 + 2 * rng_unit(), 500 * rng_sym(), 500 * rng_sym(), mw);
+        gm_work_to_source(mw, fq, fr, m);
+        gm_source_to_work(m, fq, fr, back);
+        for (int i = 0; i < 6; i++)
+            ck_assert_double_eq_tol(back[i], mw[i], 1e-9 * (1 + fabs(mw[i])));
+    }
+    /* query level 2 against reference level 4, verified on a map of 2,
+     * level 0 of 1: the basis (10, 20)-(30, 20) onto (5, 5)-(5, 15) */
+    gm_pair_scales s = {2, 4, 1, 2, 1};
+    double ms[6], m0[6];
+    gm_pair_similarity(10, 20, 30, 20, 5, 5, 5, 15, s, ms, m0);
+    /* the query's source pixels of the basis: 2 X + 0.5; the reference's: 4 X + 1.5 */
+    double x, y;
+    apply(m0, 2 * 10 + 0.5, 2 * 20 + 0.5, &x, &y);
+    ck_assert_double_eq_tol(x, 4 * 5 + 1.5, 1e-9);
+    ck_assert_double_eq_tol(y, 4 * 5 + 1.5, 1e-9);
+    apply(ms, 2 * 30 + 0.5, 2 * 20 + 0.5, &x, &y); /* the map's pixels: (source - 0.5) / 2 */
+    ck_assert_double_eq_tol(x, (4 * 5 + 1.5 - 0.5) / 2, 1e-9);
+    ck_assert_double_eq_tol(y, (4 * 15 + 1.5 - 0.5) / 2, 1e-9);
+}
+END_TEST
+
+/* A float rotation that another library's atan2 could round the other
+ * way is in doubt: within a few ulps of a double of a midpoint between two
+ * floats, or not finite; exact values and ordinary ones are not. */
+START_TEST(test_pair_rot_doubtful)
+{
+    ck_assert_int_eq(gm_pair_rot_doubtful(0.0), 0);
+    ck_assert_int_eq(gm_pair_rot_doubtful(GM_PI), 0);
+    ck_assert_int_eq(gm_pair_rot_doubtful(-GM_PI / 2), 0);
+    ck_assert_int_eq(gm_pair_rot_doubtful(NAN), 1);
+    ck_assert_int_eq(gm_pair_rot_doubtful(INFINITY), 1);
+    float f = 1.2345f;
+    double mid = 0.5 * ((double)f + (double)nextafterf(f, 2.0f));
+    ck_assert_int_eq(gm_pair_rot_doubtful(mid), 1);
+    ck_assert_int_eq(gm_pair_rot_doubtful(nextafter(nextafter(mid, 0), 0)), 1);
+    ck_assert_int_eq(gm_pair_rot_doubtful(nextafter(mid, 4)), 1);
+    ck_assert_int_eq(gm_pair_rot_doubtful(mid + 64 * (mid * 0x1p-52)), 0);
+    ck_assert_int_eq(gm_pair_rot_doubtful(-mid), 1);
+    ck_assert_int_eq(gm_pair_rot_doubtful((double)f), 0);
+    /* of random angles, few (the band is 2^-26 of a float's step wide on each side) */
+    rng_state = 0x77;
+    int doubtful = 0;
+    for (int t = 0; t < 100000; t++)
+        doubtful += gm_pair_rot_doubtful(atan2(rng_sym(), rng_sym()));
+    ck_assert_int_le(doubtful, 2);
+}
+END_TEST
+
+/* gm_pair_pick: by the share of the whole query, the first of equals; the
+ * first below the floor ends it (marked taken, as every candidate looked
+ * at); a repeat of a remembered transform is passed over; the remembered
+ * list grows by the picks while it has room. */
+START_TEST(test_pair_pick)
+{
+    enum { N = 6 };
+    gm_verify_score sc[N];
+    double m0[N][6], done[4][6];
+    const double conf[N] = {0.5, 0.9, 0.9, 0.05, 0.7, 0.6};
+    const double whole[N] = {0.5, 0.8, 0.8, 0.95, 0.7, 0.6};
+    for (int c = 0; c < N; c++) {
+        sc[c] = (gm_verify_score){100, 100, 50, 1, conf[c], whole[c]};
+        make_sim(0, 1, 10.0 * c, 0, m0[c]);
+    }
+    m0[2][2] = m0[1][2] + 1.0; /* candidate 2 repeats candidate 1 (1 px) */
+    int ndone = 1, pick[GM_PAIR_PICKS];
+    memcpy(done[0], m0[4], sizeof m0[4]); /* 4 was refined before */
+    /* 3 (0.95 of the whole, loose confidence 0.05) comes first and is below
+     * the floor: nothing is picked */
+    int np = gm_pair_pick(sc, m0, N, 100, 50, 0.1, done, &ndone, 4, pick);
+    ck_assert_int_eq(np, 0);
+    ck_assert_uint_eq(sc[3].total, UINT32_MAX);
+    ck_assert_uint_eq(sc[1].total, 100);
+    ck_assert_int_eq(ndone, 1);
+    /* without 3: 1, then 2 (its equal, after it) repeats 1, 4 was done: 5, 0 */
+    sc[3].whole = 0.0;
+    sc[3].total = 100;
+    np = gm_pair_pick(sc, m0, N, 100, 50, 0.1, done, &ndone, 3, pick);
+    ck_assert_int_eq(np, 3);
+    ck_assert_int_eq(pick[0], 1);
+    ck_assert_int_eq(pick[1], 5);
+    ck_assert_int_eq(pick[2], 0);
+    ck_assert_int_eq(ndone, 3); /* 1 and 5; 0 found the list full */
+    ck_assert(memcmp(done[1], m0[1], sizeof m0[1]) == 0);
+    ck_assert(memcmp(done[2], m0[5], sizeof m0[5]) == 0);
+    for (int c = 0; c < N; c++)
+        if (c != 3)
+            ck_assert_uint_eq(sc[c].total, UINT32_MAX);
+    /* the corner distance: the mean over the four corners */
+    double a[6], b[6];
+    make_sim(0, 1, 0, 0, a);
+    make_sim(0, 1, 3, 4, b);
+    ck_assert_double_eq(gm_pair_corner_dist(a, b, 100, 50), 5.0);
+}
+END_TEST
+
 static Suite *transform_suite(void)
 {
     Suite *s = suite_create("transform");
     TCase *tc = tcase_create("cpu");
     tcase_set_timeout(tc, 60);
     tcase_add_test(tc, test_from_pairs_exact);
+    tcase_add_test(tc, test_pair_similarity);
+    tcase_add_test(tc, test_pair_rot_doubtful);
+    tcase_add_test(tc, test_pair_pick);
     tcase_add_test(tc, test_from_pairs_random);
     tcase_add_test(tc, test_apply);
     tcase_add_test(tc, test_fit_exact);

@@ -1,0 +1,167 @@
+/* pair.cu: a pairing's voted candidates decided on the device (matcher.c's
+ * run_pairing after the vote, pair_core.h's steps), so that a pairing
+ * waits for the device once instead of three times (the vote's candidates,
+ * their scores, the picks' refinement):
+ *
+ *   k_pair_params  a thread a candidate: its similarity (gm_pair_similarity)
+ *                  as the loose test's parameters, its rotation, m0;
+ *   k_verify       (verify.cu, gm_verify_queue) the loose scores;
+ *   k_pair_pick    one thread: gm_pair_pick over the scores, the picks'
+ *                  3x3 into the refinement's parameters;
+ *   the refinement (verify.cu, gm_refine_queue) of GM_PAIR_PICKS
+ *                  candidates, those past the device's pick count idle;
+ *
+ * then one copy back.  Compiled with --fmad=false (CMakeLists.txt): the
+ * similarities and the pick's distances are the host's numbers.  The
+ * rotation is CUDA's atan2 where the host's is glibc's: a candidate whose
+ * double is within GM_PAIR_ROT_ULPS of a float midpoint is flagged, and
+ * the host then decides the pairing as it would without this file. */
+#include <math.h>
+#include <stddef.h>
+#include <string.h>
+
+#include "cuda/cuda_check.cuh"
+#include "cuda/gm_cuda.h"
+#include "cuda/verify_cuda.h"
+#include "stages/pair_core.h"
+
+#define GM_PAIR_THREADS 256
+
+static __global__ void __launch_bounds__(GM_PAIR_THREADS)
+    k_pair_params(const gm_candidate *cands, uint32_t nc, const gm_vote_basis *qb,
+                  const float4 *rends, gm_pair_scales s, double *params, float *rot,
+                  gm_pair_dev *pd)
+{
+    const uint32_t c = threadIdx.x;
+    if (c == 0)
+        pd->nc = nc, pd->doubtful = 0;
+    __syncthreads();
+    if (c >= nc)
+        return;
+    const gm_candidate cd = cands[c];
+    const gm_vote_basis q = qb[cd.query_basis];
+    const float4 r = rends[cd.ref_basis];
+    double ms[6], m0[6];
+    gm_pair_similarity(q.a.x, q.a.y, q.b.x, q.b.y, r.x, r.y, r.z, r.w, s, ms, m0);
+    for (int i = 0; i < 6; i++) {
+        params[9 * (size_t)c + i] = ms[i];
+        pd->ms[c][i] = ms[i];
+        pd->m0[c][i] = m0[i];
+    }
+    const double a = atan2(ms[3], ms[0]);
+    rot[c] = (float)a;
+    if (gm_pair_rot_doubtful(a))
+        atomicOr(&pd->doubtful, 1u);
+    pd->cands[c] = cd;
+}
+
+/* One thread: the scores kept (the refinement writes its own over the
+ * first), the picks, their 3x3 similarities as the refinement's
+ * parameters. */
+static __global__ void k_pair_pick(const gm_verify_score *scores, int w, int h, double floor,
+                                   int ndone, int max_done, double *params, gm_pair_dev *pd)
+{
+    const uint32_t nc = pd->nc;
+    for (uint32_t c = 0; c < nc; c++)
+        pd->sc[c] = scores[c];
+    int pick[GM_PAIR_PICKS];
+    const int np = gm_pair_pick(pd->sc, pd->m0, nc, w, h, floor, pd->done, &ndone, max_done, pick);
+    for (int i = 0; i < np; i++) {
+        const double *m = pd->ms[pick[i]];
+        double *hp = params + 9 * (size_t)i;
+        hp[0] = m[0], hp[1] = m[1], hp[2] = m[2];
+        hp[3] = m[3], hp[4] = m[4], hp[5] = m[5];
+        hp[6] = 0.0, hp[7] = 0.0, hp[8] = 1.0; /* gm_h_from_m */
+        pd->pick[i] = pick[i];
+    }
+    pd->npick = (uint32_t)np;
+    pd->ndone = (uint32_t)ndone;
+}
+
+extern "C" gm_status gm_pair_queue_cuda(const gm_edge_map_dev *map, gm_verify_dev *v,
+                                        const gm_candidate *d_cands, uint32_t nc,
+                                        const gm_vote_basis *d_qbases, const float4 *d_rends,
+                                        const gm_pair_in *in, cudaStream_t stream)
+{
+    if (!map || !v || !in || nc > v->max_cands || nc > GM_MAX_TOP_K ||
+        v->max_cands < GM_PAIR_PICKS || in->ndone < 0 || in->max_done > GM_PAIR_DONE_MAX ||
+        in->ndone > in->max_done || (nc && (!d_cands || !d_qbases || !d_rends)))
+        return GM_ERR_INVALID;
+    gm_pair_dev *hp = v->h_pair, *dp = v->d_pair;
+    if (nc == 0)
+        return GM_OK;
+    if (in->ndone) { /* the previous call's copy back was waited for: the staging is free */
+        memcpy(hp->done, in->done, (size_t)in->ndone * sizeof hp->done[0]); /* 6 doubles each */
+        GM_CUDA_CHECK(cudaMemcpyAsync(dp->done, hp->done, (size_t)in->ndone * sizeof hp->done[0],
+                                      cudaMemcpyHostToDevice, stream));
+    }
+    k_pair_params<<<1, GM_PAIR_THREADS, 0, stream>>>(d_cands, nc, d_qbases, d_rends, in->s,
+                                                      v->d_params, v->d_rot, dp);
+    GM_CUDA_CHECK_LAUNCH();
+    gm_status st = gm_verify_queue(map, v, nc, stream);
+    if (st != GM_OK)
+        return st;
+    k_pair_pick<<<1, 1, 0, stream>>>(v->d_scores, in->w, in->h, in->floor, in->ndone,
+                                     in->max_done, v->d_params, dp);
+    GM_CUDA_CHECK_LAUNCH();
+    if ((st = gm_refine_queue(map, v, GM_MODEL_SIMILARITY, in->iters, GM_PAIR_PICKS, &dp->npick,
+                              stream)) != GM_OK)
+        return st;
+    GM_CUDA_CHECK(cudaMemcpyAsync(hp, dp, offsetof(gm_pair_dev, ms), cudaMemcpyDeviceToHost,
+                                  stream));
+    GM_CUDA_CHECK(cudaMemcpyAsync(v->h_params, v->d_params,
+                                  9 * GM_PAIR_PICKS * sizeof *v->h_params,
+                                  cudaMemcpyDeviceToHost, stream));
+    GM_CUDA_CHECK(cudaMemcpyAsync(v->h_scores, v->d_scores, GM_PAIR_PICKS * sizeof *v->h_scores,
+                                  cudaMemcpyDeviceToHost, stream));
+    return GM_OK;
+}
+
+extern "C" gm_status gm_pair_collect_cuda(gm_verify_dev *v, uint32_t nc, gm_pair_out *out,
+                                          cudaStream_t stream)
+{
+    const gm_pair_dev *hp = v->h_pair;
+    out->nc = nc;
+    out->npick = 0;
+    out->doubtful = 0;
+    if (nc == 0)
+        return GM_OK;
+    GM_CUDA_CHECK(gm_cuda_stream_wait(stream));
+    if (hp->nc != nc || hp->npick > GM_PAIR_PICKS)
+        return GM_ERR_DEVICE; /* not what was queued: never read further */
+    memcpy(out->cands, hp->cands, nc * sizeof *out->cands);
+    if (hp->doubtful) {
+        out->doubtful = 1;
+        return GM_OK;
+    }
+    memcpy(out->sc, hp->sc, nc * sizeof *out->sc);
+    memcpy(out->m0, hp->m0, nc * sizeof *out->m0);
+    out->npick = (int)hp->npick;
+    for (int i = 0; i < out->npick; i++) {
+        if (hp->pick[i] < 0 || (uint32_t)hp->pick[i] >= nc)
+            return GM_ERR_DEVICE;
+        out->pick[i] = hp->pick[i];
+        memcpy(out->hr[i], v->h_params + 9 * (size_t)i, sizeof out->hr[i]);
+        out->vr[i] = v->h_scores[i];
+    }
+    return GM_OK;
+}
+
+static __global__ void k_pair_ends(const gm_vote_basis *frames, uint32_t n, float4 *ends)
+{
+    const uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n)
+        ends[i] = make_float4(frames[i].a.x, frames[i].a.y, frames[i].b.x, frames[i].b.y);
+}
+
+extern "C" gm_status gm_pair_ends_cuda(const gm_vote_basis *d_frames, uint32_t n, float4 *d_ends,
+                                       cudaStream_t stream)
+{
+    if (n == 0)
+        return GM_OK;
+    if (!d_frames || !d_ends)
+        return GM_ERR_INVALID;
+    k_pair_ends<<<(n + 255) / 256, 256, 0, stream>>>(d_frames, n, d_ends);
+    GM_CUDA_CHECK_LAUNCH();
+    return GM_OK;
+}
