@@ -6,8 +6,9 @@
  *   k_pair_params  a thread a candidate: its similarity (gm_pair_similarity)
  *                  as the loose test's parameters, its rotation, m0;
  *   k_verify       (verify.cu, gm_verify_queue) the loose scores;
- *   k_pair_pick    one thread: gm_pair_pick over the scores, the picks'
- *                  3x3 into the refinement's parameters;
+ *   k_pair_pick    gm_pair_pick over the scores (one thread, on copies in
+ *                  shared memory), the picks' 3x3 into the refinement's
+ *                  parameters;
  *   the refinement (verify.cu, gm_refine_queue) of GM_PAIR_PICKS
  *                  candidates, those past the device's pick count idle;
  *
@@ -25,7 +26,9 @@
 #include "cuda/verify_cuda.h"
 #include "stages/pair_core.h"
 
-#define GM_PAIR_THREADS 256
+#define GM_PAIR_THREADS 256 /* a thread a candidate */
+static_assert(GM_PAIR_THREADS >= GM_MAX_TOP_K && GM_PAIR_THREADS >= 9 * GM_PAIR_PICKS,
+              "k_pair_params and k_pair_pick take a candidate a thread");
 
 static __global__ void __launch_bounds__(GM_PAIR_THREADS)
     k_pair_params(const gm_candidate *cands, uint32_t nc, const gm_vote_basis *qb,
@@ -55,27 +58,46 @@ static __global__ void __launch_bounds__(GM_PAIR_THREADS)
     pd->cands[c] = cd;
 }
 
-/* One thread: the scores kept (the refinement writes its own over the
- * first), the picks, their 3x3 similarities as the refinement's
- * parameters. */
-static __global__ void k_pair_pick(const gm_verify_score *scores, int w, int h, double floor,
-                                   int ndone, int max_done, double *params, gm_pair_dev *pd)
+/* The scores kept (the refinement writes its own over the first), the
+ * picks (gm_pair_pick by one thread, on copies in shared memory: its loads
+ * wait for shared memory, not for L2), their 3x3 similarities as the
+ * refinement's parameters. */
+static __global__ void __launch_bounds__(GM_PAIR_THREADS)
+    k_pair_pick(const gm_verify_score *__restrict__ scores, int w, int h, double floor,
+                int ndone, int max_done, double *__restrict__ params, gm_pair_dev *__restrict__ pd)
 {
-    const uint32_t nc = pd->nc;
-    for (uint32_t c = 0; c < nc; c++)
-        pd->sc[c] = scores[c];
-    int pick[GM_PAIR_PICKS];
-    const int np = gm_pair_pick(pd->sc, pd->m0, nc, w, h, floor, pd->done, &ndone, max_done, pick);
-    for (int i = 0; i < np; i++) {
-        const double *m = pd->ms[pick[i]];
-        double *hp = params + 9 * (size_t)i;
-        hp[0] = m[0], hp[1] = m[1], hp[2] = m[2];
-        hp[3] = m[3], hp[4] = m[4], hp[5] = m[5];
-        hp[6] = 0.0, hp[7] = 0.0, hp[8] = 1.0; /* gm_h_from_m */
-        pd->pick[i] = pick[i];
+    __shared__ gm_verify_score s_sc[GM_MAX_TOP_K];
+    __shared__ double s_m0[GM_MAX_TOP_K][6];
+    __shared__ double s_done[GM_PAIR_DONE_MAX][6];
+    __shared__ int s_pick[GM_PAIR_PICKS], s_np, s_ndone;
+    const uint32_t nc = pd->nc, t = threadIdx.x;
+    if (t < nc) {
+        s_sc[t] = scores[t];
+        for (int i = 0; i < 6; i++)
+            s_m0[t][i] = pd->m0[t][i];
     }
-    pd->npick = (uint32_t)np;
-    pd->ndone = (uint32_t)ndone;
+    for (int d = (int)t; d < ndone; d += blockDim.x)
+        for (int i = 0; i < 6; i++)
+            s_done[d][i] = pd->done[d][i];
+    __syncthreads();
+    if (t == 0) {
+        s_ndone = ndone;
+        s_np = gm_pair_pick(s_sc, s_m0, nc, w, h, floor, s_done, &s_ndone, max_done, s_pick);
+    }
+    __syncthreads();
+    const int np = s_np;
+    if (t < nc)
+        pd->sc[t] = s_sc[t];
+    if (t < (uint32_t)np * 9) { /* gm_h_from_m of each pick */
+        const uint32_t i = t / 9, j = t % 9;
+        params[t] = j < 6 ? pd->ms[s_pick[i]][j] : j == 8 ? 1.0 : 0.0;
+    }
+    if (t < (uint32_t)np)
+        pd->pick[t] = s_pick[t];
+    if (t == 0) {
+        pd->npick = (uint32_t)np;
+        pd->ndone = (uint32_t)s_ndone;
+    }
 }
 
 extern "C" gm_status gm_pair_queue_cuda(const gm_edge_map_dev *map, gm_verify_dev *v,
@@ -101,8 +123,8 @@ extern "C" gm_status gm_pair_queue_cuda(const gm_edge_map_dev *map, gm_verify_de
     gm_status st = gm_verify_queue(map, v, nc, stream);
     if (st != GM_OK)
         return st;
-    k_pair_pick<<<1, 1, 0, stream>>>(v->d_scores, in->w, in->h, in->floor, in->ndone,
-                                     in->max_done, v->d_params, dp);
+    k_pair_pick<<<1, GM_PAIR_THREADS, 0, stream>>>(v->d_scores, in->w, in->h, in->floor,
+                                                    in->ndone, in->max_done, v->d_params, dp);
     GM_CUDA_CHECK_LAUNCH();
     if ((st = gm_refine_queue(map, v, GM_MODEL_SIMILARITY, in->iters, GM_PAIR_PICKS, &dp->npick,
                               stream)) != GM_OK)

@@ -470,7 +470,7 @@ static __device__ __forceinline__ void chunk_partial(const float4 *cells, int w,
     double v[NV];
     normal_pack<NP, NV>(A, rb, cnt, v);
     block_sum_f64<NV>(v, s_warp, s_sum);
-    if (threadIdx.x < NV)
+    if (part && threadIdx.x < NV)
         part[((size_t)c * nb + b) * GM_MAX_NV + threadIdx.x] = s_sum[threadIdx.x];
 }
 
@@ -556,6 +556,28 @@ static __global__ void __launch_bounds__(GM_VERIFY_THREADS)
 #define GM_CLUSTER_DIMS __cluster_dims__(GM_REFINE_CLUSTER, 1, 1)
 #endif
 #if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 900
+/* partials_sum's twin for nb <= GM_REFINE_CLUSTER chunks, chunk b summed
+ * by block b into its own sum[] (shared memory): block 0 reads them there,
+ * in the same order, into its sum[] (each thread its own entries: block
+ * 0's are read before they are written). */
+template <int NV>
+static __device__ __forceinline__ void partials_sum_cluster(
+    cooperative_groups::cluster_group &cluster, double *sum, uint32_t nb)
+{
+    for (int i = threadIdx.x; i < NV; i += blockDim.x) {
+        double v[GM_REFINE_CLUSTER];
+#pragma unroll
+        for (uint32_t r = 0; r < GM_REFINE_CLUSTER; r++) /* the loads issued together */
+            v[r] = r < nb ? cluster.map_shared_rank(sum, r)[i] : 0.0;
+        double t = 0;
+#pragma unroll
+        for (uint32_t r = 0; r < GM_REFINE_CLUSTER; r++)
+            if (r < nb)
+                t += v[r];
+        sum[i] = t;
+    }
+}
+
 /* A cluster's shared state: block 0's h and stop flag (read by every
  * block), each block's strict counts, the sums' scratch. */
 struct cluster_state {
@@ -593,13 +615,20 @@ static __device__ void cluster_refine(cooperative_groups::cluster_group &cluster
         for (int i = 0; i < 9; i++)
             h[i] = s0->h[i];
         gm_fit_prepare(h, hn);
+        /* a chunk a block at most: each block's partial stays in its shared
+         * memory (s->sum) and block 0 reads them there */
+        const bool own = nb <= GM_REFINE_CLUSTER;
         for (uint32_t b = rank; b < nb; b += GM_REFINE_CLUSTER)
             chunk_partial<MODEL, NP, NV>(cells, w, hgt, pts, cs, n, b, c, nb, &set, qw, qh, it,
-                                         h, hn, s->warp, s->sum, part);
-        __threadfence();
+                                         h, hn, s->warp, s->sum, own ? nullptr : part);
+        if (!own)
+            __threadfence();
         cluster.sync(); /* the partials are written; block 0 sums them */
         if (rank == 0) {
-            partials_sum<NV>(part, c, nb, s->sum);
+            if (own)
+                partials_sum_cluster<NV>(cluster, s->sum, nb);
+            else
+                partials_sum<NV>(part, c, nb, s->sum);
             __syncthreads();
             if (threadIdx.x < 32) {
                 double hh[9];

@@ -600,6 +600,45 @@ START_TEST(test_few_points)
 }
 END_TEST
 
+/* More points than a cluster has chunks (GM_VERIFY_POINTS raised at
+ * build time): a block sums several chunks and the partials go through
+ * global memory; the one-launch refinement still equals the split one and
+ * the CPU's (check_refine).  With the default 2000, a chunk a block and the
+ * partials read from the blocks' shared memory. */
+START_TEST(test_many_points)
+{
+    if (g_small)
+        return;
+    rng_state = 0x5b;
+    ref_t r;
+    ref_from_jpeg(&r);
+    double T[6], H[9];
+    make_sim(-12, 0.95, 40, 30, T);
+    gm_h_from_m(T, H);
+    gm_points win = {xmalloc(r.all.n, sizeof(gm_point)), 0};
+    for (uint32_t k = 0; k < r.all.n; k++)
+        if (r.all.p[k].x >= 40 && r.all.p[k].x < 470 && r.all.p[k].y >= 40 && r.all.p[k].y < 470)
+            win.p[win.n++] = r.all.p[k];
+    gm_points qa = pull_back(&win, T), q = stride_cap(&qa, 4000);
+    free(qa.p);
+    EXPECT(q.n > 2600); /* more than 8 chunks of 256 */
+    gm_verify_dev v;
+    EXPECT_OK(gm_verify_dev_alloc(&v, q.n, MAX_CANDS));
+    EXPECT_OK(gm_verify_points_upload(&v, &q, g_stream));
+    double qcx, qcy, hs[9 * 4];
+    bbox_centre(&q, &qcx, &qcy);
+    for (uint32_t c = 0; c < 4; c++)
+        candidate((int)c, H, qcx, qcy, r.w, r.h, hs + 9 * c);
+    check_refine(&r, &v, &q, GM_MODEL_SIMILARITY, hs, 4, 6, "many points");
+    check_refine(&r, &v, &q, GM_MODEL_HOMOGRAPHY, hs, 4, 10, "many points");
+    printf("many points: %u\n", q.n);
+    gm_verify_dev_free(&v);
+    free(q.p);
+    free(win.p);
+    ref_free(&r);
+}
+END_TEST
+
 /* One gm_verify_dev, point sets of different sizes uploaded in turn (and
  * one again), each scored against the CPU. */
 START_TEST(test_reuse)
@@ -973,6 +1012,7 @@ static Suite *verify_cuda_suite(void)
     tcase_add_test(tc, test_similarity_jpeg);
     tcase_add_test(tc, test_models_scene);
     tcase_add_test(tc, test_few_points);
+    tcase_add_test(tc, test_many_points);
     tcase_add_test(tc, test_grow);
     tcase_add_test(tc, test_spread);
     tcase_add_test(tc, test_reuse);
