@@ -47,6 +47,7 @@ struct gm_gpu_lane {
     cudaStream_t stream;
     const gm_edge_map_dev *map; /* the context's */
     int busy;
+    int alone;               /* no other lane of its device was busy when it was taken */
     gm_cuda_scope scope;     /* the holding thread's context before, given back at release */
     /* the side stages */
     size_t cap;              /* pixels of the edge buffers */
@@ -74,6 +75,7 @@ struct gm_gpu {
     pthread_cond_t freed;
     int ready;               /* lock and freed initialized */
     int n_lanes;
+    int n_busy;              /* lanes held (under lock) */
     gm_gpu_lane *lanes[GM_GPU_MAX_LANES];
 };
 
@@ -313,8 +315,10 @@ gm_gpu_lane *gm_gpu_acquire(gm_gpu *g)
             break;
         pthread_cond_wait(&g->freed, &g->lock); /* every lane busy: wait for one */
     }
-    if (got)
+    if (got) {
         got->busy = 1, got->scope = sc;
+        got->alone = ++g->n_busy == 1;
+    }
     pthread_mutex_unlock(&g->lock);
     if (!got)
         gm_cuda_device_leave(&sc);
@@ -328,6 +332,7 @@ void gm_gpu_release(gm_gpu *g, gm_gpu_lane *l)
     gm_cuda_scope sc = l->scope; /* read before another thread may take the lane */
     pthread_mutex_lock(&g->lock);
     l->busy = 0;
+    g->n_busy--;
     pthread_cond_signal(&g->freed);
     pthread_mutex_unlock(&g->lock);
     gm_cuda_device_leave(&sc);
@@ -925,6 +930,11 @@ gm_status gm_gpu_verify_points(gm_gpu_lane *g, const gm_points *q)
         if (st != GM_OK)
             return st;
     }
+    /* a query alone on the device refines for latency, one of several for
+     * throughput (verify_cuda.h; the same numbers): on an H200, a lone
+     * public still's similarity refinements 12-24% faster with the wide
+     * blocks, 16 video lanes 5% slower at 640x360 (docs/speed.md) */
+    g->verify.wide = g->alone;
     return gm_verify_points_upload(&g->verify, q, g->stream);
 }
 

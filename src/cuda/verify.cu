@@ -478,8 +478,8 @@ static __device__ void strict_block(const gm_map_view &map, const gm_point *pts,
 /* The split refinement: a block's points, GM_REFINE_CHUNK of them (a
  * thread each), and the partial sums' stride. */
 #define GM_REFINE_CHUNK GM_VERIFY_THREADS
-/* Threads a point in the similarity's one-launch refinement
- * (k_refine_fused): 2, a helper scanning half the partner window. */
+/* Threads a point in the one-launch refinement of a similarity or an
+ * affine (k_refine_fused): 2, a helper scanning half the partner window. */
 #define GM_REFINE_HELP 2
 /* A helper thread's partner for its point (chunk_partial with HELP 2). */
 struct refine_help {
@@ -1231,25 +1231,31 @@ static gm_status refine_launch(const gm_edge_map_dev *map, gm_verify_dev *v, gm_
     if (v->n < GM_REFINE_MIN_PAIRS || iters < 0)
         iters = 0;
     if (v->cluster) {
-        /* a similarity's refinement with a helper thread a point (its
-         * registers allow blocks of twice the threads): the partner search
-         * in half the time */
+        /* v->wide: a similarity's or an affine's refinement with a helper
+         * thread a point (their 128 registers allow blocks of twice the
+         * threads), the partner search in half the time; the homography's
+         * 252 do not */
         const dim3 grid(GM_REFINE_CLUSTER, nc);
         const gm_map_view mv = map_view(map);
         gm_verify_score *sc = strict ? v->d_scores : NULL;
-        if (model == GM_MODEL_SIMILARITY)
-            k_refine_fused<GM_MODEL_SIMILARITY, GM_REFINE_HELP>
-                <<<grid, GM_REFINE_HELP * GM_VERIFY_THREADS, 0, stream>>>(
-                    mv, map->d_cells, v->d_pts, v->d_cs, v->n, iters, v->d_params, nb, v->d_part,
-                    qw, qh, sc, live);
+        const int wide = v->wide ? GM_REFINE_HELP : 1;
+#define GM_FUSED(M, H)                                                                        \
+    k_refine_fused<M, H><<<grid, (H)*GM_VERIFY_THREADS, 0, stream>>>(                          \
+        mv, map->d_cells, v->d_pts, v->d_cs, v->n, iters, v->d_params, nb, v->d_part, qw, qh, sc, \
+        live)
+        if (model == GM_MODEL_SIMILARITY && wide > 1)
+            GM_FUSED(GM_MODEL_SIMILARITY, GM_REFINE_HELP);
+        else if (model == GM_MODEL_SIMILARITY)
+            GM_FUSED(GM_MODEL_SIMILARITY, 1);
+        else if (model == GM_MODEL_AFFINE && wide > 1)
+            GM_FUSED(GM_MODEL_AFFINE, GM_REFINE_HELP);
         else if (model == GM_MODEL_AFFINE)
-            k_refine_fused<GM_MODEL_AFFINE, 1><<<grid, GM_VERIFY_THREADS, 0, stream>>>(
-                mv, map->d_cells, v->d_pts, v->d_cs, v->n, iters, v->d_params, nb, v->d_part, qw,
-                qh, sc, live);
+            GM_FUSED(GM_MODEL_AFFINE, 1);
         else
             k_refine_fused<GM_MODEL_HOMOGRAPHY, 1><<<grid, GM_VERIFY_THREADS, 0, stream>>>(
                 mv, map->d_cells, v->d_pts, v->d_cs, v->n, iters, v->d_params, nb, v->d_part, qw,
                 qh, sc, live);
+#undef GM_FUSED
         GM_CUDA_CHECK_LAUNCH();
         return GM_OK;
     }

@@ -96,9 +96,14 @@ typedef struct {
     double *h_seeds;          /* pinned [3 * max_cands] */
     float *h_rot;             /* pinned [max_cands] */
     gm_verify_score *h_scores; /* pinned [max_cands] */
-    gm_pair_dev *d_pair;      /* a pairing's decisions (gm_pair_decide_cuda) */
+    gm_pair_dev *d_pair;      /* a pairing's decisions (gm_pair_queue_cuda) */
     gm_pair_dev *h_pair;      /* pinned: its done list up, its decisions down */
     cudaEvent_t staged;       /* the last points upload has left h_pts, h_cs */
+    int wide;                 /* refinements of a similarity or an affine with a helper
+                                 thread a point (blocks of 512 threads, a whole SM's
+                                 registers each): the lower latency of a query alone on
+                                 the device; 0: blocks of 256, which other lanes' kernels
+                                 can share SMs with (the same numbers either way) */
     int cluster;              /* the device launches thread block clusters (compute
                                  capability 9.0 on): a refinement is one launch, its
                                  iterations in a cluster of blocks a candidate; 0: a

@@ -251,20 +251,27 @@ static double check_refine(const ref_t *r, gm_verify_dev *v, const gm_points *q,
     memcpy(hg, hs, 9 * nc * sizeof *hg);
     EXPECT_OK(gm_refine_verify_cuda(&r->dev, v, model, hg, iters, nc, g, g_stream));
     if (v->cluster) {
-        /* the one-launch refinement against a launch an iteration: the same
+        /* the one-launch refinement, with blocks of 256 threads and (wide)
+         * of a point to two threads, against a launch an iteration: the same
          * sums in the same order, so the same h and scores bit for bit */
-        double h2[9 * MAX_CANDS] = {0};
-        gm_verify_score g2[MAX_CANDS];
-        memcpy(h2, hs, 9 * nc * sizeof *h2);
-        v->cluster = 0;
-        gm_status st = gm_refine_verify_cuda(&r->dev, v, model, h2, iters, nc, g2, g_stream);
-        v->cluster = 1;
-        EXPECT_OK(st);
-        for (uint32_t c = 0; c < nc; c++) {
-            if (memcmp(h2 + 9 * c, hg + 9 * c, 9 * sizeof *hg) != 0)
-                ck_abort_msg("%s, model %d, candidate %u: the one-launch refinement's h differs "
-                             "from the split one's", what, (int)model, c);
-            expect_same_score(g[c], g2[c], what, c);
+        for (int pass = 0; pass < 3; pass++) {
+            double h2[9 * MAX_CANDS] = {0};
+            gm_verify_score g2[MAX_CANDS];
+            memcpy(h2, hs, 9 * nc * sizeof *h2);
+            const int wide = v->wide;
+            v->cluster = pass != 0;
+            v->wide = pass == 2 ? !wide : wide;
+            gm_status st = gm_refine_verify_cuda(&r->dev, v, model, h2, iters, nc, g2, g_stream);
+            v->cluster = 1;
+            v->wide = wide;
+            EXPECT_OK(st);
+            for (uint32_t c = 0; c < nc; c++) {
+                if (memcmp(h2 + 9 * c, hg + 9 * c, 9 * sizeof *hg) != 0)
+                    ck_abort_msg("%s, model %d, candidate %u: the one-launch refinement's h "
+                                 "differs from the %s one's", what, (int)model, c,
+                                 pass == 0 ? "split" : pass == 1 ? "repeated" : "other width's");
+                expect_same_score(g[c], g2[c], what, c);
+            }
         }
     }
     double worst = 0;
@@ -533,13 +540,19 @@ START_TEST(test_spread)
             candidate(c % 2 ? 1 : 4 * c, cases[k].H, qcx, qcy, r.w, r.h, h);
             double sc = gm_corner_spread_cpu(&r.map, &q, cases[k].model, h, qw, qh), sg = -1;
             EXPECT_OK(gm_spread_cuda(&r.dev, &v, cases[k].model, h, qw, qh, &sg, g_stream));
-            if (v.cluster) { /* the one launch against a launch an iteration: bit for bit */
-                double s2 = -1;
-                v.cluster = 0;
-                gm_status st = gm_spread_cuda(&r.dev, &v, cases[k].model, h, qw, qh, &s2, g_stream);
-                v.cluster = 1;
-                EXPECT_OK(st);
-                EXPECT(memcmp(&s2, &sg, sizeof sg) == 0);
+            if (v.cluster) { /* the one launch (both widths) against a launch an
+                              * iteration: bit for bit */
+                for (int pass = 0; pass < 2; pass++) {
+                    double s2 = -1;
+                    v.cluster = pass;
+                    v.wide = pass;
+                    gm_status st =
+                        gm_spread_cuda(&r.dev, &v, cases[k].model, h, qw, qh, &s2, g_stream);
+                    v.cluster = 1;
+                    v.wide = 0;
+                    EXPECT_OK(st);
+                    EXPECT(memcmp(&s2, &sg, sizeof sg) == 0);
+                }
             }
             if (!(fabs(sc - sg) <= CORNER_TOL))
                 ck_abort_msg("model %d, candidate %d: spread %.6f on the CPU, %.6f on the GPU",
