@@ -191,7 +191,7 @@ gm_status gm_pair_collect_cuda(gm_verify_dev *v, uint32_t nc, gm_pair_out *out,
                                cudaStream_t stream);
 
 /* A level's reference bases' ends (frames[i].a, .b as a.x, a.y, b.x, b.y)
- * into d_ends[n], queued on stream: what gm_pair_decide_cuda reads. */
+ * into d_ends[n], queued on stream: what gm_pair_queue_cuda reads. */
 gm_status gm_pair_ends_cuda(const gm_vote_basis *d_frames, uint32_t n, float4 *d_ends,
                             cudaStream_t stream);
 
