@@ -69,7 +69,7 @@ static __global__ void __launch_bounds__(GM_PAIR_THREADS)
     __shared__ gm_verify_score s_sc[GM_MAX_TOP_K];
     __shared__ double s_m0[GM_MAX_TOP_K][6];
     __shared__ double s_done[GM_PAIR_DONE_MAX][6];
-    __shared__ int s_pick[GM_PAIR_PICKS], s_np, s_ndone;
+    __shared__ int s_pick[GM_PAIR_PICKS], s_np;
     const uint32_t nc = pd->nc, t = threadIdx.x;
     if (t < nc) {
         s_sc[t] = scores[t];
@@ -80,10 +80,8 @@ static __global__ void __launch_bounds__(GM_PAIR_THREADS)
         for (int i = 0; i < 6; i++)
             s_done[d][i] = pd->done[d][i];
     __syncthreads();
-    if (t == 0) {
-        s_ndone = ndone;
-        s_np = gm_pair_pick(s_sc, s_m0, nc, w, h, floor, s_done, &s_ndone, max_done, s_pick);
-    }
+    if (t == 0) /* the remembered list grows here only (the host keeps its own) */
+        s_np = gm_pair_pick(s_sc, s_m0, nc, w, h, floor, s_done, &ndone, max_done, s_pick);
     __syncthreads();
     const int np = s_np;
     if (t < nc)
@@ -94,10 +92,8 @@ static __global__ void __launch_bounds__(GM_PAIR_THREADS)
     }
     if (t < (uint32_t)np)
         pd->pick[t] = s_pick[t];
-    if (t == 0) {
+    if (t == 0)
         pd->npick = (uint32_t)np;
-        pd->ndone = (uint32_t)s_ndone;
-    }
 }
 
 extern "C" gm_status gm_pair_queue_cuda(const gm_edge_map_dev *map, gm_verify_dev *v,

@@ -730,6 +730,18 @@ static gm_status top_collect(gm_gpu_lane *g, uint32_t nq, uint32_t k, double t0,
     return GM_OK;
 }
 
+/* The buffers of a vote of nq rows against n_ref bases and its top k: the
+ * rows, the top k and the reduction's scratch in g->best (*tmp of it), the
+ * vote's scratch (*scratch bytes) in g->scratch. */
+static gm_status rows_need(gm_gpu_lane *g, uint32_t n_ref, uint32_t nq, uint32_t k,
+                           size_t *scratch, size_t *tmp)
+{
+    *scratch = gm_vote_scratch_bytes(n_ref, nq);
+    *tmp = gm_topk_tmp_count(nq, k);
+    gm_status st = dbuf_need(&g->best, ((size_t)nq + k + *tmp) * sizeof(gm_candidate));
+    return st == GM_OK ? dbuf_need(&g->scratch, *scratch + 1) : st;
+}
+
 /* The vote of query bases unique[nq] (their frames into g->bases, which a
  * pairing's decisions read) and the reduction to the k best rows, queued
  * (top_queue). */
@@ -739,13 +751,12 @@ static gm_status vote_queue(gm_gpu_lane *g, const gm_gpu_level *l, const gm_poin
 {
     gm_vote_basis *frames = NULL;
     gm_status st;
-    size_t scratch = gm_vote_scratch_bytes(l->n_ref, nq), tmp = gm_topk_tmp_count(nq, k);
+    size_t scratch = 0, tmp = 0; /* rows_need's */
     if ((st = frames_of(qcorners, unique, nq, &frames)) != GM_OK ||
         (st = upload(g, &g->bases, &g->h_keys, frames, (size_t)nq * sizeof *frames)) != GM_OK ||
         (st = upload(g, &g->cloud, &g->h_best, qcloud->p, (size_t)qcloud->n * sizeof *qcloud->p)) !=
             GM_OK ||
-        (st = dbuf_need(&g->best, ((size_t)nq + k + tmp) * sizeof(gm_candidate))) != GM_OK ||
-        (st = dbuf_need(&g->scratch, scratch + 1)) != GM_OK)
+        (st = rows_need(g, l->n_ref, nq, k, &scratch, &tmp)) != GM_OK)
         goto done;
     if ((st = gm_vote_reduce_cuda(&l->table, l->n_ref, l->d_share, g->bases.d, nq, g->cloud.d,
                                   qcloud->n, scratch ? g->scratch.d : NULL, NULL, g->best.d,
@@ -877,12 +888,11 @@ gm_status gm_gpu_tri_vote(gm_gpu_lane *g, const gm_gpu_level *l, const gm_points
     double t0 = omp_get_wtime();
     gm_tri_frame *frames = NULL;
     gm_status st;
-    size_t scratch = gm_vote_scratch_bytes(l->n_ref, nq), tmp = gm_topk_tmp_count(nq, k);
+    size_t scratch = 0, tmp = 0; /* rows_need's */
     if ((st = tri_frames(qcorners, qtris, nq, &frames)) != GM_OK ||
         (st = upload(g, &g->bases, &g->h_keys, frames, (size_t)nq * sizeof *frames)) != GM_OK ||
         (st = upload_cloud_cs(g, qcloud)) != GM_OK ||
-        (st = dbuf_need(&g->best, ((size_t)nq + k + tmp) * sizeof(gm_candidate))) != GM_OK ||
-        (st = dbuf_need(&g->scratch, scratch + 1)) != GM_OK)
+        (st = rows_need(g, l->n_ref, nq, k, &scratch, &tmp)) != GM_OK)
         goto done;
     if ((st = gm_tri_vote_reduce_cuda(&l->table, l->n_ref, l->d_share, g->bases.d, nq, g->cloud.d,
                                       g->cs.d, qcloud->n, scratch ? g->scratch.d : NULL, NULL,

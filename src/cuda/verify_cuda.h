@@ -41,7 +41,6 @@ typedef struct {
     uint32_t nc;        /* candidates */
     uint32_t npick;     /* picked and refined (params[0, 9 npick) of gm_verify_dev) */
     uint32_t doubtful;  /* some rotation is in doubt (gm_pair_rot_doubtful) */
-    uint32_t ndone;     /* done's count after the picks */
     int32_t pick[GM_PAIR_PICKS];
     gm_candidate cands[GM_MAX_TOP_K];
     gm_verify_score sc[GM_MAX_TOP_K]; /* loose scores, the looked-at marked taken */

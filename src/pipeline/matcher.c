@@ -666,9 +666,8 @@ static gm_status run_pairing(const gm_index *r, void *lane, const ref_level *rl,
         if ((st = decide_pairing(r, lane, rl, qs, &qidx, vq0, &pin, ss, po)) != GM_OK)
             goto done;
     } else {
-        for (int i = 0; i < po->npick; i++) /* the backend's done list, as decide_pairing's */
-            if (ss->n_done < GM_SEARCH_MAX)
-                memcpy(ss->done[ss->n_done++], po->m0[po->pick[i]], sizeof po->m0[0]);
+        for (int i = 0; i < po->npick; i++) /* what the backend's pick remembered */
+            gm_pair_remember(ss->done, &ss->n_done, GM_SEARCH_MAX, po->m0[po->pick[i]]);
     }
     keep_unrefined(ss, po->sc, po->m0, po->nc); /* the candidates left, the best kept as rivals */
     /* the picks scored in order (thread-independent) */

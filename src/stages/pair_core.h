@@ -145,6 +145,18 @@ static inline GM_HD double gm_pair_corner_dist(const double a[6], const double b
     return d / 4;
 }
 
+/* A pick's m0 remembered in done[*ndone] while fewer than max_done are
+ * there (gm_pair_pick's rule; the matcher's for a backend's picks). */
+static inline GM_HD void gm_pair_remember(double (*done)[6], int *ndone, int max_done,
+                                          const double m0[6])
+{
+    if (*ndone < max_done) {
+        for (int i = 0; i < 6; i++)
+            done[*ndone][i] = m0[i];
+        (*ndone)++;
+    }
+}
+
 /* The best few of nc verified candidates (sc; level-0 working similarities
  * m0) to refine: at most GM_PAIR_PICKS, taken by the share of the whole
  * query they explain (the first of equals), each with a loose confidence of
@@ -173,11 +185,7 @@ static inline GM_HD int gm_pair_pick(gm_verify_score *sc, double (*m0)[6], uint3
             dup = gm_pair_corner_dist(m0[bi], done[d], w, h) < GM_PAIR_DUP_PX;
         if (dup)
             continue;
-        if (*ndone < max_done) {
-            for (int i = 0; i < 6; i++)
-                done[*ndone][i] = m0[bi][i];
-            (*ndone)++;
-        }
+        gm_pair_remember(done, ndone, max_done, m0[bi]);
         pick[npick++] = bi;
     }
     return npick;
