@@ -127,6 +127,23 @@ static gm_status cuda_refine(void *lane, gm_map_at map, const gm_points *q, gm_m
     return gm_gpu_refine(lane, map.level, model, h, iters, n, scores);
 }
 
+static gm_status cuda_chain(void *lane, const gm_points *q, const gm_chain_step *steps, int ns,
+                           double *h, gm_verify_score *v, uint32_t n)
+{
+    (void)q;
+    if (ns < 0 || ns > GM_CHAIN_STEPS)
+        return GM_ERR_INVALID;
+    const gm_gpu_level *lv[GM_CHAIN_STEPS];
+    gm_chain_dev_step ds[GM_CHAIN_STEPS];
+    for (int k = 0; k < ns; k++) {
+        lv[k] = steps[k].map.level;
+        ds[k] = (gm_chain_dev_step){NULL,           steps[k].model, steps[k].iters,
+                                    steps[k].rounds, steps[k].fq,   steps[k].from,
+                                    steps[k].to,     steps[k].take};
+    }
+    return gm_gpu_chain(lane, lv, ds, ns, h, v, n);
+}
+
 static gm_status cuda_grow(void *lane, gm_map_at map, const gm_points *q, gm_model model,
                            double *h, const double *seeds, uint32_t n, gm_verify_score *scores)
 {
@@ -135,10 +152,14 @@ static gm_status cuda_grow(void *lane, gm_map_at map, const gm_points *q, gm_mod
 }
 
 static gm_status cuda_spread(void *lane, gm_map_at map, const gm_points *q, gm_model model,
-                             const double h[9], int w, int hgt, double *spread)
+                             const double h[9], int w, int hgt, double *spread,
+                             const gm_refine_beside *beside)
 {
     (void)q;
-    return gm_gpu_spread(lane, map.level, model, h, w, hgt, spread);
+    if (!beside)
+        return gm_gpu_spread(lane, map.level, model, h, w, hgt, spread, 0, 0, NULL, NULL);
+    return gm_gpu_spread(lane, map.level, model, h, w, hgt, spread, beside->model,
+                         beside->iters, beside->h, beside->score);
 }
 
 const gm_backend_ops gm_backend_cuda = {
@@ -167,5 +188,6 @@ const gm_backend_ops gm_backend_cuda = {
     .verify = cuda_verify,
     .refine = cuda_refine,
     .grow = cuda_grow,
+    .chain = cuda_chain,
     .spread = cuda_spread,
 };

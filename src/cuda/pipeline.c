@@ -957,9 +957,11 @@ gm_status gm_gpu_verify(gm_gpu_lane *g, const gm_gpu_level *lv, const double *m,
 }
 
 gm_status gm_gpu_spread(gm_gpu_lane *g, const gm_gpu_level *lv, gm_model model,
-                        const double h[9], int w, int hgt, double *spread)
+                        const double h[9], int w, int hgt, double *spread, gm_model rmodel,
+                        int riters, double *rh, gm_verify_score *rscore)
 {
-    return gm_spread_cuda(verify_map(g, lv), &g->verify, model, h, w, hgt, spread, g->stream);
+    return gm_spread_refine_cuda(verify_map(g, lv), &g->verify, model, h, w, hgt, spread, rmodel,
+                                 riters, rh, rscore, g->stream);
 }
 
 gm_status gm_gpu_grow(gm_gpu_lane *g, const gm_gpu_level *lv, gm_model model, double *h,
@@ -967,6 +969,14 @@ gm_status gm_gpu_grow(gm_gpu_lane *g, const gm_gpu_level *lv, gm_model model, do
 {
     return gm_grow_verify_cuda(verify_map(g, lv), &g->verify, model, h, seeds, nc, scores,
                                g->stream);
+}
+
+gm_status gm_gpu_chain(gm_gpu_lane *g, const gm_gpu_level *const *lv, gm_chain_dev_step *steps,
+                       int ns, double *h, gm_verify_score *v, uint32_t n)
+{
+    for (int k = 0; k < ns; k++)
+        steps[k].map = verify_map(g, lv[k]); /* NULL: gm_chain_cuda's GM_ERR_INVALID */
+    return gm_chain_cuda(&g->verify, steps, ns, h, v, n, g->stream);
 }
 
 gm_status gm_gpu_refine(gm_gpu_lane *g, const gm_gpu_level *lv, gm_model model, double *h,

@@ -17,6 +17,7 @@
 #define GM_PIPELINE_H
 
 #include "cuda/gm_cuda.h"
+#include "cuda/verify_cuda.h"
 #include "stages/pair_core.h"
 #include "stages/points.h"
 #include "stages/bases.h"
@@ -129,10 +130,16 @@ gm_status gm_gpu_verify(gm_gpu_lane *g, const gm_gpu_level *lv, const double *m,
  * h[9 * c] (in/out), on the map as gm_gpu_verify's. */
 gm_status gm_gpu_refine(gm_gpu_lane *g, const gm_gpu_level *lv, gm_model model, double *h,
                         int iters, uint32_t nc, gm_verify_score *scores);
+/* A chain of refinements (gm_chain_cuda): step k on the map of lv[k], as
+ * gm_gpu_verify's (each step's map is set here); one wait. */
+gm_status gm_gpu_chain(gm_gpu_lane *g, const gm_gpu_level *const *lv, gm_chain_dev_step *steps,
+                       int ns, double *h, gm_verify_score *v, uint32_t n);
 /* gm_corner_spread_cpu of h for a w x hgt query into *spread, on the map as
- * gm_gpu_verify's. */
+ * gm_gpu_verify's; rh not NULL: gm_gpu_refine of rh beside it, one wait
+ * (gm_spread_refine_cuda). */
 gm_status gm_gpu_spread(gm_gpu_lane *g, const gm_gpu_level *lv, gm_model model,
-                        const double h[9], int w, int hgt, double *spread);
+                        const double h[9], int w, int hgt, double *spread, gm_model rmodel,
+                        int riters, double *rh, gm_verify_score *rscore);
 /* gm_grow_model_cpu from seeds[3 * c] then gm_verify_strict_h_cpu of nc
  * candidates h[9 * c] (in/out), on the map as gm_gpu_verify's. */
 gm_status gm_gpu_grow(gm_gpu_lane *g, const gm_gpu_level *lv, gm_model model, double *h,

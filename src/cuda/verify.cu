@@ -53,6 +53,19 @@
 #define GM_VERIFY_THREADS 256
 #define GM_VERIFY_WARPS (GM_VERIFY_THREADS / 32)
 
+/* Which candidates of a launch run: those below *live (a device count;
+ * NULL: all) with take[c] set (a device flag a candidate; NULL: all).  The
+ * others are left as they are, a whole block or cluster returning at once. */
+struct refine_gate {
+    const uint32_t *live;
+    const uint8_t *take;
+};
+
+static __device__ __forceinline__ bool gate_off(const refine_gate &g, uint32_t c)
+{
+    return (g.live && c >= *g.live) || (g.take && !g.take[c]);
+}
+
 static gm_map_view map_view(const gm_edge_map_dev *d)
 {
     gm_map_view v = {d->w, d->h, d->d_mask, d->d_nearest, d->d_pts, d->d_dir};
@@ -584,7 +597,7 @@ template <int MODEL>
 static __global__ void __launch_bounds__(GM_VERIFY_THREADS)
     k_refine_part(const float4 *cells, int w, int hgt, const gm_point *pts, const float *cs,
                   uint32_t n, int it, double *params, int *stop, unsigned *done, uint32_t nb,
-                  double *part, int qw, int qh, const uint32_t *live)
+                  double *part, int qw, int qh, refine_gate gate)
 {
     constexpr int NP = MODEL == GM_MODEL_SIMILARITY ? 4 : MODEL == GM_MODEL_AFFINE ? 6 : 8;
     constexpr int NA = NP * (NP + 1) / 2;
@@ -592,7 +605,7 @@ static __global__ void __launch_bounds__(GM_VERIFY_THREADS)
     __shared__ double s_warp[GM_VERIFY_WARPS * NV], s_sum[NV];
     __shared__ int s_last;
     const uint32_t b = blockIdx.x, c = blockIdx.y;
-    if (stop[c] || (live && c >= *live)) /* the whole block: the candidate's loop has ended */
+    if (stop[c] || gate_off(gate, c)) /* the whole block: the candidate's loop has ended */
         return;
     double h[9], hn[9];
     for (int i = 0; i < 9; i++)
@@ -779,10 +792,10 @@ template <int MODEL, int HELP>
 static __global__ void GM_CLUSTER_DIMS __launch_bounds__(GM_VERIFY_THREADS * HELP)
     k_refine_fused(gm_map_view map, const float4 *cells, const gm_point *pts, const float *cs,
                    uint32_t n, int iters, double *params, uint32_t nb, double *part, int qw,
-                   int qh, gm_verify_score *scores, const uint32_t *live)
+                   int qh, gm_verify_score *scores, refine_gate gate)
 {
 #if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 900
-    if (live && blockIdx.y >= *live)
+    if (gate_off(gate, blockIdx.y))
         return; /* the whole cluster (its blocks share blockIdx.y): no barrier waits for it */
     __shared__ cluster_state s;
     cooperative_groups::cluster_group cluster = cooperative_groups::this_cluster();
@@ -844,12 +857,12 @@ static __global__ void GM_CLUSTER_DIMS __launch_bounds__(GM_VERIFY_THREADS)
 /* Block c: the strict score of params[9c..9c+9) into scores[c]. */
 static __global__ void __launch_bounds__(GM_VERIFY_THREADS)
     k_strict(gm_map_view map, const gm_point *pts, const float *cs, uint32_t n, double *params,
-             gm_verify_score *scores, const uint32_t *live)
+             gm_verify_score *scores, refine_gate gate)
 {
     __shared__ double s_h[9];
     __shared__ uint32_t s_hits[GM_VERIFY_WARPS], s_bg[GM_VERIFY_WARPS], s_in[GM_VERIFY_WARPS];
     const uint32_t c = blockIdx.x;
-    if (live && c >= *live)
+    if (gate_off(gate, c))
         return;
     if (threadIdx.x < 9)
         s_h[threadIdx.x] = params[9 * (size_t)c + threadIdx.x];
@@ -1029,6 +1042,8 @@ extern "C" gm_status gm_edge_map_upload(const gm_edge_map *map, gm_edge_map_dev 
 
 /* ---- the query points and the batch buffers ---------------------------------- */
 
+#define GM_VERIFY_BUFS 18
+
 /* The buffers of v: np points and nc candidates, each on the device and
  * staged on the host (0, 0: to free them). */
 static int verify_bufs(gm_verify_dev *v, size_t np, size_t nc, gm_dev_buf *b)
@@ -1055,6 +1070,9 @@ static int verify_bufs(gm_verify_dev *v, size_t np, size_t nc, gm_dev_buf *b)
     /* a pairing's decisions (pair.cu), fixed in size */
     b[k++] = (gm_dev_buf){(void **)&v->d_pair, sizeof *v->d_pair, 0};
     b[k++] = (gm_dev_buf){(void **)&v->h_pair, sizeof *v->h_pair, 1};
+    /* a chain's flags (chain.cu): a row a step, then the rounds' own */
+    b[k++] = (gm_dev_buf){(void **)&v->d_take, (GM_CHAIN_STEPS + 1) * nc, 0};
+    b[k++] = (gm_dev_buf){(void **)&v->h_take, (GM_CHAIN_STEPS + 1) * nc, 1};
     return k;
 }
 
@@ -1062,7 +1080,7 @@ extern "C" void gm_verify_dev_free(gm_verify_dev *v)
 {
     if (!v)
         return;
-    gm_dev_buf b[16];
+    gm_dev_buf b[GM_VERIFY_BUFS];
     gm_dev_bufs_free(b, verify_bufs(v, 0, 0, b));
     if (v->staged)
         cudaEventDestroy(v->staged);
@@ -1073,7 +1091,7 @@ extern "C" void gm_verify_dev_free(gm_verify_dev *v)
 static gm_status verify_dev_alloc(gm_verify_dev *v)
 {
     const size_t np = v->cap ? v->cap : 1, nc = v->max_cands;
-    gm_dev_buf b[16];
+    gm_dev_buf b[GM_VERIFY_BUFS];
     gm_status st = gm_dev_bufs_alloc(b, verify_bufs(v, np, nc, b));
     if (st != GM_OK)
         return st;
@@ -1217,15 +1235,15 @@ extern "C" gm_status gm_grow_verify_cuda(const gm_edge_map_dev *map, gm_verify_d
     return GM_OK;
 }
 
-/* A refinement of the nc candidates in v->d_params queued without a wait
- * (qw > 0: the spread's refits, no score): on a device with clusters one
- * launch (k_refine_fused), else a launch an iteration (k_refine_part) and
- * k_strict.  Too few points: h stays, as on the CPU.  strict: the scores
- * into v->d_scores.  live (a device count, may be NULL): the candidates
- * from *live on are left as they are. */
+/* A refinement of the nc candidates params[9c..] (device; v->d_params or a
+ * part of it) queued without a wait (qw > 0: the spread's refits, no
+ * score): on a device with clusters one launch (k_refine_fused), else a
+ * launch an iteration (k_refine_part) and k_strict.  Too few points: h
+ * stays, as on the CPU.  scores (device, may be NULL): the strict scores
+ * there.  gate: the candidates refined (the others left as they are). */
 static gm_status refine_launch(const gm_edge_map_dev *map, gm_verify_dev *v, gm_model model,
-                               int iters, uint32_t nc, int qw, int qh, int strict,
-                               const uint32_t *live, cudaStream_t stream)
+                               int iters, uint32_t nc, int qw, int qh, double *params,
+                               gm_verify_score *scores, refine_gate gate, cudaStream_t stream)
 {
     const uint32_t nb = (v->n + GM_REFINE_CHUNK - 1) / GM_REFINE_CHUNK;
     if (v->n < GM_REFINE_MIN_PAIRS || iters < 0)
@@ -1237,12 +1255,11 @@ static gm_status refine_launch(const gm_edge_map_dev *map, gm_verify_dev *v, gm_
          * 252 do not */
         const dim3 grid(GM_REFINE_CLUSTER, nc);
         const gm_map_view mv = map_view(map);
-        gm_verify_score *sc = strict ? v->d_scores : NULL;
         const int wide = v->wide ? GM_REFINE_HELP : 1;
 #define GM_FUSED(M, H)                                                                        \
     k_refine_fused<M, H><<<grid, (H)*GM_VERIFY_THREADS, 0, stream>>>(                          \
-        mv, map->d_cells, v->d_pts, v->d_cs, v->n, iters, v->d_params, nb, v->d_part, qw, qh, sc, \
-        live)
+        mv, map->d_cells, v->d_pts, v->d_cs, v->n, iters, params, nb, v->d_part, qw, qh, scores, \
+        gate)
         if (model == GM_MODEL_SIMILARITY && wide > 1)
             GM_FUSED(GM_MODEL_SIMILARITY, GM_REFINE_HELP);
         else if (model == GM_MODEL_SIMILARITY)
@@ -1252,9 +1269,7 @@ static gm_status refine_launch(const gm_edge_map_dev *map, gm_verify_dev *v, gm_
         else if (model == GM_MODEL_AFFINE)
             GM_FUSED(GM_MODEL_AFFINE, 1);
         else
-            k_refine_fused<GM_MODEL_HOMOGRAPHY, 1><<<grid, GM_VERIFY_THREADS, 0, stream>>>(
-                mv, map->d_cells, v->d_pts, v->d_cs, v->n, iters, v->d_params, nb, v->d_part, qw,
-                qh, sc, live);
+            GM_FUSED(GM_MODEL_HOMOGRAPHY, 1);
 #undef GM_FUSED
         GM_CUDA_CHECK_LAUNCH();
         return GM_OK;
@@ -1265,14 +1280,14 @@ static gm_status refine_launch(const gm_edge_map_dev *map, gm_verify_dev *v, gm_
         unsigned *done = (unsigned *)(v->d_stop + nc);
         for (int it = 0; it < iters; it++) {
             LAUNCH_MODEL(k_refine_part, model, grid, stream, map->d_cells, map->w, map->h,
-                         v->d_pts, v->d_cs, v->n, it, v->d_params, v->d_stop, done, nb,
-                         v->d_part, qw, qh, live);
+                         v->d_pts, v->d_cs, v->n, it, params, v->d_stop, done, nb, v->d_part,
+                         qw, qh, gate);
             GM_CUDA_CHECK_LAUNCH();
         }
     }
-    if (strict) {
+    if (scores) {
         k_strict<<<nc, GM_VERIFY_THREADS, 0, stream>>>(map_view(map), v->d_pts, v->d_cs, v->n,
-                                                       v->d_params, v->d_scores, live);
+                                                       params, scores, gate);
         GM_CUDA_CHECK_LAUNCH();
     }
     return GM_OK;
@@ -1295,13 +1310,23 @@ extern "C" gm_status gm_refine_queue(const gm_edge_map_dev *map, gm_verify_dev *
                                      int iters, uint32_t nc, const uint32_t *live,
                                      cudaStream_t stream)
 {
-    if (!map || !v || nc > v->max_cands || iters < 0 ||
+    return gm_refine_queue_at(map, v, model, iters, 0, nc, live, NULL, stream);
+}
+
+extern "C" gm_status gm_refine_queue_at(const gm_edge_map_dev *map, gm_verify_dev *v,
+                                        gm_model model, int iters, uint32_t first, uint32_t nc,
+                                        const uint32_t *live, const uint8_t *take,
+                                        cudaStream_t stream)
+{
+    if (!map || !v || first > v->max_cands || nc > v->max_cands - first || iters < 0 ||
         (model != GM_MODEL_SIMILARITY && model != GM_MODEL_AFFINE &&
          model != GM_MODEL_HOMOGRAPHY))
         return GM_ERR_INVALID;
     if (nc == 0)
         return GM_OK;
-    return refine_launch(map, v, model, iters, nc, 0, 0, 1, live, stream);
+    const refine_gate gate = {live, take};
+    return refine_launch(map, v, model, iters, nc, 0, 0, v->d_params + 9 * (size_t)first,
+                         v->d_scores + first, gate, stream);
 }
 
 /* gm_corner_spread_cpu: the four refits as four candidates of one split
@@ -1310,23 +1335,52 @@ extern "C" gm_status gm_spread_cuda(const gm_edge_map_dev *map, gm_verify_dev *v
                                     gm_model model, const double h[9], int w, int hgt,
                                     double *spread, cudaStream_t stream)
 {
-    if (!map || !v || !h || !spread || v->max_cands < 4 || w <= 0 || hgt <= 0 ||
-        (model != GM_MODEL_SIMILARITY && model != GM_MODEL_AFFINE &&
-         model != GM_MODEL_HOMOGRAPHY))
+    return gm_spread_refine_cuda(map, v, model, h, w, hgt, spread, GM_MODEL_SIMILARITY, 0, NULL,
+                                 NULL, stream);
+}
+
+static bool model_known(gm_model m)
+{
+    return m == GM_MODEL_SIMILARITY || m == GM_MODEL_AFFINE || m == GM_MODEL_HOMOGRAPHY;
+}
+
+/* The four refits at d_params[0, 36), the transform beside them at
+ * d_params[36, 45) with its score at d_scores[4]. */
+extern "C" gm_status gm_spread_refine_cuda(const gm_edge_map_dev *map, gm_verify_dev *v,
+                                           gm_model model, const double h[9], int w, int hgt,
+                                           double *spread, gm_model rmodel, int riters,
+                                           double *rh, gm_verify_score *rscore,
+                                           cudaStream_t stream)
+{
+    const uint32_t nc = rh ? 5 : 4;
+    if (!map || !v || !h || !spread || v->max_cands < nc || w <= 0 || hgt <= 0 ||
+        !model_known(model) || (rh && (!rscore || riters < 0 || !model_known(rmodel))))
         return GM_ERR_INVALID;
     for (int quad = 0; quad < 4; quad++)
         memcpy(v->h_params + 9 * quad, h, 9 * sizeof *h);
-    gm_status st = batch_upload(v, 4, 0, stream);
+    if (rh)
+        memcpy(v->h_params + 36, rh, 9 * sizeof *rh);
+    gm_status st = batch_upload(v, nc, 0, stream);
     if (st == GM_OK)
-        st = refine_launch(map, v, model, GM_SPREAD_ITERS, 4, w, hgt, 0, NULL, stream);
+        st = refine_launch(map, v, model, GM_SPREAD_ITERS, 4, w, hgt, v->d_params, NULL,
+                           refine_gate{NULL, NULL}, stream);
+    if (st == GM_OK && rh)
+        st = gm_refine_queue_at(map, v, rmodel, riters, 4, 1, NULL, NULL, stream);
     if (st != GM_OK)
         return st;
-    GM_CUDA_CHECK(cudaMemcpyAsync(v->h_params, v->d_params, 36 * sizeof *v->h_params,
+    GM_CUDA_CHECK(cudaMemcpyAsync(v->h_params, v->d_params, 9 * nc * sizeof *v->h_params,
                                   cudaMemcpyDeviceToHost, stream));
+    if (rh)
+        GM_CUDA_CHECK(cudaMemcpyAsync(v->h_scores + 4, v->d_scores + 4, sizeof *v->h_scores,
+                                      cudaMemcpyDeviceToHost, stream));
     GM_CUDA_CHECK(gm_cuda_stream_wait(stream));
     double hq[4][9];
     memcpy(hq, v->h_params, sizeof hq);
     *spread = gm_corner_moves(h, (const double(*)[9])hq, w, hgt);
+    if (rh) {
+        memcpy(rh, v->h_params + 36, 9 * sizeof *rh);
+        *rscore = v->h_scores[4];
+    }
     return GM_OK;
 }
 
@@ -1344,7 +1398,8 @@ extern "C" gm_status gm_refine_verify_cuda(const gm_edge_map_dev *map, gm_verify
     gm_status st = batch_upload(v, nc, 0, stream);
     if (st != GM_OK)
         return st;
-    if ((st = refine_launch(map, v, model, iters, nc, 0, 0, 1, NULL, stream)) != GM_OK)
+    if ((st = refine_launch(map, v, model, iters, nc, 0, 0, v->d_params, v->d_scores,
+                            refine_gate{NULL, NULL}, stream)) != GM_OK)
         return st;
     if ((st = batch_download(v, nc, 1, scores, stream)) != GM_OK)
         return st;

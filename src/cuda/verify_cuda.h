@@ -25,6 +25,7 @@
 #define GM_VERIFY_CUDA_H
 
 #include "cuda/gm_cuda.h"
+#include "stages/chain_core.h"
 #include "stages/pair_core.h"
 #include "stages/points.h"
 #include "stages/reduce.h"
@@ -97,6 +98,8 @@ typedef struct {
     gm_verify_score *h_scores; /* pinned [max_cands] */
     gm_pair_dev *d_pair;      /* a pairing's decisions (gm_pair_queue_cuda) */
     gm_pair_dev *h_pair;      /* pinned: its done list up, its decisions down */
+    uint8_t *d_take;          /* a chain's flags: [GM_CHAIN_STEPS + 1][max_cands] */
+    uint8_t *h_take;          /* pinned, the steps' rows */
     cudaEvent_t staged;       /* the last points upload has left h_pts, h_cs */
     int wide;                 /* refinements of a similarity or an affine with a helper
                                  thread a point (blocks of 512 threads, a whole SM's
@@ -149,6 +152,13 @@ gm_status gm_refine_verify_cuda(const gm_edge_map_dev *map, gm_verify_dev *v, gm
  * Synchronizes stream once. */
 gm_status gm_spread_cuda(const gm_edge_map_dev *map, gm_verify_dev *v, gm_model model,
                          const double h[9], int w, int hgt, double *spread, cudaStream_t stream);
+/* gm_spread_cuda and, rh not NULL, gm_refine_verify_cuda of the one
+ * transform rh (rmodel, riters; the scores into *rscore) queued beside it:
+ * one wait for both.  Needs v->max_cands >= 5 then. */
+gm_status gm_spread_refine_cuda(const gm_edge_map_dev *map, gm_verify_dev *v, gm_model model,
+                                const double h[9], int w, int hgt, double *spread,
+                                gm_model rmodel, int riters, double *rh,
+                                gm_verify_score *rscore, cudaStream_t stream);
 
 /* For each of the nc <= v->max_cands candidates h[9c..9c+9) (host, in and
  * out): gm_grow_model_cpu(map, points, model, seeds + 3c, h), then
@@ -170,6 +180,32 @@ gm_status gm_verify_queue(const gm_edge_map_dev *map, gm_verify_dev *v, uint32_t
                           cudaStream_t stream);
 gm_status gm_refine_queue(const gm_edge_map_dev *map, gm_verify_dev *v, gm_model model,
                           int iters, uint32_t nc, const uint32_t *live, cudaStream_t stream);
+/* gm_refine_queue's for the candidates at v->d_params[9 (first + c)] and
+ * v->d_scores[first + c], c < nc (first + nc <= v->max_cands), those from
+ * *live on or with take[c] 0 (device arrays; NULL: none) left alone. */
+gm_status gm_refine_queue_at(const gm_edge_map_dev *map, gm_verify_dev *v, gm_model model,
+                             int iters, uint32_t first, uint32_t nc, const uint32_t *live,
+                             const uint8_t *take, cudaStream_t stream);
+
+/* A step of a chain on the device (backend.h's gm_chain_step, its map the
+ * device's; take NULL: all). */
+typedef struct {
+    const gm_edge_map_dev *map;
+    gm_model model;
+    int iters, rounds;
+    int fq, from, to;
+    const uint8_t *take; /* host [n] */
+} gm_chain_dev_step;
+
+/* A chain of ns <= GM_CHAIN_STEPS steps over the n transforms h[9 n] and
+ * their scores v_sc[n] (host, in and out), as pipeline/chain.c's
+ * gm_chain_host runs it with gm_refine_verify_cuda a step, the same
+ * numbers bit for bit: every step and round queued (the rounds' test on
+ * the device, gm_chain_better), one copy back, one wait.  Needs
+ * 2 n <= v->max_cands (a round refines copies beside the transforms) and
+ * n <= GM_CHAIN_MAX (src/cuda/chain.cu). */
+gm_status gm_chain_cuda(gm_verify_dev *v, const gm_chain_dev_step *steps, int ns, double *h,
+                        gm_verify_score *v_sc, uint32_t n, cudaStream_t stream);
 
 /* A pairing's voted candidates d_cands[nc] (nc <= GM_MAX_TOP_K and
  * v->max_cands) decided on the device, the host's run_pairing steps

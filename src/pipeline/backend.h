@@ -19,6 +19,7 @@
 #include "hash/cuckoo.h"
 #include "stages/affine.h"
 #include "stages/bases.h"
+#include "stages/chain_core.h"
 #include "stages/pair_core.h"
 #include "stages/points.h"
 #include "stages/reduce.h"
@@ -42,6 +43,33 @@ typedef struct {
     const gm_edge_map *host;
     const void *level;
 } gm_map_at;
+
+/* A step of a chain of refinements (chain_core.h; the backend's chain, or
+ * gm_chain_host): first, where from != to, every transform carried from
+ * the working coordinates of (fq, from) to those of (fq, to)
+ * (gm_h_rescale); then those with take[i] (NULL: all) refined to model on
+ * map (iters iterations, then scored strictly), in place; or, rounds > 0,
+ * up to `rounds` such refinements, each transform keeping a round's only
+ * where it explains more (gm_chain_better) and leaving the rounds at its
+ * first that does not. */
+typedef struct {
+    gm_map_at map;
+    gm_model model;
+    int iters, rounds;
+    int fq, from, to;
+    const uint8_t *take;
+} gm_chain_step;
+
+/* A refinement queued beside a spread (its `beside`): h refined to model
+ * on the same map (iters iterations) and scored strictly into *score, as
+ * refine's: a GPU waits once for both (matcher.c's answer checks, which
+ * start from the same answer). */
+typedef struct {
+    gm_model model;
+    int iters;
+    double *h;
+    gm_verify_score *score;
+} gm_refine_beside;
 
 typedef struct gm_backend_ops {
     const char *name;  /* "cpu", "cuda": gm_device_name of device */
@@ -129,12 +157,30 @@ typedef struct gm_backend_ops {
     /* n transforms grown from their seeds[3 n] (gm_grow_model_cpu), scored */
     gm_status (*grow)(void *lane, gm_map_at map, const gm_points *q, gm_model model, double *h,
                       const double *seeds, uint32_t n, gm_verify_score *scores);
-    /* gm_corner_spread_cpu */
+    /* a chain of ns <= GM_CHAIN_STEPS steps over n <= GM_CHAIN_MAX
+     * transforms h[9 n] with their scores v[n] (in and out: the rounds
+     * compare with them), as gm_chain_host runs it, queued as one: a GPU
+     * waits once instead of once a step.  NULL: gm_chain_host (the CPU) */
+    gm_status (*chain)(void *lane, const gm_points *q, const gm_chain_step *steps, int ns,
+                       double *h, gm_verify_score *v, uint32_t n);
+    /* gm_corner_spread_cpu; beside (may be NULL): a refinement with it */
     gm_status (*spread)(void *lane, gm_map_at map, const gm_points *q, gm_model model,
-                        const double h[9], int w, int hgt, double *spread);
+                        const double h[9], int w, int hgt, double *spread,
+                        const gm_refine_beside *beside);
 } gm_backend_ops;
 
 extern const gm_backend_ops gm_backend_cpu;
+
+/* A chain run with be's refine, a call a step (a round a call): what a
+ * backend's chain must give.  GM_ERR_INVALID for more than GM_CHAIN_MAX
+ * transforms or GM_CHAIN_STEPS steps (pipeline/chain.c). */
+gm_status gm_chain_host(const gm_backend_ops *be, void *lane, const gm_points *q,
+                        const gm_chain_step *steps, int ns, double *h, gm_verify_score *v,
+                        uint32_t n);
+/* be's chain where it has one, else gm_chain_host. */
+gm_status gm_chain_run(const gm_backend_ops *be, void *lane, const gm_points *q,
+                       const gm_chain_step *steps, int ns, double *h, gm_verify_score *v,
+                       uint32_t n);
 
 /* The backends of this build, NULL-ended: the accelerators first, in the
  * order GM_DEVICE_AUTO tries them, the CPU's last (cuda/registry.c in a

@@ -226,10 +226,13 @@ static gm_status cpu_grow(void *lane, gm_map_at map, const gm_points *q, gm_mode
 }
 
 static gm_status cpu_spread(void *lane, gm_map_at map, const gm_points *q, gm_model model,
-                            const double h[9], int w, int hgt, double *spread)
+                            const double h[9], int w, int hgt, double *spread,
+                            const gm_refine_beside *beside)
 {
-    (void)lane;
     *spread = gm_corner_spread_cpu(map.host, q, model, h, w, hgt);
+    if (beside)
+        return cpu_refine(lane, map, q, beside->model, beside->h, beside->iters, 1,
+                          beside->score);
     return GM_OK;
 }
 
@@ -258,5 +261,6 @@ const gm_backend_ops gm_backend_cpu = {
     .verify = cpu_verify,
     .refine = cpu_refine,
     .grow = cpu_grow,
+    .chain = NULL,
     .spread = cpu_spread,
 };

@@ -87,48 +87,6 @@ gm_points gm_stride_sample(const gm_points *all, uint32_t cap, gm_point *buf)
  * (gm_work_to_source and gm_source_to_work, pair_core.h, carry a similarity
  * between working frames and source pixels). */
 
-/* 3x3 product c = a b. */
-static void mat3_mul(const double a[9], const double b[9], double c[9])
-{
-    for (int i = 0; i < 3; i++)
-        for (int j = 0; j < 3; j++)
-            c[3 * i + j] = a[3 * i] * b[j] + a[3 * i + 1] * b[3 + j] + a[3 * i + 2] * b[6 + j];
-}
-
-/* S_f (working pixel X -> source pixel f X + (f-1)/2) or its inverse. */
-static void scale_of(int f, int inverse, double s[9])
-{
-    double k = inverse ? 1.0 / f : f, o = inverse ? -(f - 1) / 2.0 / f : (f - 1) / 2.0;
-    const double m[9] = {k, 0, o, 0, k, o, 0, 0, 1};
-    memcpy(s, m, sizeof m);
-}
-
-/* out = A h B, normalized to out[8] = 1. */
-static void h_between(const double a[9], const double h[9], const double b[9], double out[9])
-{
-    double t[9];
-    mat3_mul(h, b, t);
-    mat3_mul(a, t, out);
-    for (int i = 0; i < 9; i++)
-        out[i] /= out[8];
-}
-
-/* A working-frame 3x3 transform (query factor fq, reference factor fr) to
- * source pixels: S_r h S_q^-1; and back: S_r^-1 h S_q. */
-static void h_work_to_source(const double hw[9], int fq, int fr, double h[9])
-{
-    double sr[9], sqi[9];
-    scale_of(fr, 0, sr), scale_of(fq, 1, sqi);
-    h_between(sr, hw, sqi, h);
-}
-
-static void h_source_to_work(const double h[9], int fq, int fr, double hw[9])
-{
-    double sri[9], sq[9];
-    scale_of(fr, 1, sri), scale_of(fq, 0, sq);
-    h_between(sri, h, sq, hw);
-}
-
 /* The fine level of the smallest factor, NULL when there is none. */
 static const ref_level *finest_level(const gm_index *r)
 {
@@ -263,94 +221,59 @@ typedef struct {
 
 /* Every rival (at most GM_RIVALS_MAX) and self-map rival of an answer. */
 #define GM_RIVALS_MAX (2 * GM_RIVALS + GM_SEEN_MAX + GM_PROBES + 2 * GM_SELF_MAX)
-
-/* The rivals rv[i] with take[i] refined to model on pl's map in one call
- * of the backend (side by side: one wait of the device for all of them):
- * the refined transforms and their scores into h2 and v2 (at the same i),
- * or, when h2 is NULL, into the rivals themselves. */
-static gm_status rivals_step(const gm_index *r, void *lane, const gm_points *vq0,
-                             const ref_level *pl, gm_model model, rival *rv, int n,
-                             const int *take, double (*h2)[9], gm_verify_score *v2)
-{
-    double hb[GM_RIVALS_MAX][9];
-    gm_verify_score vb[GM_RIVALS_MAX];
-    int at[GM_RIVALS_MAX], nb = 0;
-    for (int i = 0; i < n; i++)
-        if (take[i]) {
-            memcpy(hb[nb], rv[i].h, sizeof hb[nb]);
-            at[nb++] = i;
-        }
-    if (nb == 0)
-        return GM_OK;
-    gm_status st = r->be->refine(lane, map_at(r, pl), vq0, model, &hb[0][0], GM_MODEL_ITERS,
-                                 (uint32_t)nb, vb);
-    for (int k = 0; k < nb && st == GM_OK; k++) {
-        memcpy(h2 ? h2[at[k]] : rv[at[k]].h, hb[k], sizeof hb[k]);
-        *(h2 ? &v2[at[k]] : &rv[at[k]].v) = vb[k];
-    }
-    return st;
-}
+_Static_assert(GM_RIVALS_MAX <= GM_CHAIN_MAX, "a chain refines every rival");
+/* the ladder (three models), the rounds, the fine levels */
+_Static_assert(3 + 1 + GM_FINE_LEVELS <= GM_CHAIN_STEPS, "a chain holds the rivals' steps");
 
 /* The rivals refined as the answer was (the ladder, the rounds, the levels
- * above), each as though alone, all of them a step at a time: one call of
- * the backend a step, where each rival took its own (a public still's
- * rivals: 22 refinements one after another, each a wait on a GPU). */
+ * above), each as though alone, all of them a step at a time: a chain
+ * (chain_core.h) that a GPU runs in one go, waiting once, where it waited
+ * once a step (a public still's rivals: 3.5 waits) and before that once a
+ * rival's refinement (22). */
 static gm_status rivals_refine(const gm_index *r, void *lane, const side *q0,
                                const gm_points *vq0, int bf, gm_model chosen, rival *rv, int n)
 {
     const ref_level *pl = &r->lv[0];
-    gm_status st;
-    int take[GM_RIVALS_MAX];
-    gm_verify_score v2[GM_RIVALS_MAX];
-    for (int i = 0; i < n; i++)
-        memset(&rv[i].v, 0, sizeof rv[i].v);
+    gm_chain_step steps[GM_CHAIN_STEPS];
+    uint8_t from_sim[GM_RIVALS_MAX];
+    double h[GM_RIVALS_MAX][9];
+    gm_verify_score v[GM_RIVALS_MAX];
+    int ns = 0;
+    for (int i = 0; i < n; i++) {
+        from_sim[i] = (uint8_t)(rv[i].from_sim != 0);
+        memcpy(h[i], rv[i].h, sizeof h[i]);
+        memset(&v[i], 0, sizeof v[i]);
+    }
+    const gm_chain_step on0 = {map_at(r, pl), chosen, GM_MODEL_ITERS, 0, q0->f, pl->f, pl->f,
+                               NULL};
+    /* up the ladder: the similarities through each model, the others at
+     * theirs */
     for (int m = GM_MODEL_SIMILARITY; m <= (int)chosen; m++) {
-        for (int i = 0; i < n; i++)
-            take[i] = rv[i].from_sim || m == (int)chosen;
-        if ((st = rivals_step(r, lane, vq0, pl, (gm_model)m, rv, n, take, NULL, NULL)) != GM_OK)
-            return st;
+        steps[ns] = on0;
+        steps[ns].model = (gm_model)m;
+        steps[ns++].take = m == (int)chosen ? NULL : from_sim;
     }
     /* the rounds: a rival stops at its first round that explains no more */
-    for (int i = 0; i < n; i++)
-        take[i] = 1;
-    for (int k = 0; k < GM_RIVAL_ROUNDS; k++) {
-        double h2[GM_RIVALS_MAX][9];
-        int more = 0;
-        if ((st = rivals_step(r, lane, vq0, pl, chosen, rv, n, take, h2, v2)) != GM_OK)
-            return st;
-        for (int i = 0; i < n; i++) {
-            if (!take[i])
-                continue;
-            if (!(v2[i].whole > rv[i].v.whole)) {
-                take[i] = 0;
-                continue;
-            }
-            memcpy(rv[i].h, h2[i], sizeof h2[i]);
-            rv[i].v = v2[i];
-            more = 1;
-        }
-        if (!more)
-            break;
-    }
-    for (int i = 0; i < n; i++)
-        take[i] = 1;
+    steps[ns] = on0;
+    steps[ns++].rounds = GM_RIVAL_ROUNDS;
+    /* level by level to the answer's map */
     for (int k = 0; k < GM_FINE_LEVELS && pl->f > bf; k++) {
         const ref_level *nl = &r->lv[GM_LEVELS + k];
         if (!nl->ok || nl->f < bf)
             break;
-        for (int i = 0; i < n; i++) {
-            double hs[9];
-            h_work_to_source(rv[i].h, q0->f, pl->f, hs);
-            h_source_to_work(hs, q0->f, nl->f, rv[i].h);
-        }
+        steps[ns] = on0;
+        steps[ns].map = map_at(r, nl);
+        steps[ns].from = pl->f, steps[ns++].to = nl->f;
         pl = nl;
-        if ((st = rivals_step(r, lane, vq0, pl, chosen, rv, n, take, NULL, NULL)) != GM_OK)
-            return st;
     }
-    if (pl->f != bf)
-        for (int i = 0; i < n; i++)
+    gm_status st = gm_chain_run(r->be, lane, vq0, steps, ns, &h[0][0], v, (uint32_t)n);
+    for (int i = 0; i < n && st == GM_OK; i++) {
+        memcpy(rv[i].h, h[i], sizeof h[i]);
+        rv[i].v = v[i];
+        if (pl->f != bf)
             memset(&rv[i].v, 0, sizeof rv[i].v);
-    return GM_OK;
+    }
+    return st;
 }
 
 /* The rivals S h0 of the reference's self-maps S (selfmap.h; h0 the
@@ -367,7 +290,7 @@ static gm_status self_rivals(const gm_index *r, void *lane, const gm_points *vq0
     gm_verify_score vs[1 + 2 * GM_SELF_MAX];
     memcpy(hs[0], h0, sizeof hs[0]);
     for (int k = 0; k < r->n_self; k++) {
-        mat3_mul(r->self[k], h0, hs[1 + k]);
+        gm_mat3_mul(r->self[k], h0, hs[1 + k]);
         for (int i = 0; i < 9; i++)
             hs[1 + k][i] /= hs[1 + k][8];
     }
@@ -414,8 +337,8 @@ static gm_status rival_whole(const gm_index *r, void *lane, const search_state *
     double th = 0.5 * atan2(2 * sxy, sxx - syy) + GM_PI / 2; /* along the edges */
     double ux = cos(th), uy = sin(th), qd = hypot(q0->w, q0->h);
     double h0[9], hs0[9];
-    h_work_to_source(hw, q0->f, bf, hs0);
-    h_source_to_work(hs0, q0->f, r->lv[0].f, h0);
+    gm_h_work_to_source(hw, q0->f, bf, hs0);
+    gm_h_source_to_work(hs0, q0->f, r->lv[0].f, h0);
     const double(*taken[2 * GM_RIVALS])[6];
     int nt = 0;
     rival rv[GM_RIVALS_MAX];
@@ -450,7 +373,7 @@ static gm_status rival_whole(const gm_index *r, void *lane, const search_state *
             taken[nt++] = &list[bi];
             gm_h_from_m(list[bi], h);
         } else {
-            h_source_to_work(lv->seen[j - n_sim], q0->f, r->lv[0].f, h);
+            gm_h_source_to_work(lv->seen[j - n_sim], q0->f, r->lv[0].f, h);
         }
         rv[n++].from_sim = from_sim;
     }
@@ -484,7 +407,7 @@ static void ss_record(search_state *ss, const gm_index *r, const side *q0, const
                       int fv, const double h[9], gm_verify_score v, uint32_t votes, int from_tris)
 {
     double hsrc[9], m0[6];
-    h_work_to_source(h, q0->f, fv, hsrc);
+    gm_h_work_to_source(h, q0->f, fv, hsrc);
     gm_source_to_work(hsrc, q0->f, r->lv[0].f, m0); /* the affine part, for distances */
     if (ss->n_refined < GM_SEARCH_MAX) {
         memcpy(ss->refined[ss->n_refined], m0, sizeof m0);
@@ -967,16 +890,16 @@ gm_status gm_polish_answer(const gm_index *r, void *lane, const side *q0, const 
         return GM_OK;
     double hp[9], hs[9];
     const ref_level *pl = l0; /* the level hp is in */
-    h_work_to_source(hw, q0->f, bl->f, hs);
-    h_source_to_work(hs, q0->f, l0->f, hp);
+    gm_h_work_to_source(hw, q0->f, bl->f, hs);
+    gm_h_source_to_work(hs, q0->f, l0->f, hp);
     gm_verify_score v = {0};
     for (int k = -1; k < GM_FINE_LEVELS; k++) {
         const ref_level *nl = k < 0 ? l0 : &r->lv[GM_LEVELS + k];
         if (!nl->ok || nl->f < bl->f)
             break;
         if (nl != pl) {
-            h_work_to_source(hp, q0->f, pl->f, hs);
-            h_source_to_work(hs, q0->f, nl->f, hp);
+            gm_h_work_to_source(hp, q0->f, pl->f, hs);
+            gm_h_source_to_work(hs, q0->f, nl->f, hp);
             pl = nl;
         }
         gm_status st = r->be->refine(lane, map_at(r, nl), vq0, model, hp, GM_MODEL_ITERS, 1, &v);
@@ -1129,8 +1052,8 @@ static gm_status answer_start(const query_run *qr, answer *a)
     const ref_level *fl = finest_level(r);
     if (fl && fl->f < a->bl->f) {
         double hs[9], hf[9];
-        h_work_to_source(a->hw, q0->f, a->bl->f, hs);
-        h_source_to_work(hs, q0->f, fl->f, hf);
+        gm_h_work_to_source(a->hw, q0->f, a->bl->f, hs);
+        gm_h_source_to_work(hs, q0->f, fl->f, hf);
         gm_verify_score vf;
         if ((st = r->be->refine(qr->lane, map_at(r, fl), qr->vq0, a->chosen, hf, GM_MODEL_ITERS,
                                 1, &vf)) != GM_OK)
@@ -1262,14 +1185,22 @@ static gm_status answer_checks(const query_run *qr, answer *a)
     const gm_model model = qr->model;
     const double min_conf = r->p.min_confidence;
     gm_status st;
+    /* the first spread (a->chosen at a->hw, which the check leaves alone)
+     * computed beside the check's homography: a GPU waits once for both,
+     * and the spread is not used where the check took the confidence
+     * below the threshold */
+    double spread0 = 0;
+    int have0 = 0;
     if ((model == GM_MODEL_SIMILARITY || model == GM_MODEL_AFFINE) &&
         a->score.confidence >= min_conf) {
         double hm[9];
         gm_verify_score v;
         memcpy(hm, a->hw, sizeof hm);
-        if ((st = r->be->refine(qr->lane, map_at(r, a->bl), qr->vq0, GM_MODEL_HOMOGRAPHY, hm,
-                                GM_MODEL_ITERS, 1, &v)) != GM_OK)
+        const gm_refine_beside check = {GM_MODEL_HOMOGRAPHY, GM_MODEL_ITERS, hm, &v};
+        if ((st = r->be->spread(qr->lane, map_at(r, a->bl), qr->vq0, a->chosen, a->hw, q0->w,
+                                q0->h, &spread0, &check)) != GM_OK)
             return st;
+        have0 = 1;
         double miss = model_miss(r, a->hw, hm, q0->w, q0->h);
         if (gm_h_plausible(hm, q0->w, q0->h) && v.confidence >= a->score.confidence &&
             miss > GM_MODEL_MISS_PX) {
@@ -1279,10 +1210,11 @@ static gm_status answer_checks(const query_run *qr, answer *a)
     double hsp[9], h_spread = 0; /* the homography that auto set aside */
     gm_verify_score h_sc = a->score;
     while (a->chosen == GM_MODEL_HOMOGRAPHY || a->score.confidence >= min_conf || h_spread > 0) {
-        double spread;
-        if ((st = r->be->spread(qr->lane, map_at(r, a->bl), qr->vq0, a->chosen, a->hw, q0->w,
-                                q0->h, &spread)) != GM_OK)
+        double spread = spread0;
+        if (!have0 && (st = r->be->spread(qr->lane, map_at(r, a->bl), qr->vq0, a->chosen, a->hw,
+                                          q0->w, q0->h, &spread, NULL)) != GM_OK)
             return st;
+        have0 = 0;
         if (spread <= GM_H_SPREAD_PX)
             break;
         if (a->chosen == GM_MODEL_HOMOGRAPHY && model == GM_MODEL_AUTO &&
@@ -1330,7 +1262,7 @@ static gm_status answer_report(const query_run *qr, answer *a, double explained)
     if (st != GM_OK)
         return st;
     double h[9];
-    h_work_to_source(a->hw, q0->f, bf, h);
+    gm_h_work_to_source(a->hw, q0->f, bf, h);
     out->model = a->chosen;
     memcpy(out->h, h, sizeof h);
     memcpy(out->m, h, sizeof out->m);

@@ -14,7 +14,8 @@
  * spread.  Against the CPU: integer stages and point positions exactly
  * (angles within 1e-6 rad: the GPU's atan2f), scores exactly, refined and
  * grown transforms within 0.01 px at the query's corners with confidences
- * within 0.01, the spread within 0.01 px.
+ * within 0.01, the spread within 0.01 px; a refinement beside the spread
+ * and a chain of refinements (the matcher's rivals') the same way.
  *
  * The stage suites (test_<stage>_cuda.c) test each kernel's edge cases;
  * this one tests what the pipeline sees.  Exit 77 (skipped) when no backend
@@ -59,6 +60,8 @@ typedef struct {
     double hs[NREF][9], hh[NREF][9], hg[NREF][9];
     gm_verify_score ss[NREF], sh[NREF], sg[NREF];
     double spread;
+    double hb[9], hc[NREF][9]; /* the refinement beside the spread; a chain's */
+    gm_verify_score sb, sc[NREF];
     gm_points vq;
 } run_t;
 
@@ -157,8 +160,29 @@ static void run(const gm_backend_ops *be, void *dev, void *lane, run_t *o)
     EXPECT_OK(be->refine(lane, mat, &o->vq, GM_MODEL_HOMOGRAPHY, &o->hh[0][0], 10, NREF, o->sh));
     EXPECT_OK(be->grow(lane, mat, &o->vq, GM_MODEL_HOMOGRAPHY, &o->hg[0][0], &seeds[0][0], NREF,
                        o->sg));
+    /* the spread with a homography refined beside it (the matcher's
+     * answer checks), from the refined similarity */
+    memcpy(o->hb, o->hs[0], sizeof o->hb);
+    const gm_refine_beside beside = {GM_MODEL_HOMOGRAPHY, 10, o->hb, &o->sb};
     EXPECT_OK(be->spread(lane, mat, &o->vq, GM_MODEL_HOMOGRAPHY, o->hh[0], o->qs.w, o->qs.h,
-                         &o->spread));
+                         &o->spread, &beside));
+    /* a chain as the matcher's rivals': the candidates' similarities (the
+     * second left out) up the ladder to a homography, its rounds, then
+     * carried to another level's factor (scored there as they stand) and
+     * back, refined again */
+    static const uint8_t take[NREF] = {1, 0, 1};
+    for (int i = 0; i < NREF; i++)
+        gm_h_from_m(o->ms + 6 * ((uint32_t)i < o->nc ? (uint32_t)i : 0), o->hc[i]);
+    const gm_chain_step steps[] = {
+        {mat, GM_MODEL_SIMILARITY, 6, 0, 2, 1, 1, take},
+        {mat, GM_MODEL_AFFINE, 6, 0, 2, 1, 1, take},
+        {mat, GM_MODEL_HOMOGRAPHY, 10, 0, 2, 1, 1, NULL},
+        {mat, GM_MODEL_HOMOGRAPHY, 10, 4, 2, 1, 1, NULL},
+        {mat, GM_MODEL_HOMOGRAPHY, 0, 0, 2, 1, 2, NULL}, /* scored only */
+        {mat, GM_MODEL_HOMOGRAPHY, 10, 0, 2, 2, 1, NULL},
+    };
+    EXPECT_OK(gm_chain_run(be, lane, &o->vq, steps, (int)(sizeof steps / sizeof *steps),
+                           &o->hc[0][0], o->sc, NREF));
     free(b.key);
     free(qb.key);
 }
@@ -261,6 +285,13 @@ static void compare(const run_t *a, const run_t *b, const char *name)
     }
     if (!(fabs(a->spread - b->spread) <= TOL_PX))
         ck_abort_msg("spread %.6g px against the CPU's %.6g", b->spread, a->spread);
+    near_fit(a->hb, a->sb, b->hb, b->sb, w, h, "homography refined beside the spread", 0);
+    for (int i = 0; i < NREF; i++) { /* the rule of the growth's comparison above */
+        if (a->sc[i].confidence > 0.5)
+            near_fit(a->hc[i], a->sc[i], b->hc[i], b->sc[i], w, h, "chain", i);
+        else
+            EXPECT(b->sc[i].confidence < 0.5 + TOL_CONF);
+    }
 }
 
 START_TEST(test_every_backend)
@@ -271,6 +302,7 @@ START_TEST(test_every_backend)
     gm_backend_cpu.release(NULL, lane);
     /* the run finds the sample's match: the comparisons are not of noise */
     EXPECT(ref.ss[0].confidence > 0.5);
+    EXPECT(ref.sb.confidence > 0.5 && ref.sc[0].confidence > 0.5);
     int compared = 0;
     for (int k = 0; gm_backends[k]; k++) { /* every accelerator of the registry */
         const gm_backend_ops *be = gm_backends[k];

@@ -30,6 +30,8 @@
 #include <cuda_runtime_api.h>
 
 #include "common/common.h"
+#include "pipeline/backend.h"
+#include "stages/chain_core.h"
 #include "stages/pair_core.h"
 #include "stages/points.h"
 #include "stages/transform.h"
@@ -43,6 +45,7 @@
 #define MAP_RADIUS 2     /* the matcher's GM_VERIFY_RADIUS */
 #define MAX_CANDS 32
 #define CORNER_TOL 0.01  /* px */
+#define GM_CHAIN_ROUNDS_TEST 4 /* the matcher's GM_RIVAL_ROUNDS */
 
 static int g_small;
 static cudaStream_t g_stream;
@@ -898,6 +901,128 @@ START_TEST(test_pair)
 }
 END_TEST
 
+/* ---- a chain of refinements (chain.cu) ------------------------------------------ */
+
+/* gm_chain_host's refinement: gm_refine_verify_cuda on the map a step's
+ * level points to, a call a step and a round. */
+static gm_verify_dev *g_chain_v;
+static gm_status steps_refine(void *lane, gm_map_at map, const gm_points *q, gm_model model,
+                              double *h, int iters, uint32_t n, gm_verify_score *scores)
+{
+    (void)lane, (void)q;
+    return gm_refine_verify_cuda((const gm_edge_map_dev *)map.level, g_chain_v, model, h, iters, n,
+                                 scores, g_stream);
+}
+static const gm_backend_ops k_steps = {.name = "steps", .refine = steps_refine};
+
+/* The matcher's rivals' chain (the ladder, with the similarities' flags;
+ * the rounds on the working level a; the fine level b, twice a's
+ * resolution) of nc transforms hs to model, on the device in one go
+ * against gm_chain_host's calls a step, into h and sc. */
+static void check_chain(const ref_t *a, const ref_t *b, gm_verify_dev *v, const gm_points *q,
+                        gm_model model, const double *hs, const uint8_t *from_sim, uint32_t nc,
+                        double *h, gm_verify_score *sc, const char *what)
+{
+    gm_chain_step st[GM_CHAIN_STEPS];
+    gm_chain_dev_step ds[GM_CHAIN_STEPS];
+    int ns = 0;
+    for (int m = GM_MODEL_SIMILARITY; m <= (int)model; m++, ns++)
+        st[ns] = (gm_chain_step){{&a->map, &a->dev}, (gm_model)m, 6, 0, 1, 2, 2,
+                                 m == (int)model ? NULL : from_sim};
+    st[ns++] = (gm_chain_step){{&a->map, &a->dev}, model, 6, GM_CHAIN_ROUNDS_TEST, 1, 2, 2, NULL};
+    st[ns++] = (gm_chain_step){{&b->map, &b->dev}, model, 6, 0, 1, 2, 1, NULL};
+    for (int k = 0; k < ns; k++)
+        ds[k] = (gm_chain_dev_step){st[k].map.level, st[k].model, st[k].iters, st[k].rounds,
+                                    st[k].fq, st[k].from, st[k].to, st[k].take};
+    double hh[9 * GM_CHAIN_MAX];
+    gm_verify_score sh[GM_CHAIN_MAX];
+    memcpy(hh, hs, 9 * nc * sizeof *hh);
+    memset(sh, 0, sizeof sh);
+    g_chain_v = v;
+    EXPECT_OK(gm_chain_host(&k_steps, NULL, q, st, ns, hh, sh, nc));
+    const int cl = v->cluster, wide = v->wide;
+    for (int pass = 0; pass < (cl ? 3 : 1); pass++) {
+        /* the one-launch refinements at both widths, and a launch an iteration */
+        v->cluster = pass < 2 ? cl : 0;
+        v->wide = pass == 1 ? !wide : wide;
+        double hg[9 * GM_CHAIN_MAX];
+        gm_verify_score sg[GM_CHAIN_MAX];
+        memcpy(hg, hs, 9 * nc * sizeof *hg);
+        memset(sg, 0, sizeof sg);
+        gm_status r = gm_chain_cuda(v, ds, ns, hg, sg, nc, g_stream);
+        v->cluster = cl, v->wide = wide;
+        EXPECT_OK(r);
+        for (uint32_t c = 0; c < nc; c++) {
+            if (memcmp(hg + 9 * c, hh + 9 * c, 9 * sizeof *hg) != 0)
+                ck_abort_msg("%s, model %d, transform %u, pass %d: the chain's h differs from "
+                             "the steps'", what, (int)model, c, pass);
+            expect_same_score(sh[c], sg[c], what, c);
+        }
+    }
+    memcpy(h, hh, 9 * nc * sizeof *h);
+    memcpy(sc, sh, nc * sizeof *sc);
+}
+
+/* The rivals' chain on the device equals the host's steps bit for bit
+ * (each refinement the same kernels from the same numbers: the level's
+ * rescale on the device with --fmad=false, the rounds' test there); the
+ * truth ends on the fine level where it should. */
+START_TEST(test_chain)
+{
+    rng_state = 0x5c;
+    ref_t a, b;
+    gm_verify_dev v;
+    scene_open(&a, &v);
+    { /* level b: pixel x shows the scene at (x - 0.5) / 2 (a's working pixels at f = 2) */
+        static const double HALF[6] = {0.5, 0, -0.25, 0, 0.5, -0.25};
+        uint8_t *im = render(480, 400, HALF);
+        ref_make(&b, im, 480, 400);
+        free(im);
+    }
+    const int qw = 170, qh = 140;
+    for (size_t k = 0; k < N_VIEWS; k++) {
+        gm_points q = query_rendered(k_views[k].H, qw, qh);
+        EXPECT(q.n > 200);
+        EXPECT_OK(gm_verify_points_upload(&v, &q, g_stream));
+        double qcx, qcy, hs[9 * 8], h[9 * 8];
+        uint8_t from_sim[8];
+        gm_verify_score sc[8];
+        bbox_centre(&q, &qcx, &qcy);
+        const uint32_t nc = 8;
+        for (uint32_t c = 0; c < nc; c++) {
+            candidate((int)c, k_views[k].H, qcx, qcy, a.w, a.h, hs + 9 * c);
+            from_sim[c] = (uint8_t)(c % 2);
+        }
+        check_chain(&a, &b, &v, &q, k_views[k].model, hs, from_sim, nc, h, sc, "scene, chain");
+        /* the truth carried to b: x = 2 X + 0.5 */
+        double t[9];
+        memcpy(t, k_views[k].H, sizeof t);
+        gm_h_rescale(t, 1, 2, 1);
+        double d = corner_dist(&q, t, h);
+        if (!(d < 0.5))
+            ck_abort_msg("model %d: the truth's chain ends %.3g px from it on the fine level",
+                         (int)k_views[k].model, d);
+        EXPECT(sc[0].confidence > 0.5);
+        printf("%-28s model %d: %u transforms, %d steps' worth bit for bit; truth %.3f px\n",
+               "scene, chain", (int)k_views[k].model, nc, (int)k_views[k].model + 3, d);
+        free(q.p);
+    }
+    /* what a chain cannot hold */
+    double h[9 * (GM_CHAIN_MAX + 1)] = {0};
+    gm_verify_score s[GM_CHAIN_MAX + 1];
+    gm_chain_dev_step one = {&a.dev, GM_MODEL_SIMILARITY, 6, 0, 1, 2, 2, NULL};
+    EXPECT_EQ(gm_chain_cuda(&v, &one, 1, h, s, 17, g_stream), GM_ERR_INVALID); /* 2 n > 32 */
+    EXPECT_EQ(gm_chain_cuda(&v, &one, GM_CHAIN_STEPS + 1, h, s, 1, g_stream), GM_ERR_INVALID);
+    one.map = NULL;
+    EXPECT_EQ(gm_chain_cuda(&v, &one, 1, h, s, 1, g_stream), GM_ERR_INVALID);
+    EXPECT_EQ(gm_chain_host(&k_steps, NULL, NULL, NULL, 0, h, s, GM_CHAIN_MAX + 1),
+              GM_ERR_INVALID);
+    gm_verify_dev_free(&v);
+    ref_free(&a);
+    ref_free(&b);
+}
+END_TEST
+
 START_TEST(test_invalid)
 {
     gm_verify_dev v;
@@ -1031,6 +1156,7 @@ static Suite *verify_cuda_suite(void)
     tcase_add_test(tc, test_reuse);
     tcase_add_test(tc, test_map_pixels);
     tcase_add_test(tc, test_pair);
+    tcase_add_test(tc, test_chain);
     tcase_add_test(tc, test_invalid);
     tcase_add_test(tc, test_bench);
     suite_add_tcase(s, tc);
