@@ -127,8 +127,8 @@ static gm_status cuda_refine(void *lane, gm_map_at map, const gm_points *q, gm_m
     return gm_gpu_refine(lane, map.level, model, h, iters, n, scores);
 }
 
-static gm_status cuda_chain(void *lane, const gm_points *q, const gm_chain_step *steps, int ns,
-                           double *h, gm_verify_score *v, uint32_t n)
+static gm_status cuda_chain_queue(void *lane, const gm_points *q, const gm_chain_step *steps,
+                                 int ns, const double *h, const gm_verify_score *v, uint32_t n)
 {
     (void)q;
     if (ns < 0 || ns > GM_CHAIN_STEPS)
@@ -141,7 +141,12 @@ static gm_status cuda_chain(void *lane, const gm_points *q, const gm_chain_step 
                                     steps[k].rounds, steps[k].fq,   steps[k].from,
                                     steps[k].to,     steps[k].take};
     }
-    return gm_gpu_chain(lane, lv, ds, ns, h, v, n);
+    return gm_gpu_chain_queue(lane, lv, ds, ns, h, v, n);
+}
+
+static gm_status cuda_chain_collect(void *lane, double *h, gm_verify_score *v, uint32_t n)
+{
+    return gm_gpu_chain_collect(lane, h, v, n);
 }
 
 static gm_status cuda_grow(void *lane, gm_map_at map, const gm_points *q, gm_model model,
@@ -188,6 +193,7 @@ const gm_backend_ops gm_backend_cuda = {
     .verify = cuda_verify,
     .refine = cuda_refine,
     .grow = cuda_grow,
-    .chain = cuda_chain,
+    .chain_queue = cuda_chain_queue,
+    .chain_collect = cuda_chain_collect,
     .spread = cuda_spread,
 };

@@ -64,9 +64,9 @@ static __global__ void k_chain_accept(double *params, gm_verify_score *scores, u
     scores[i] = scores[n + i];
 }
 
-extern "C" gm_status gm_chain_cuda(gm_verify_dev *v, const gm_chain_dev_step *steps, int ns,
-                                   double *h, gm_verify_score *v_sc, uint32_t n,
-                                   cudaStream_t stream)
+extern "C" gm_status gm_chain_queue_cuda(gm_verify_dev *v, const gm_chain_dev_step *steps,
+                                         int ns, const double *h, const gm_verify_score *v_sc,
+                                         uint32_t n, cudaStream_t stream)
 {
     if (!v || ns < 0 || ns > GM_CHAIN_STEPS || n > GM_CHAIN_MAX || 2 * n > v->max_cands ||
         (ns && !steps) || (n && (!h || !v_sc)))
@@ -74,12 +74,16 @@ extern "C" gm_status gm_chain_cuda(gm_verify_dev *v, const gm_chain_dev_step *st
     for (int k = 0; k < ns; k++)
         if (!steps[k].map || steps[k].rounds < 0)
             return GM_ERR_INVALID;
+    /* the staging holds what gm_chain_collect_cuda gives back: with no
+     * step, the transforms as they came */
+    if (n) {
+        memcpy(v->h_params, h, 9 * (size_t)n * sizeof *h);
+        memcpy(v->h_scores, v_sc, n * sizeof *v_sc);
+    }
     if (n == 0 || ns == 0)
         return GM_OK;
     const size_t row = v->max_cands;
     uint8_t *rtake = v->d_take + GM_CHAIN_STEPS * row;
-    memcpy(v->h_params, h, 9 * (size_t)n * sizeof *h);
-    memcpy(v->h_scores, v_sc, n * sizeof *v_sc);
     for (int k = 0; k < ns; k++)
         if (steps[k].take)
             memcpy(v->h_take + k * row, steps[k].take, n);
@@ -118,8 +122,26 @@ extern "C" gm_status gm_chain_cuda(gm_verify_dev *v, const gm_chain_dev_step *st
                                   cudaMemcpyDeviceToHost, stream));
     GM_CUDA_CHECK(cudaMemcpyAsync(v->h_scores, v->d_scores, n * sizeof *v_sc,
                                   cudaMemcpyDeviceToHost, stream));
+    return GM_OK;
+}
+
+extern "C" gm_status gm_chain_collect_cuda(gm_verify_dev *v, double *h, gm_verify_score *v_sc,
+                                           uint32_t n, cudaStream_t stream)
+{
+    if (!v || n > GM_CHAIN_MAX || 2 * n > v->max_cands || (n && (!h || !v_sc)))
+        return GM_ERR_INVALID;
     GM_CUDA_CHECK(gm_cuda_stream_wait(stream));
+    if (n == 0)
+        return GM_OK;
     memcpy(h, v->h_params, 9 * (size_t)n * sizeof *h);
     memcpy(v_sc, v->h_scores, n * sizeof *v_sc);
     return GM_OK;
+}
+
+extern "C" gm_status gm_chain_cuda(gm_verify_dev *v, const gm_chain_dev_step *steps, int ns,
+                                   double *h, gm_verify_score *v_sc, uint32_t n,
+                                   cudaStream_t stream)
+{
+    gm_status st = gm_chain_queue_cuda(v, steps, ns, h, v_sc, n, stream);
+    return st == GM_OK ? gm_chain_collect_cuda(v, h, v_sc, n, stream) : st;
 }

@@ -971,12 +971,18 @@ gm_status gm_gpu_grow(gm_gpu_lane *g, const gm_gpu_level *lv, gm_model model, do
                                g->stream);
 }
 
-gm_status gm_gpu_chain(gm_gpu_lane *g, const gm_gpu_level *const *lv, gm_chain_dev_step *steps,
-                       int ns, double *h, gm_verify_score *v, uint32_t n)
+gm_status gm_gpu_chain_queue(gm_gpu_lane *g, const gm_gpu_level *const *lv,
+                             gm_chain_dev_step *steps, int ns, const double *h,
+                             const gm_verify_score *v, uint32_t n)
 {
     for (int k = 0; k < ns; k++)
-        steps[k].map = verify_map(g, lv[k]); /* NULL: gm_chain_cuda's GM_ERR_INVALID */
-    return gm_chain_cuda(&g->verify, steps, ns, h, v, n, g->stream);
+        steps[k].map = verify_map(g, lv[k]); /* NULL: GM_ERR_INVALID */
+    return gm_chain_queue_cuda(&g->verify, steps, ns, h, v, n, g->stream);
+}
+
+gm_status gm_gpu_chain_collect(gm_gpu_lane *g, double *h, gm_verify_score *v, uint32_t n)
+{
+    return gm_chain_collect_cuda(&g->verify, h, v, n, g->stream);
 }
 
 gm_status gm_gpu_refine(gm_gpu_lane *g, const gm_gpu_level *lv, gm_model model, double *h,

@@ -130,10 +130,13 @@ gm_status gm_gpu_verify(gm_gpu_lane *g, const gm_gpu_level *lv, const double *m,
  * h[9 * c] (in/out), on the map as gm_gpu_verify's. */
 gm_status gm_gpu_refine(gm_gpu_lane *g, const gm_gpu_level *lv, gm_model model, double *h,
                         int iters, uint32_t nc, gm_verify_score *scores);
-/* A chain of refinements (gm_chain_cuda): step k on the map of lv[k], as
- * gm_gpu_verify's (each step's map is set here); one wait. */
-gm_status gm_gpu_chain(gm_gpu_lane *g, const gm_gpu_level *const *lv, gm_chain_dev_step *steps,
-                       int ns, double *h, gm_verify_score *v, uint32_t n);
+/* A chain of refinements queued (gm_chain_queue_cuda): step k on the map
+ * of lv[k], as gm_gpu_verify's (each step's map is set here); its results
+ * by gm_gpu_chain_collect, one wait. */
+gm_status gm_gpu_chain_queue(gm_gpu_lane *g, const gm_gpu_level *const *lv,
+                             gm_chain_dev_step *steps, int ns, const double *h,
+                             const gm_verify_score *v, uint32_t n);
+gm_status gm_gpu_chain_collect(gm_gpu_lane *g, double *h, gm_verify_score *v, uint32_t n);
 /* gm_corner_spread_cpu of h for a w x hgt query into *spread, on the map as
  * gm_gpu_verify's; rh not NULL: gm_gpu_refine of rh beside it, one wait
  * (gm_spread_refine_cuda). */

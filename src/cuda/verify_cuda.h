@@ -206,6 +206,14 @@ typedef struct {
  * n <= GM_CHAIN_MAX (src/cuda/chain.cu). */
 gm_status gm_chain_cuda(gm_verify_dev *v, const gm_chain_dev_step *steps, int ns, double *h,
                         gm_verify_score *v_sc, uint32_t n, cudaStream_t stream);
+/* gm_chain_cuda in two: queued without a wait (steps, h and v_sc read
+ * before it returns), then the wait and the results; nothing else may use
+ * v in between. */
+gm_status gm_chain_queue_cuda(gm_verify_dev *v, const gm_chain_dev_step *steps, int ns,
+                              const double *h, const gm_verify_score *v_sc, uint32_t n,
+                              cudaStream_t stream);
+gm_status gm_chain_collect_cuda(gm_verify_dev *v, double *h, gm_verify_score *v_sc, uint32_t n,
+                                cudaStream_t stream);
 
 /* A pairing's voted candidates d_cands[nc] (nc <= GM_MAX_TOP_K and
  * v->max_cands) decided on the device, the host's run_pairing steps

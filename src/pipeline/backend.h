@@ -158,11 +158,15 @@ typedef struct gm_backend_ops {
     gm_status (*grow)(void *lane, gm_map_at map, const gm_points *q, gm_model model, double *h,
                       const double *seeds, uint32_t n, gm_verify_score *scores);
     /* a chain of ns <= GM_CHAIN_STEPS steps over n <= GM_CHAIN_MAX
-     * transforms h[9 n] with their scores v[n] (in and out: the rounds
-     * compare with them), as gm_chain_host runs it, queued as one: a GPU
-     * waits once instead of once a step.  NULL: gm_chain_host (the CPU) */
-    gm_status (*chain)(void *lane, const gm_points *q, const gm_chain_step *steps, int ns,
-                       double *h, gm_verify_score *v, uint32_t n);
+     * transforms h[9 n] with their scores v[n] (the rounds compare with
+     * them), as gm_chain_host runs it, queued as one (steps and h read
+     * before it returns) and its results, the same h and v, collected by
+     * chain_collect: a GPU waits once instead of once a step, and the host
+     * may work in between (the lane's other entries not called).  NULL
+     * (both): gm_chain_host (the CPU) */
+    gm_status (*chain_queue)(void *lane, const gm_points *q, const gm_chain_step *steps, int ns,
+                             const double *h, const gm_verify_score *v, uint32_t n);
+    gm_status (*chain_collect)(void *lane, double *h, gm_verify_score *v, uint32_t n);
     /* gm_corner_spread_cpu; beside (may be NULL): a refinement with it */
     gm_status (*spread)(void *lane, gm_map_at map, const gm_points *q, gm_model model,
                         const double h[9], int w, int hgt, double *spread,
@@ -177,7 +181,24 @@ extern const gm_backend_ops gm_backend_cpu;
 gm_status gm_chain_host(const gm_backend_ops *be, void *lane, const gm_points *q,
                         const gm_chain_step *steps, int ns, double *h, gm_verify_score *v,
                         uint32_t n);
-/* be's chain where it has one, else gm_chain_host. */
+/* A chain begun and not yet ended: gm_chain_begin queues it on be's
+ * device (be->chain_queue), or runs it there and then (gm_chain_host);
+ * gm_chain_end gives its results in the h and v it was begun with (which
+ * stay the caller's until then), and must follow a begin that returned
+ * GM_OK before the lane is used again. */
+typedef struct {
+    const gm_backend_ops *be;
+    void *lane;
+    double *h;
+    gm_verify_score *v;
+    uint32_t n;
+    int queued;
+} gm_chain_job;
+gm_status gm_chain_begin(gm_chain_job *j, const gm_backend_ops *be, void *lane,
+                         const gm_points *q, const gm_chain_step *steps, int ns, double *h,
+                         gm_verify_score *v, uint32_t n);
+gm_status gm_chain_end(gm_chain_job *j);
+/* gm_chain_begin then gm_chain_end. */
 gm_status gm_chain_run(const gm_backend_ops *be, void *lane, const gm_points *q,
                        const gm_chain_step *steps, int ns, double *h, gm_verify_score *v,
                        uint32_t n);

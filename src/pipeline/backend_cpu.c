@@ -261,6 +261,7 @@ const gm_backend_ops gm_backend_cpu = {
     .verify = cpu_verify,
     .refine = cpu_refine,
     .grow = cpu_grow,
-    .chain = NULL,
+    .chain_queue = NULL,
+    .chain_collect = NULL,
     .spread = cpu_spread,
 };

@@ -73,11 +73,31 @@ gm_status gm_chain_host(const gm_backend_ops *be, void *lane, const gm_points *q
     return st;
 }
 
+gm_status gm_chain_begin(gm_chain_job *j, const gm_backend_ops *be, void *lane,
+                         const gm_points *q, const gm_chain_step *steps, int ns, double *h,
+                         gm_verify_score *v, uint32_t n)
+{
+    *j = (gm_chain_job){be, lane, h, v, n, 0};
+    if (!be->chain_queue || !be->chain_collect)
+        return gm_chain_host(be, lane, q, steps, ns, h, v, n);
+    gm_status st = be->chain_queue(lane, q, steps, ns, h, v, n);
+    j->queued = st == GM_OK;
+    return st;
+}
+
+gm_status gm_chain_end(gm_chain_job *j)
+{
+    if (!j->queued)
+        return GM_OK;
+    j->queued = 0;
+    return j->be->chain_collect(j->lane, j->h, j->v, j->n);
+}
+
 gm_status gm_chain_run(const gm_backend_ops *be, void *lane, const gm_points *q,
                        const gm_chain_step *steps, int ns, double *h, gm_verify_score *v,
                        uint32_t n)
 {
-    if (be->chain)
-        return be->chain(lane, q, steps, ns, h, v, n);
-    return gm_chain_host(be, lane, q, steps, ns, h, v, n);
+    gm_chain_job j;
+    gm_status st = gm_chain_begin(&j, be, lane, q, steps, ns, h, v, n);
+    return st == GM_OK ? gm_chain_end(&j) : st;
 }

@@ -132,7 +132,7 @@ typedef struct {
     int n_refined;
     /* the best verified candidates that were not refined (level-0 working
      * coordinates, and their share of the whole query before refinement):
-     * more rivals for the distinctiveness test (rival_whole) */
+     * more rivals for the distinctiveness test (rivals_begin) */
     double unref[GM_UNREF_KEEP][6];
     double uconf[GM_UNREF_KEEP];
     int n_unref;
@@ -225,24 +225,34 @@ _Static_assert(GM_RIVALS_MAX <= GM_CHAIN_MAX, "a chain refines every rival");
 /* the ladder (three models), the rounds, the fine levels */
 _Static_assert(3 + 1 + GM_FINE_LEVELS <= GM_CHAIN_STEPS, "a chain holds the rivals' steps");
 
+/* The rivals of an answer being refined (rivals_begin, rivals_end). */
+typedef struct {
+    rival rv[GM_RIVALS_MAX];
+    int n;
+    double hw[9], far;
+    int w, h;
+    int off_map; /* the chain ended on a map other than the answer's: scores 0 */
+    double ch[GM_RIVALS_MAX][9];
+    gm_verify_score cv[GM_RIVALS_MAX];
+    gm_chain_job job;
+} rivals_job;
+
 /* The rivals refined as the answer was (the ladder, the rounds, the levels
  * above), each as though alone, all of them a step at a time: a chain
  * (chain_core.h) that a GPU runs in one go, waiting once, where it waited
  * once a step (a public still's rivals: 3.5 waits) and before that once a
- * rival's refinement (22). */
+ * rival's refinement (22); begun here, its results in rivals_end. */
 static gm_status rivals_refine(const gm_index *r, void *lane, const side *q0,
-                               const gm_points *vq0, int bf, gm_model chosen, rival *rv, int n)
+                               const gm_points *vq0, int bf, gm_model chosen, rivals_job *j)
 {
     const ref_level *pl = &r->lv[0];
     gm_chain_step steps[GM_CHAIN_STEPS];
     uint8_t from_sim[GM_RIVALS_MAX];
-    double h[GM_RIVALS_MAX][9];
-    gm_verify_score v[GM_RIVALS_MAX];
     int ns = 0;
-    for (int i = 0; i < n; i++) {
-        from_sim[i] = (uint8_t)(rv[i].from_sim != 0);
-        memcpy(h[i], rv[i].h, sizeof h[i]);
-        memset(&v[i], 0, sizeof v[i]);
+    for (int i = 0; i < j->n; i++) {
+        from_sim[i] = (uint8_t)(j->rv[i].from_sim != 0);
+        memcpy(j->ch[i], j->rv[i].h, sizeof j->ch[i]);
+        memset(&j->cv[i], 0, sizeof j->cv[i]);
     }
     const gm_chain_step on0 = {map_at(r, pl), chosen, GM_MODEL_ITERS, 0, q0->f, pl->f, pl->f,
                                NULL};
@@ -266,14 +276,9 @@ static gm_status rivals_refine(const gm_index *r, void *lane, const side *q0,
         steps[ns].from = pl->f, steps[ns++].to = nl->f;
         pl = nl;
     }
-    gm_status st = gm_chain_run(r->be, lane, vq0, steps, ns, &h[0][0], v, (uint32_t)n);
-    for (int i = 0; i < n && st == GM_OK; i++) {
-        memcpy(rv[i].h, h[i], sizeof h[i]);
-        rv[i].v = v[i];
-        if (pl->f != bf)
-            memset(&rv[i].v, 0, sizeof rv[i].v);
-    }
-    return st;
+    j->off_map = pl->f != bf;
+    return gm_chain_begin(&j->job, r->be, lane, vq0, steps, ns, &j->ch[0][0], j->cv,
+                          (uint32_t)j->n);
 }
 
 /* The rivals S h0 of the reference's self-maps S (selfmap.h; h0 the
@@ -305,9 +310,12 @@ static gm_status self_rivals(const gm_index *r, void *lane, const gm_points *vq0
     return st;
 }
 
-static gm_status rival_whole(const gm_index *r, void *lane, const search_state *ss,
-                             const gm_query_levels *lv, const side *q0, const gm_points *vq0,
-                             int bf, gm_model chosen, const double hw[9], double *second)
+/* The rivals of the answer hw (the rivals of GM_RIVALS' comment) gathered and their
+ * refinement begun: a GPU works on them while the host goes on until
+ * rivals_end, which must follow when this returns GM_OK. */
+static gm_status rivals_begin(const gm_index *r, void *lane, const search_state *ss,
+                              const gm_query_levels *lv, const side *q0, const gm_points *vq0,
+                              int bf, gm_model chosen, const double hw[9], rivals_job *jb)
 {
     double best_sim = 0;
     for (int i = 0; i < ss->n_refined; i++)
@@ -341,8 +349,10 @@ static gm_status rival_whole(const gm_index *r, void *lane, const search_state *
     gm_h_source_to_work(hs0, q0->f, r->lv[0].f, h0);
     const double(*taken[2 * GM_RIVALS])[6];
     int nt = 0;
-    rival rv[GM_RIVALS_MAX];
+    rival *rv = jb->rv;
     int n = 0;
+    memcpy(jb->hw, hw, sizeof jb->hw);
+    jb->far = far, jb->w = q0->w, jb->h = q0->h;
     const int n_sim = 2 * GM_RIVALS; /* GM_RIVALS refined, then GM_RIVALS not refined */
     for (int j = 0; j < n_sim + lv->n_seen + GM_PROBES; j++) {
         double *h = rv[n].h;
@@ -378,11 +388,24 @@ static gm_status rival_whole(const gm_index *r, void *lane, const search_state *
         rv[n++].from_sim = from_sim;
     }
     gm_status st = self_rivals(r, lane, vq0, chosen, h0, rv, &n);
-    if (st == GM_OK)
-        st = rivals_refine(r, lane, q0, vq0, bf, chosen, rv, n);
-    for (int i = 0; i < n && st == GM_OK; i++)
-        if (gm_h_plausible(rv[i].h, q0->w, q0->h) && gm_corner_move(hw, rv[i].h, q0->w, q0->h) > far)
-            *second = fmax(*second, rv[i].v.whole);
+    jb->n = n;
+    return st == GM_OK ? rivals_refine(r, lane, q0, vq0, bf, chosen, jb) : st;
+}
+
+/* The refined rivals, and the most any of them that is another placement
+ * explains into *second (at least what it held). */
+static gm_status rivals_end(rivals_job *jb, double *second)
+{
+    gm_status st = gm_chain_end(&jb->job);
+    for (int i = 0; i < jb->n && st == GM_OK; i++) {
+        rival *rv = &jb->rv[i];
+        memcpy(rv->h, jb->ch[i], sizeof rv->h);
+        rv->v = jb->cv[i];
+        if (jb->off_map)
+            memset(&rv->v, 0, sizeof rv->v);
+        if (gm_h_plausible(rv->h, jb->w, jb->h) && gm_corner_move(jb->hw, rv->h, jb->w, jb->h) > jb->far)
+            *second = fmax(*second, rv->v.whole);
+    }
     return st;
 }
 
@@ -447,7 +470,7 @@ static double band_ratio(const gm_index *r, const ref_level *rl, const side *qs,
 
 /* The candidates not taken, the ones that explain most kept in ss->unref
  * (at most GM_UNREF_KEEP, sorted, the most explaining first) as rivals
- * for the distinctiveness test (rival_whole). */
+ * for the distinctiveness test (rivals_begin). */
 static void keep_unrefined(search_state *ss, const gm_verify_score *sc, double (*m0)[6],
                            uint32_t nc)
 {
@@ -1281,6 +1304,19 @@ static gm_status answer_report(const query_run *qr, answer *a, double explained)
      * two share (gm_overlap_poly: a partial overlap's far corners are
      * the homography's extrapolation, uncertain and unused) scales the
      * confidence down past GM_SIGMA_MAX pixels */
+    /* an answer that would be reported: its rivals under its model.  The
+     * uncertainty below only lowers the confidence and what the answer
+     * explains (so the distinctiveness too), so an answer that would not
+     * be reported before it will not be after: the rivals are begun first,
+     * on the GPU while the host computes the uncertainty, and set aside
+     * where the uncertainty takes the answer below the threshold */
+    rivals_job rivals, *rj = NULL;
+    if (a->score.confidence * distinct_of(second, a->score.whole) >= min_conf) {
+        rj = &rivals;
+        if ((st = rivals_begin(r, qr->lane, ss, lv, q0, qr->vq0, bf, a->chosen, a->hw, rj)) !=
+            GM_OK)
+            return st;
+    }
     double rms;
     double ex[16], ey[16];
     int ne = gm_overlap_poly(a->hw, q0->w, q0->h, bmap->w, bmap->h, ex, ey);
@@ -1291,13 +1327,12 @@ static gm_status answer_report(const query_run *qr, answer *a, double explained)
     /* the second against the best in the same units: the share of the
      * whole query each explains */
     double distinct = distinct_of(second, a->score.whole);
-    /* an answer that would be reported: its rivals under its model */
-    if (a->score.confidence * distinct >= min_conf) {
+    if (rj) {
         double second_m = 0;
-        st = rival_whole(r, qr->lane, ss, lv, q0, qr->vq0, bf, a->chosen, a->hw, &second_m);
-        if (st != GM_OK)
+        if ((st = rivals_end(rj, &second_m)) != GM_OK)
             return st;
-        distinct = fmin(distinct, distinct_of(second_m, a->score.whole));
+        if (a->score.confidence * distinct >= min_conf)
+            distinct = fmin(distinct, distinct_of(second_m, a->score.whole));
     }
     out->votes = (int)ss->votes;
     out->confidence = a->score.confidence * distinct;

@@ -1011,6 +1011,16 @@ START_TEST(test_chain)
     double h[9 * (GM_CHAIN_MAX + 1)] = {0};
     gm_verify_score s[GM_CHAIN_MAX + 1];
     gm_chain_dev_step one = {&a.dev, GM_MODEL_SIMILARITY, 6, 0, 1, 2, 2, NULL};
+    /* no step: the transforms and scores come back as they went */
+    for (int i = 0; i < 18; i++)
+        h[i] = i + 0.5;
+    memset(s, 0x5a, 2 * sizeof *s);
+    gm_verify_score s0[2];
+    memcpy(s0, s, sizeof s0);
+    EXPECT_OK(gm_chain_cuda(&v, &one, 0, h, s, 2, g_stream));
+    for (int i = 0; i < 18; i++)
+        EXPECT(h[i] == i + 0.5);
+    EXPECT(memcmp(s, s0, sizeof s0) == 0);
     EXPECT_EQ(gm_chain_cuda(&v, &one, 1, h, s, 17, g_stream), GM_ERR_INVALID); /* 2 n > 32 */
     EXPECT_EQ(gm_chain_cuda(&v, &one, GM_CHAIN_STEPS + 1, h, s, 1, g_stream), GM_ERR_INVALID);
     one.map = NULL;
