@@ -110,6 +110,12 @@ mkdir -p "$dev/libs" && tar xJf "$dev/libs.tar.xz" -C "$dev/libs"
 [ -f "$dev/bin.tar.xz" ] && tar xJf "$dev/bin.tar.xz" -C "$dev"
 export LD_LIBRARY_PATH=$PWD/$dev/libs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 export CK_FORK=no CK_DEFAULT_TIMEOUT=600
+# guard CMD...: CMD killed after GM_GPU_GUARD seconds (default 300): with
+# CK_FORK=no a test's own timeout cannot end a hang, and one hang took a
+# whole call's 600 s once (docs/speed.md, 2026-11-29); exit 124 or 137
+# then, named HUNG in the summary
+guard() { timeout -k 5 "${GM_GPU_GUARD:-300}" "$@"; }
+verdict() { case $1 in 0) echo "$2" ;; 77) echo SKIPPED ;; 124 | 137) echo HUNG ;; *) echo "$3 ($1)" ;; esac; }
 # kprof OUTFILE CMD...: CMD under the kernel profiler (tools/bench/kprof.c,
 # when packed, with the CUPTI it loads), each kernel's launches and time
 # written to OUTFILE
@@ -122,8 +128,8 @@ for t in "$dev"/bin/test_*_cuda; do
   [ -x "$t" ] || continue # none in a lean pack
   basename "$t" | grep -qE -- "$pick" || continue
   name=$(basename "$t")
-  "$t" > "$out/$name.log" 2>&1; rc=$?
-  summary+=("$(printf '%-22s %s' "$name" "$( [ $rc = 0 ] && echo pass || { [ $rc = 77 ] && echo SKIPPED || echo "FAIL ($rc)"; })")")
+  guard "$t" > "$out/$name.log" 2>&1; rc=$?
+  summary+=("$(printf '%-22s %s' "$name" "$(verdict $rc pass FAIL)")")
   [ $rc = 0 ] || fail=1
   tail -3 "$out/$name.log"
 done
@@ -135,8 +141,8 @@ elif command -v compute-sanitizer >/dev/null; then
       [ -x "$t" ] || continue
       basename "$t" | grep -qE -- "$pick" || continue
       name=$(basename "$t")
-      GM_TEST_SMALL=1 compute-sanitizer --tool "$tool" --error-exitcode 99 "$t" > "$out/$name.$tool.log" 2>&1; rc=$?
-      summary+=("$(printf '%-22s %-10s %s' "$name" "$tool" "$( [ $rc = 0 ] && echo clean || echo "ERRORS ($rc)")")")
+      GM_TEST_SMALL=1 guard compute-sanitizer --tool "$tool" --error-exitcode 99 "$t" > "$out/$name.$tool.log" 2>&1; rc=$?
+      summary+=("$(printf '%-22s %-10s %s' "$name" "$tool" "$(verdict $rc clean ERRORS)")")
       [ $rc = 0 ] || fail=1
       grep -m3 -E "ERROR SUMMARY|Invalid|hazard" "$out/$name.$tool.log"
     done
@@ -150,7 +156,7 @@ if [ -z "${GM_GPU_NOBENCH:-}" ]; then
   fi
   if want match && [ -x "$dev/bin/bench_match" ] && [ -d "$dev/bench/stills" ]; then
     echo "== end to end per stage (bench_match, public stills)"
-    "$dev/bin/bench_match" -r 5 "$dev/bench/stills/manifest.jsonl" 2>&1 | tee "$out/bench_match.log"
+    guard "$dev/bin/bench_match" -r 5 "$dev/bench/stills/manifest.jsonl" 2>&1 | tee "$out/bench_match.log"
   fi
   # the public stills as one batch of 5,070 pairs (tools/bench/bench_pairs.sh):
   # pairs per second and the GPU's busy share, similarity and auto, the
