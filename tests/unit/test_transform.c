@@ -10,6 +10,8 @@
 #include <string.h>
 
 #include "common/common.h"
+#include "pipeline/backend.h"
+#include "stages/chain_core.h"
 #include "stages/pair_core.h"
 #include "stages/transform.h"
 #include "test_util.h"
@@ -649,6 +651,92 @@ END_TEST
  * first below the floor ends it (marked taken, as every candidate looked
  * at); a repeat of a remembered transform is passed over; the remembered
  * list grows by the picks while it has room. */
+/* ---- a chain of refinements (pipeline/chain.c's rule) ---------------------------- */
+
+/* A refinement that moves each transform's x shift one pixel towards 9
+ * (its "optimum" held in h[5] for the test) and scores it by its distance
+ * from there: whole = 1 / (1 + |tx - target|).  Each call logged. */
+static int g_calls, g_models[16], g_counts[16];
+static gm_status step_refine(void *lane, gm_map_at map, const gm_points *q, gm_model model,
+                             double *h, int iters, uint32_t n, gm_verify_score *sc)
+{
+    (void)lane, (void)map, (void)q, (void)iters;
+    if (g_calls < 16)
+        g_models[g_calls] = (int)model, g_counts[g_calls] = (int)n;
+    g_calls++;
+    for (uint32_t i = 0; i < n; i++) {
+        h[9 * i + 2] += 1;
+        memset(&sc[i], 0, sizeof sc[i]);
+        sc[i].whole = sc[i].confidence = 1.0 / (1.0 + fabs(h[9 * i + 2] - h[9 * i + 5]));
+    }
+    return GM_OK;
+}
+static const gm_backend_ops k_step_be = {.name = "steps", .refine = step_refine};
+
+/* The ladder refines only the flagged, the rounds keep a refinement while
+ * it explains more and drop a transform at its first that does not, the
+ * rounds end when none is left, a level's step carries every transform
+ * first (gm_h_rescale); the CPU's chain (no chain_queue) is this rule. */
+START_TEST(test_chain_rule)
+{
+    /* three transforms at x shift 0, their optima 1, 3 and 9 */
+    double h[27];
+    gm_verify_score v[3];
+    const double target[3] = {1, 3, 9};
+    for (int i = 0; i < 3; i++) {
+        const double t[9] = {1, 0, 0, 0, 1, target[i], 0, 0, 1};
+        memcpy(h + 9 * i, t, sizeof t);
+        memset(&v[i], 0, sizeof v[i]);
+    }
+    static const uint8_t only_first[3] = {1, 0, 0};
+    const gm_map_at none = {NULL, NULL};
+    const gm_chain_step steps[] = {
+        {none, GM_MODEL_SIMILARITY, 6, 0, 1, 1, 1, only_first}, /* x: 1, 0, 0 */
+        {none, GM_MODEL_AFFINE, 6, 3, 1, 1, 1, NULL},           /* rounds */
+    };
+    g_calls = 0;
+    EXPECT_EQ(GM_OK, gm_chain_run(&k_step_be, NULL, NULL, steps, 2, h, v, 3));
+    /* the ladder: one call, the first alone (x 0 -> 1).  Round 1: x 1 -> 2
+     * for the first (worse than its 1.0 at its optimum: it leaves), 0 -> 1
+     * for the others (better than no score: kept); round 2: the second
+     * 1 -> 2, the third 1 -> 2 (both better); round 3: 2 -> 3 (the second at
+     * its optimum) and 2 -> 3 */
+    EXPECT_EQ(g_calls, 4);
+    EXPECT_EQ(g_models[0], GM_MODEL_SIMILARITY);
+    EXPECT_EQ(g_counts[0], 1);
+    EXPECT_EQ(g_models[1], GM_MODEL_AFFINE);
+    EXPECT_EQ(g_counts[1], 3);
+    EXPECT_EQ(g_counts[2], 2);
+    EXPECT_EQ(g_counts[3], 2);
+    EXPECT(h[2] == 1 && h[9 + 2] == 3 && h[18 + 2] == 3);
+    EXPECT(v[0].whole == 1.0 && v[1].whole == 1.0 && v[2].whole == 1.0 / 7);
+    /* the rounds end early once every transform has left them */
+    for (int i = 0; i < 3; i++) /* each at its optimum: its first round is worse */
+        h[9 * i + 2] = target[i], v[i].whole = 1.0;
+    g_calls = 0;
+    EXPECT_EQ(GM_OK, gm_chain_run(&k_step_be, NULL, NULL, &steps[1], 1, h, v, 3));
+    EXPECT_EQ(g_calls, 1); /* one round, nothing better: the rest not run */
+    EXPECT(h[2] == 1 && h[9 + 2] == 3 && h[18 + 2] == 9);
+    /* a level's step: every transform carried from factor 2 to 1 first */
+    double hr[9] = {1.1, 0.1, 5, -0.1, 0.9, 7, 0, 0, 1}, want[9];
+    memcpy(want, hr, sizeof want);
+    gm_h_rescale(want, 1, 2, 1);
+    EXPECT(fabs(want[2] - (2 * 5 + 0.5)) < 1e-9 && fabs(want[0] - 2 * 1.1) < 1e-12);
+    const gm_chain_step level = {none, GM_MODEL_SIMILARITY, 0, 0, 1, 2, 1, NULL};
+    gm_verify_score vr;
+    memset(&vr, 0, sizeof vr);
+    g_calls = 0;
+    EXPECT_EQ(GM_OK, gm_chain_run(&k_step_be, NULL, NULL, &level, 1, hr, &vr, 1));
+    want[2] += 1; /* then refined once */
+    EXPECT(memcmp(hr, want, sizeof want) == 0);
+    /* what a chain cannot hold */
+    EXPECT_EQ(gm_chain_host(&k_step_be, NULL, NULL, steps, GM_CHAIN_STEPS + 1, h, v, 3),
+              GM_ERR_INVALID);
+    EXPECT_EQ(gm_chain_host(&k_step_be, NULL, NULL, steps, 1, h, v, GM_CHAIN_MAX + 1),
+              GM_ERR_INVALID);
+}
+END_TEST
+
 START_TEST(test_pair_pick)
 {
     enum { N = 6 };
@@ -701,6 +789,7 @@ static Suite *transform_suite(void)
     tcase_add_test(tc, test_pair_similarity);
     tcase_add_test(tc, test_pair_rot_doubtful);
     tcase_add_test(tc, test_pair_pick);
+    tcase_add_test(tc, test_chain_rule);
     tcase_add_test(tc, test_from_pairs_random);
     tcase_add_test(tc, test_apply);
     tcase_add_test(tc, test_fit_exact);
