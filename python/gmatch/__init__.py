@@ -35,7 +35,15 @@ import warnings
 
 import numpy as np
 
-from . import _gmatch
+# OpenMP's idle threads spin before they sleep (libgomp: some 300,000
+# rounds), taking cores that other work may need; libgomp reads how long as
+# it loads, with the extension below, so a shorter spin is set here where
+# the environment chose nothing (the gmatch command does the same; it has
+# no effect where libgomp was loaded already)
+if "OMP_WAIT_POLICY" not in os.environ and "GOMP_SPINCOUNT" not in os.environ:
+    os.environ["GOMP_SPINCOUNT"] = "3000"
+
+from . import _gmatch  # after the environment above
 
 __all__ = ["Reference", "Result", "match", "MODELS", "DEVICES", "video_available",
            "cuda_available", "__version__"]

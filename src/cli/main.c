@@ -36,6 +36,36 @@
 #include "cli/spool.h"
 #include "cli/warmstart.h"
 
+/* OpenMP's idle threads (libgomp's) spin some 300,000 rounds before they
+ * sleep, milliseconds of a core that other work may need: on the 2-core
+ * development machine with its other core busy, a public still took
+ * 153-169 ms under the default and 93-99 ms spinning 3,000 rounds
+ * (docs/speed.md, "OpenMP's idle threads").  libgomp reads its settings as
+ * it loads, before main, so the command sets the shorter spin and runs
+ * itself again, once, before anything else; an environment that chose
+ * (OMP_WAIT_POLICY or GOMP_SPINCOUNT set) is kept.  No library does this
+ * for a program: gmatch.h says what to set. */
+#define GM_CLI_SPINCOUNT "3000"
+
+static void omp_wait_env(char **argv)
+{
+    if (getenv("OMP_WAIT_POLICY") || getenv("GOMP_SPINCOUNT"))
+        return;
+    if (setenv("GOMP_SPINCOUNT", GM_CLI_SPINCOUNT, 1) != 0)
+        return;
+    execv("/proc/self/exe", argv);
+    unsetenv("GOMP_SPINCOUNT"); /* no /proc: the process goes on as it was */
+}
+
+/* -v: how OpenMP's idle threads wait. */
+static void note_omp_wait(void)
+{
+    const char *p = getenv("OMP_WAIT_POLICY"), *n = getenv("GOMP_SPINCOUNT");
+    fprintf(stderr, PROG ": OpenMP's idle threads: %s%s%s%s%s\n",
+            p ? "OMP_WAIT_POLICY=" : "", p ? p : "", p && n ? ", " : "",
+            n ? "GOMP_SPINCOUNT=" : "", n ? n : "");
+}
+
 /* --draw DIR: the folder first: a run that cannot write its pictures stops
  * at once.  Returns 0, or -1 when the folder cannot be made. */
 static int make_draw_folder(const cli_opts *o)
@@ -147,6 +177,7 @@ static void close_output(const cli_opts *o, run_ctx *rc)
 
 int main(int argc, char **argv)
 {
+    omp_wait_env(argv);
     g_main_ms = now_ms();
     cli_opts o;
     memset(&o, 0, sizeof o);
@@ -160,6 +191,8 @@ int main(int argc, char **argv)
     if (o.draw && make_draw_folder(&o) != 0)
         return EXIT_USAGE;
     gm_video_log(o.verbosity >= VERBOSITY_VERBOSE);
+    if (o.verbosity >= VERBOSITY_VERBOSE)
+        note_omp_wait();
     if (o.threads_given && o.params.threads <= 0) /* --threads 0: every core */
         o.params.threads = omp_get_num_procs();
 

@@ -221,6 +221,15 @@ expect_rc 0 "-v" -v ref.png query.png
 check "-v names the device" grep -Eq 'device: (cpu|cuda)' err
 check "-v prints the reference preparation" grep -q 'prepare' err
 check "-v prints stage timings" grep -q 'vote' err
+# OpenMP's idle threads: a shorter spin where the environment chose nothing
+# (the command runs itself again with it), the environment's choice kept
+run() { env -u GOMP_SPINCOUNT -u OMP_WAIT_POLICY "$gm" "$@" > out 2> err; rc=$?; }
+expect_rc 0 "-v, no OpenMP setting" -v ref.png query.png
+check "-v: the command's spin" grep -q "OpenMP's idle threads: GOMP_SPINCOUNT=3000" err
+run() { OMP_WAIT_POLICY=passive "$gm" "$@" > out 2> err; rc=$?; }
+expect_rc 0 "-v, OMP_WAIT_POLICY set" -v ref.png query.png
+check "-v: the environment's choice kept" grep -q "OpenMP's idle threads: OMP_WAIT_POLICY=passive$" err
+run() { "$gm" "$@" > out 2> err; rc=$?; }
 expect_rc 1 "-q with a missing query" -q ref.png query.png missing.png
 check "-q still prints errors" grep -q 'missing.png' err
 expect_rc 0 "-q" -q ref.png query.png

@@ -52,6 +52,20 @@ def test_version_and_availability():
     assert isinstance(gmatch.cuda_available(), bool)
 
 
+def test_openmp_spin():
+    """The module sets OpenMP's shorter spin where the environment chose
+    nothing, before the library (and libgomp) load; a choice is kept."""
+    import subprocess
+    import sys
+    code = "import os, gmatch; print(os.environ.get('GOMP_SPINCOUNT'))"
+    env = {k: v for k, v in os.environ.items() if k not in ("GOMP_SPINCOUNT", "OMP_WAIT_POLICY")}
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
+    assert out.stdout.strip() == "3000", out.stderr
+    env["OMP_WAIT_POLICY"] = "passive"
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
+    assert out.stdout.strip() == "None", out.stderr
+
+
 def test_backend_and_fallback(sample):
     ref = sample[0]
     assert ref.backend == "cpu" and ref.fallback == ""
