@@ -61,9 +61,9 @@ static void omp_wait_env(char **argv)
 static void note_omp_wait(void)
 {
     const char *p = getenv("OMP_WAIT_POLICY"), *n = getenv("GOMP_SPINCOUNT");
-    fprintf(stderr, PROG ": OpenMP's idle threads: %s%s%s%s%s\n",
+    fprintf(stderr, PROG ": OpenMP's idle threads: %s%s%s%s%s%s\n",
             p ? "OMP_WAIT_POLICY=" : "", p ? p : "", p && n ? ", " : "",
-            n ? "GOMP_SPINCOUNT=" : "", n ? n : "");
+            n ? "GOMP_SPINCOUNT=" : "", n ? n : "", p || n ? "" : "the runtime's default");
 }
 
 /* --draw DIR: the folder first: a run that cannot write its pictures stops
