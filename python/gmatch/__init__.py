@@ -24,7 +24,11 @@ similarity and affine models (cv2.warpAffine), 3x3 for a homography
 (cv2.warpPerspective); Result.matrix3 is always 3x3.
 
 Threads: Reference.match releases the GIL while it runs, so several threads
-can match queries against one reference at once.  Errors raise OSError (a
+can match queries against one reference at once.  Importing the module sets
+GOMP_SPINCOUNT=3000 in os.environ where neither it nor OMP_WAIT_POLICY is
+set, so that OpenMP's idle threads sleep after some 0.1 ms instead of
+spinning for milliseconds on cores other work may need (processes started
+later inherit it).  Errors raise OSError (a
 file that cannot be read), ValueError (an array that is not an image, a
 parameter out of range), MemoryError, or RuntimeError (a device failure),
 each with the library's one-line message.
