@@ -61,6 +61,12 @@ struct refine_gate {
     const uint8_t *take;
 };
 
+/* A model the refinements know. */
+static bool model_known(gm_model m)
+{
+    return m == GM_MODEL_SIMILARITY || m == GM_MODEL_AFFINE || m == GM_MODEL_HOMOGRAPHY;
+}
+
 static __device__ __forceinline__ bool gate_off(const refine_gate &g, uint32_t c)
 {
     return (g.live && c >= *g.live) || (g.take && !g.take[c]);
@@ -1319,8 +1325,7 @@ extern "C" gm_status gm_refine_queue_at(const gm_edge_map_dev *map, gm_verify_de
                                         cudaStream_t stream)
 {
     if (!map || !v || first > v->max_cands || nc > v->max_cands - first || iters < 0 ||
-        (model != GM_MODEL_SIMILARITY && model != GM_MODEL_AFFINE &&
-         model != GM_MODEL_HOMOGRAPHY))
+        !model_known(model))
         return GM_ERR_INVALID;
     if (nc == 0)
         return GM_OK;
@@ -1337,11 +1342,6 @@ extern "C" gm_status gm_spread_cuda(const gm_edge_map_dev *map, gm_verify_dev *v
 {
     return gm_spread_refine_cuda(map, v, model, h, w, hgt, spread, GM_MODEL_SIMILARITY, 0, NULL,
                                  NULL, stream);
-}
-
-static bool model_known(gm_model m)
-{
-    return m == GM_MODEL_SIMILARITY || m == GM_MODEL_AFFINE || m == GM_MODEL_HOMOGRAPHY;
 }
 
 /* The four refits at d_params[0, 36), the transform beside them at
@@ -1389,8 +1389,7 @@ extern "C" gm_status gm_refine_verify_cuda(const gm_edge_map_dev *map, gm_verify
                                            gm_verify_score *scores, cudaStream_t stream)
 {
     if (!map || !v || nc > v->max_cands || iters < 0 || (nc && (!h || !scores)) ||
-        (model != GM_MODEL_SIMILARITY && model != GM_MODEL_AFFINE &&
-         model != GM_MODEL_HOMOGRAPHY))
+        !model_known(model))
         return GM_ERR_INVALID;
     if (nc == 0)
         return GM_OK;
