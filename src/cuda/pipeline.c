@@ -59,6 +59,13 @@ struct gm_gpu_lane {
     hbuf h_img, h_all, h_keys, h_best, h_cs;
     /* verification: the query's points and the candidates */
     gm_verify_dev verify;
+    /* an answer's rivals (gm_gpu_chain_queue): a stream and buffers of
+     * their own, the query's points copied there from verify's after the
+     * event forked, so that the device refines them beside what the main
+     * stream does meanwhile (the answer's checks); made on first use */
+    cudaStream_t side_stream;
+    cudaEvent_t forked, joined; /* joined: the side stream's last chain queued */
+    gm_verify_dev side;
     /* the vote's end, the reduction's and a pairing's decisions', timed on
      * the stream (gm_gpu_vote, gm_gpu_pair) */
     cudaEvent_t voted, reduced, decided;
@@ -213,6 +220,15 @@ static void lane_free(gm_gpu_lane *g)
             (void)cudaEventDestroy(g->decided);
         (void)cudaStreamDestroy(g->stream);
     }
+    if (g->side_stream) {
+        (void)gm_cuda_stream_wait(g->side_stream);
+        gm_verify_dev_free(&g->side);
+        (void)cudaStreamDestroy(g->side_stream);
+    }
+    if (g->forked)
+        (void)cudaEventDestroy(g->forked);
+    if (g->joined)
+        (void)cudaEventDestroy(g->joined);
     (void)cudaGetLastError();
     free(g);
 }
@@ -271,7 +287,8 @@ static gm_gpu_lane *spare_take(int dev)
  * stream idle and without error): 1, else 0 (the caller frees it). */
 static int spare_put(gm_gpu_lane *l)
 {
-    if (l->dev < 0 || l->dev >= GM_SPARE_DEVICES || gm_cuda_stream_wait(l->stream) != cudaSuccess) {
+    if (l->dev < 0 || l->dev >= GM_SPARE_DEVICES || gm_cuda_stream_wait(l->stream) != cudaSuccess ||
+        (l->side_stream && gm_cuda_stream_wait(l->side_stream) != cudaSuccess)) {
         (void)cudaGetLastError();
         return 0;
     }
@@ -945,6 +962,10 @@ gm_status gm_gpu_verify_points(gm_gpu_lane *g, const gm_points *q)
      * public still's similarity refinements 12-24% faster with the wide
      * blocks, 16 video lanes 5% slower at 640x360 (docs/speed.md) */
     g->verify.wide = g->alone;
+    /* a chain still on the side stream (one not collected: an error's
+     * path) may be copying the last points: the new ones after it */
+    if (g->joined)
+        GM_CUDA_CHECK(cudaStreamWaitEvent(g->stream, g->joined, 0));
     return gm_verify_points_upload(&g->verify, q, g->stream);
 }
 
@@ -971,18 +992,66 @@ gm_status gm_gpu_grow(gm_gpu_lane *g, const gm_gpu_level *lv, gm_model model, do
                                g->stream);
 }
 
+/* The side stream, its event and buffers for the points of verify (made
+ * on first use, grown with verify's). */
+static gm_status side_need(gm_gpu_lane *g)
+{
+    if (!g->side_stream &&
+        cudaStreamCreateWithFlags(&g->side_stream, cudaStreamNonBlocking) != cudaSuccess) {
+        g->side_stream = NULL;
+        gm_cuda_record_error(cudaGetLastError(), "cudaStreamCreateWithFlags", __func__, __FILE__,
+                             __LINE__);
+        return GM_ERR_DEVICE;
+    }
+    if ((!g->forked && cudaEventCreateWithFlags(&g->forked, cudaEventDisableTiming) != cudaSuccess) ||
+        (!g->joined && cudaEventCreateWithFlags(&g->joined, cudaEventDisableTiming) != cudaSuccess)) {
+        gm_cuda_record_error(cudaGetLastError(), "cudaEventCreate", __func__, __FILE__, __LINE__);
+        return GM_ERR_DEVICE;
+    }
+    if (g->side.max_cands == 0 || g->side.cap < g->verify.cap) {
+        gm_verify_dev_free(&g->side);
+        return gm_verify_dev_alloc(&g->side, g->verify.cap, GM_GPU_MAX_CANDS);
+    }
+    return GM_OK;
+}
+
+/* A chain (an answer's rivals) on the side stream: it waits for what the
+ * main stream has queued so far (the points' upload among it), copies the
+ * points to its own buffers and refines there, so the main stream may go
+ * on (verify's candidate buffers are not touched) until
+ * gm_gpu_chain_collect; a lane's next query's points wait for that, as
+ * the host does. */
 gm_status gm_gpu_chain_queue(gm_gpu_lane *g, const gm_gpu_level *const *lv,
                              gm_chain_dev_step *steps, int ns, const double *h,
                              const gm_verify_score *v, uint32_t n)
 {
     for (int k = 0; k < ns; k++)
         steps[k].map = verify_map(g, lv[k]); /* NULL: GM_ERR_INVALID */
-    return gm_chain_queue_cuda(&g->verify, steps, ns, h, v, n, g->stream);
+    gm_status st = side_need(g);
+    if (st != GM_OK)
+        return st;
+    gm_verify_dev *s = &g->side;
+    s->n = g->verify.n;
+    s->wide = g->verify.wide;
+    s->cluster = g->verify.cluster;
+    GM_CUDA_CHECK(cudaEventRecord(g->forked, g->stream));
+    GM_CUDA_CHECK(cudaStreamWaitEvent(g->side_stream, g->forked, 0));
+    if (s->n) {
+        GM_CUDA_CHECK(cudaMemcpyAsync(s->d_pts, g->verify.d_pts, s->n * sizeof *s->d_pts,
+                                      cudaMemcpyDeviceToDevice, g->side_stream));
+        GM_CUDA_CHECK(cudaMemcpyAsync(s->d_cs, g->verify.d_cs, 2 * (size_t)s->n * sizeof *s->d_cs,
+                                      cudaMemcpyDeviceToDevice, g->side_stream));
+    }
+    st = gm_chain_queue_cuda(s, steps, ns, h, v, n, g->side_stream);
+    GM_CUDA_CHECK(cudaEventRecord(g->joined, g->side_stream));
+    return st;
 }
 
 gm_status gm_gpu_chain_collect(gm_gpu_lane *g, double *h, gm_verify_score *v, uint32_t n)
 {
-    return gm_chain_collect_cuda(&g->verify, h, v, n, g->stream);
+    if (!g->side_stream)
+        return GM_ERR_INVALID;
+    return gm_chain_collect_cuda(&g->side, h, v, n, g->side_stream);
 }
 
 gm_status gm_gpu_refine(gm_gpu_lane *g, const gm_gpu_level *lv, gm_model model, double *h,

@@ -1269,7 +1269,29 @@ static gm_status answer_checks(const query_run *qr, answer *a)
  * reason of a "none".  explained: what the edges explained before the
  * checks of answer_checks (a "none" below the threshold there is weak; one
  * that the checks took there, uncertain or ambiguous). */
-static gm_status answer_report(const query_run *qr, answer *a, double explained)
+/* The second of the search's other refined transforms (the most any of
+ * them that is another placement than the search's best explains). */
+static double search_second(const search_state *ss, const side *q0)
+{
+    double second = 0;
+    for (int i = 0; i < ss->n_refined; i++)
+        if (corner_dist(ss->refined[i], ss->m0, q0->w, q0->h) > GM_DISTINCT_PX &&
+            ss->rconf[i] > second)
+            second = ss->rconf[i];
+    return second;
+}
+
+/* Rivals begun ahead of the answer's checks (decide: on a GPU, beside
+ * them), with the answer they were begun for. */
+typedef struct {
+    rivals_job job;
+    int begun;
+    gm_model chosen;
+    double hw[9];
+} rivals_ahead;
+
+static gm_status answer_report(const query_run *qr, answer *a, double explained,
+                               rivals_ahead *ahead)
 {
     const gm_index *r = qr->r;
     const search_state *ss = qr->ss;
@@ -1289,11 +1311,7 @@ static gm_status answer_report(const query_run *qr, answer *a, double explained)
     out->model = a->chosen;
     memcpy(out->h, h, sizeof h);
     memcpy(out->m, h, sizeof out->m);
-    double second = 0;
-    for (int i = 0; i < ss->n_refined; i++)
-        if (corner_dist(ss->refined[i], ss->m0, q0->w, q0->h) > GM_DISTINCT_PX &&
-            ss->rconf[i] > second)
-            second = ss->rconf[i];
+    const double second = search_second(ss, q0);
     /* against the final model's confidence: under shear or perspective
      * two similarities may each fit a part about equally, while the
      * refined model fits the whole */
@@ -1310,9 +1328,20 @@ static gm_status answer_report(const query_run *qr, answer *a, double explained)
      * be reported before it will not be after: the rivals are begun first,
      * on the GPU while the host computes the uncertainty, and set aside
      * where the uncertainty takes the answer below the threshold */
-    rivals_job rivals, *rj = NULL;
-    if (a->score.confidence * distinct_of(second, a->score.whole) >= min_conf) {
-        rj = &rivals;
+    rivals_job *rj = NULL;
+    const int want = a->score.confidence * distinct_of(second, a->score.whole) >= min_conf;
+    if (ahead->begun) {
+        /* begun ahead for the answer as it stood before the checks: kept
+         * where it is still that answer and still wanted, else its results
+         * set aside (the lane's chain buffers are then free again) */
+        ahead->begun = 0;
+        if (want && ahead->chosen == a->chosen && !memcmp(ahead->hw, a->hw, sizeof a->hw))
+            rj = &ahead->job;
+        else if ((st = gm_chain_end(&ahead->job.job)) != GM_OK)
+            return st;
+    }
+    if (want && !rj) {
+        rj = &ahead->job;
         if ((st = rivals_begin(r, qr->lane, ss, lv, q0, qr->vq0, bf, a->chosen, a->hw, rj)) !=
             GM_OK)
             return st;
@@ -1373,8 +1402,36 @@ static gm_status decide(const query_run *qr)
      * determinacy (the reason of a "none": weak below the threshold
      * here, uncertain or ambiguous when the checks take it there) */
     const double explained = a.score.confidence;
+    /* on a GPU (a backend with its own chain) the rivals of the answer as
+     * it stands are begun before its checks, on the lane's side stream, so
+     * the device refines both at once: the checks only lower the answer's
+     * scores, unless auto sets the homography aside, so an answer that
+     * would not have its rivals refined now would not after them either;
+     * answer_report keeps them where the answer is still the same and
+     * still wants them (a still's rivals and checks: 0.2 ms of a lone
+     * still's 1.6, docs/speed.md) */
+    rivals_ahead ahead;
+    ahead.begun = 0;
+    const gm_index *r = qr->r;
+    const side *q0 = &qr->lv->q[0];
+    if (r->be->chain_queue && a.score.confidence * distinct_of(search_second(qr->ss, q0),
+                                                                a.score.whole) >=
+                                  r->p.min_confidence) {
+        int bf;
+        (void)level_map(r, a.bl, &bf);
+        st = rivals_begin(r, qr->lane, qr->ss, qr->lv, q0, qr->vq0, bf, a.chosen, a.hw, &ahead.job);
+        if (st != GM_OK)
+            return st;
+        ahead.begun = 1;
+        ahead.chosen = a.chosen;
+        memcpy(ahead.hw, a.hw, sizeof ahead.hw);
+    }
     if ((st = answer_checks(qr, &a)) == GM_OK)
-        st = answer_report(qr, &a, explained);
+        st = answer_report(qr, &a, explained, &ahead);
+    if (ahead.begun) { /* an error on the way: the device's chain ended all the same */
+        gm_status se = gm_chain_end(&ahead.job.job);
+        st = st == GM_OK ? se : st;
+    }
     qr->out->time.decide += gm_now_ms() - tr;
     return st;
 }

@@ -145,6 +145,26 @@ static void run(const gm_backend_ops *be, void *dev, void *lane, run_t *o)
     }
     gm_map_at mat = {&o->map, NULL};
     EXPECT_OK(be->verify(lane, mat, &o->vq, o->ms, o->nc, o->sv));
+    /* a chain as the matcher's rivals' (begun here and ended after the
+     * refinements below, which the device runs meanwhile, as the matcher's
+     * answer checks beside its rivals): the candidates' similarities (the
+     * second left out) up the ladder to a homography, its rounds, then
+     * carried to another level's factor (scored there as they stand) and
+     * back, refined again */
+    static const uint8_t take[NREF] = {1, 0, 1};
+    for (int i = 0; i < NREF; i++)
+        gm_h_from_m(o->ms + 6 * ((uint32_t)i < o->nc ? (uint32_t)i : 0), o->hc[i]);
+    const gm_chain_step steps[] = {
+        {mat, GM_MODEL_SIMILARITY, 6, 0, 2, 1, 1, take},
+        {mat, GM_MODEL_AFFINE, 6, 0, 2, 1, 1, take},
+        {mat, GM_MODEL_HOMOGRAPHY, 10, 0, 2, 1, 1, NULL},
+        {mat, GM_MODEL_HOMOGRAPHY, 10, 4, 2, 1, 1, NULL},
+        {mat, GM_MODEL_HOMOGRAPHY, 0, 0, 2, 1, 2, NULL}, /* scored only */
+        {mat, GM_MODEL_HOMOGRAPHY, 10, 0, 2, 2, 1, NULL},
+    };
+    gm_chain_job job;
+    EXPECT_OK(gm_chain_begin(&job, be, lane, &o->vq, steps, (int)(sizeof steps / sizeof *steps),
+                             &o->hc[0][0], o->sc, NREF));
     /* the best three (by the CPU's order, the same scores), refined to a
      * similarity and to a homography, grown from a seed, and the spread */
     double seeds[NREF][3];
@@ -166,23 +186,21 @@ static void run(const gm_backend_ops *be, void *dev, void *lane, run_t *o)
     const gm_refine_beside beside = {GM_MODEL_HOMOGRAPHY, 10, o->hb, &o->sb};
     EXPECT_OK(be->spread(lane, mat, &o->vq, GM_MODEL_HOMOGRAPHY, o->hh[0], o->qs.w, o->qs.h,
                          &o->spread, &beside));
-    /* a chain as the matcher's rivals': the candidates' similarities (the
-     * second left out) up the ladder to a homography, its rounds, then
-     * carried to another level's factor (scored there as they stand) and
-     * back, refined again */
-    static const uint8_t take[NREF] = {1, 0, 1};
+    EXPECT_OK(gm_chain_end(&job));
+    /* the same chain again, begun and ended with nothing between (the
+     * lane's chain buffers used anew, after one set aside): the same
+     * numbers bit for bit */
+    double hc2[NREF][9];
+    gm_verify_score sc2[NREF];
+    memset(sc2, 0, sizeof sc2);
     for (int i = 0; i < NREF; i++)
-        gm_h_from_m(o->ms + 6 * ((uint32_t)i < o->nc ? (uint32_t)i : 0), o->hc[i]);
-    const gm_chain_step steps[] = {
-        {mat, GM_MODEL_SIMILARITY, 6, 0, 2, 1, 1, take},
-        {mat, GM_MODEL_AFFINE, 6, 0, 2, 1, 1, take},
-        {mat, GM_MODEL_HOMOGRAPHY, 10, 0, 2, 1, 1, NULL},
-        {mat, GM_MODEL_HOMOGRAPHY, 10, 4, 2, 1, 1, NULL},
-        {mat, GM_MODEL_HOMOGRAPHY, 0, 0, 2, 1, 2, NULL}, /* scored only */
-        {mat, GM_MODEL_HOMOGRAPHY, 10, 0, 2, 2, 1, NULL},
-    };
-    EXPECT_OK(gm_chain_run(be, lane, &o->vq, steps, (int)(sizeof steps / sizeof *steps),
-                           &o->hc[0][0], o->sc, NREF));
+        gm_h_from_m(o->ms + 6 * ((uint32_t)i < o->nc ? (uint32_t)i : 0), hc2[i]);
+    EXPECT_OK(gm_chain_begin(&job, be, lane, &o->vq, steps, (int)(sizeof steps / sizeof *steps),
+                             &hc2[0][0], sc2, NREF));
+    EXPECT_OK(gm_chain_end(&job));
+    EXPECT(memcmp(hc2, o->hc, sizeof hc2) == 0);
+    for (int i = 0; i < NREF; i++)
+        EXPECT(sc2[i].hits == o->sc[i].hits && sc2[i].whole == o->sc[i].whole);
     free(b.key);
     free(qb.key);
 }
