@@ -48,9 +48,9 @@
  * calls the functions that say so.  OpenMP's idle threads spin before they
  * sleep (GNU libgomp: some 300,000 rounds), milliseconds of a core that
  * other work may need: a program whose cores are shared may set
- * GOMP_SPINCOUNT=3000 or OMP_WAIT_POLICY=passive in its environment before
- * it starts (read as libgomp loads); the gmatch command and the Python
- * module set GOMP_SPINCOUNT=3000 where neither is set.
+ * GOMP_SPINCOUNT=30000 or OMP_WAIT_POLICY=passive in its environment
+ * before it starts (read as libgomp loads); the gmatch command and the
+ * Python module set GOMP_SPINCOUNT=30000 where neither is set.
  *
  * Conventions: the matrix m = [a b c; d e f] maps query pixel (x, y) to
  * reference pixel (a*x + b*y + c, d*x + e*y + f); x right, y down, pixel

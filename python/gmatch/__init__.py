@@ -25,10 +25,10 @@ similarity and affine models (cv2.warpAffine), 3x3 for a homography
 
 Threads: Reference.match releases the GIL while it runs, so several threads
 can match queries against one reference at once.  Importing the module sets
-GOMP_SPINCOUNT=3000 in os.environ where neither it nor OMP_WAIT_POLICY is
-set, so that OpenMP's idle threads sleep after some 0.1 ms instead of
-spinning for milliseconds on cores other work may need (processes started
-later inherit it).  Errors raise OSError (a
+GOMP_SPINCOUNT=30000 in os.environ where neither it nor OMP_WAIT_POLICY is
+set, so that OpenMP's idle threads sleep after a tenth of the runtime's
+default spin instead of spinning for milliseconds on cores other work may
+need (processes started later inherit it).  Errors raise OSError (a
 file that cannot be read), ValueError (an array that is not an image, a
 parameter out of range), MemoryError, or RuntimeError (a device failure),
 each with the library's one-line message.
@@ -45,7 +45,7 @@ import numpy as np
 # the environment chose nothing (the gmatch command does the same; it has
 # no effect where libgomp was loaded already)
 if "OMP_WAIT_POLICY" not in os.environ and "GOMP_SPINCOUNT" not in os.environ:
-    os.environ["GOMP_SPINCOUNT"] = "3000"
+    os.environ["GOMP_SPINCOUNT"] = "30000"
 
 from . import _gmatch  # after the environment above
 

@@ -39,13 +39,17 @@
 /* OpenMP's idle threads (libgomp's) spin some 300,000 rounds before they
  * sleep, milliseconds of a core that other work may need: on the 2-core
  * development machine with its other core busy, a public still took
- * 153-169 ms under the default and 93-99 ms spinning 3,000 rounds
+ * 153-169 ms under the default and 93-99 ms spinning 3,000 rounds; but on
+ * the GPU machine's 16 quiet cores 3,000 rounds let threads sleep between
+ * the CPU path's parallel regions and cost it 5-20%.  30,000 rounds keep
+ * both: 80-83 ms there busy (3,000: 75-91, the default 95-115), and the
+ * default's times on 16 quiet cores within the runs' spread
  * (docs/speed.md, "OpenMP's idle threads").  libgomp reads its settings as
  * it loads, before main, so the command sets the shorter spin and runs
  * itself again, once, before anything else; an environment that chose
  * (OMP_WAIT_POLICY or GOMP_SPINCOUNT set) is kept.  No library does this
  * for a program: gmatch.h says what to set. */
-#define GM_CLI_SPINCOUNT "3000"
+#define GM_CLI_SPINCOUNT "30000"
 
 static void omp_wait_env(char **argv)
 {

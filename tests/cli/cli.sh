@@ -225,7 +225,7 @@ check "-v prints stage timings" grep -q 'vote' err
 # (the command runs itself again with it), the environment's choice kept
 run() { env -u GOMP_SPINCOUNT -u OMP_WAIT_POLICY "$gm" "$@" > out 2> err; rc=$?; }
 expect_rc 0 "-v, no OpenMP setting" -v ref.png query.png
-check "-v: the command's spin" grep -q "OpenMP's idle threads: GOMP_SPINCOUNT=3000" err
+check "-v: the command's spin" grep -q "OpenMP's idle threads: GOMP_SPINCOUNT=30000" err
 run() { OMP_WAIT_POLICY=passive "$gm" "$@" > out 2> err; rc=$?; }
 expect_rc 0 "-v, OMP_WAIT_POLICY set" -v ref.png query.png
 check "-v: the environment's choice kept" grep -q "OpenMP's idle threads: OMP_WAIT_POLICY=passive$" err

@@ -60,7 +60,7 @@ def test_openmp_spin():
     code = "import os, gmatch; print(os.environ.get('GOMP_SPINCOUNT'))"
     env = {k: v for k, v in os.environ.items() if k not in ("GOMP_SPINCOUNT", "OMP_WAIT_POLICY")}
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
-    assert out.stdout.strip() == "3000", out.stderr
+    assert out.stdout.strip() == "30000", out.stderr
     env["OMP_WAIT_POLICY"] = "passive"
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
     assert out.stdout.strip() == "None", out.stderr
