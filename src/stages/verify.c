@@ -295,6 +295,97 @@ void gm_refine_model_cpu(const gm_edge_map *map, const gm_points *q, gm_model mo
     free(cs);
 }
 
+void gm_refine_models_cpu(const gm_edge_map *map, const gm_points *q, gm_model model, double *h,
+                          int iters, int nt, gm_verify_score *scores)
+{
+    const size_t n = q->n;
+    if (nt <= 0)
+        return;
+    double *buf = NULL;
+    uint8_t *found = NULL;
+    float *cs = NULL;
+    int *live = malloc((size_t)nt * sizeof *live), *at = malloc((size_t)nt * sizeof *at);
+    if (n >= GM_REFINE_MIN_PAIRS && iters > 0) {
+        buf = malloc((size_t)nt * n * 7 * sizeof *buf);
+        found = malloc((size_t)nt * n);
+        cs = malloc(n * 2 * sizeof *cs);
+        if (!buf || !found || !cs || !live || !at) {
+            /* one at a time, as the caller would have */
+            for (int t = 0; t < nt; t++)
+                gm_refine_model_cpu(map, q, model, h + 9 * (size_t)t, iters);
+        } else {
+            gm_points_cs(q, cs);
+            const gm_map_view v = view_of(map);
+            for (int t = 0; t < nt; t++)
+                live[t] = 1;
+            for (int it = 0; it < iters; it++) {
+                const int r = gm_refine_radius(it);
+                const double huber = gm_refine_huber(it);
+                int na = 0;
+                for (int t = 0; t < nt; t++)
+                    if (live[t])
+                        at[na++] = t;
+                if (na == 0)
+                    break;
+                const int64_t total = (int64_t)na * (int64_t)n;
+#pragma omp parallel for num_threads(gm_threads()) schedule(static)
+                for (int64_t i = 0; i < total; i++) {
+                    const int t = at[i / (int64_t)n];
+                    const size_t k = (size_t)(i % (int64_t)n);
+                    double *b = buf + (size_t)t * 7 * n;
+                    gm_point p = q->p[k];
+                    gm_corr c = {0, 0, 0, 0, 0, 0, 0};
+                    found[(size_t)t * n + k] = (uint8_t)(gm_refine_match(&v, h + 9 * (size_t)t, p,
+                                                                         cs[2 * k], cs[2 * k + 1],
+                                                                         r, huber, &c) != 0);
+                    b[k] = c.qx;
+                    b[n + k] = c.qy;
+                    b[2 * n + k] = c.rx;
+                    b[3 * n + k] = c.ry;
+                    b[4 * n + k] = c.nx;
+                    b[5 * n + k] = c.ny;
+                    b[6 * n + k] = c.w;
+                }
+#pragma omp parallel for num_threads(gm_threads()) schedule(static, 1) if (na > 1)
+                for (int j = 0; j < na; j++) {
+                    const int t = at[j];
+                    const double *b = buf + (size_t)t * 7 * n;
+                    int cnt = 0;
+                    for (size_t k = 0; k < n; k++)
+                        cnt += found[(size_t)t * n + k];
+                    double hh[9];
+                    if (cnt < GM_REFINE_MIN_PAIRS ||
+                        gm_model_fit_lines(model, b, b + n, b + 2 * n, b + 3 * n, b + 4 * n,
+                                           b + 5 * n, b + 6 * n, (int)n, h + 9 * (size_t)t,
+                                           hh) != 0)
+                        live[t] = 0;
+                    else
+                        memcpy(h + 9 * (size_t)t, hh, sizeof hh);
+                }
+            }
+        }
+    }
+    free(buf);
+    free(found);
+    free(cs);
+    free(live);
+    free(at);
+    if (!scores)
+        return;
+    /* the strict scores: integer counts, the same in any order */
+    const gm_map_view v = view_of(map);
+    for (int t = 0; t < nt; t++) {
+        const double *ht = h + 9 * (size_t)t;
+        uint32_t hits = 0, bg = 0, in = 0;
+#pragma omp parallel for num_threads(gm_threads()) schedule(static) reduction(+ : hits, bg, in)
+        for (int64_t k = 0; k < (int64_t)n; k++) {
+            gm_point p = q->p[k];
+            hits += gm_verify_strict_point(&v, ht, p, cosf(p.angle), sinf(p.angle), &bg, &in);
+        }
+        scores[t] = gm_score_of(q->n, in, hits, bg);
+    }
+}
+
 /* Region growing: an affine map right near its triangle (a view with
  * perspective is locally affine) is refined to the model on the query
  * points within a radius of the triangle's centroid, starting at half its

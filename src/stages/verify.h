@@ -59,6 +59,16 @@ void gm_refine_cpu(const gm_edge_map *map, const gm_points *q, double m[6], int 
 void gm_refine_model_cpu(const gm_edge_map *map, const gm_points *q, gm_model model, double h[9],
                          int iters);
 gm_verify_score gm_verify_strict_h_cpu(const gm_edge_map *map, const gm_points *q, const double h[9]);
+/* nt transforms h[9 t..] refined together, each as gm_refine_model_cpu
+ * refines it (the same numbers bit for bit: each point's partner in its own
+ * slot, each fit in the points' order), then, scores not NULL, scored as
+ * gm_verify_strict_h_cpu scores it into scores[t]: an iteration's partner
+ * searches of every transform still refining in one parallel loop, then
+ * their fits side by side.  For fewer transforms than threads, where one
+ * transform a thread leaves cores idle (the decision's refinements of one
+ * to a few transforms on a machine of many cores). */
+void gm_refine_models_cpu(const gm_edge_map *map, const gm_points *q, gm_model model, double *h,
+                          int iters, int nt, gm_verify_score *scores);
 /* Region growing (src/stages/verify.c): h, right near a seed (x, y; its triangle's
  * longer side s), refined to model on the points of q within a radius of
  * the seed, from max(GM_GROW_START s, GM_GROW_MIN_PX) by steps of

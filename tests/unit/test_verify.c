@@ -673,6 +673,78 @@ START_TEST(test_threads)
 }
 END_TEST
 
+/* gm_refine_models_cpu: several transforms refined together on 1 and 4
+ * threads, each the same bit for bit as gm_refine_model_cpu alone then
+ * gm_verify_strict_h_cpu, under each model; one far off (no partners: its
+ * refinement ends at once while the others go on), zero iterations (scores
+ * only), and too few points. */
+START_TEST(test_refine_together)
+{
+    int w = 240, h = 200;
+    uint8_t *ref = render(w, h, IDENT);
+    gm_points all = edge_points(ref, w, h);
+    gm_edge_map map;
+    EXPECT_EQ(gm_edge_map_build_cpu(&all, w, h, 2, &map), GM_OK);
+    double T[6];
+    make_sim(12, 1.05, 25, 20, T);
+    uint8_t *qim = render(160, 140, T);
+    gm_points q = edge_points(qim, 160, 140);
+    enum { NT = 4 };
+    double h0[NT][9];
+    for (int t = 0; t < NT; t++) {
+        double m[6];
+        memcpy(m, T, sizeof m);
+        m[2] += 0.7 * t - 1.0;
+        m[5] += 0.4 * t;
+        gm_h_from_m(m, h0[t]);
+    }
+    h0[2][2] += 5000; /* far off the reference: no partner */
+    gm_point few_p[3] = {{5, 5, 0, 1}, {6, 5, 0, 1}, {7, 5, 0, 1}};
+    const gm_points few = {few_p, 3};
+    const gm_model models[] = {GM_MODEL_SIMILARITY, GM_MODEL_AFFINE, GM_MODEL_HOMOGRAPHY};
+    const int iters[] = {6, 10, 0};
+    for (int mi = 0; mi < 3; mi++)
+        for (int ii = 0; ii < 3; ii++)
+            for (int fq = 0; fq < 2; fq++) {
+                const gm_points *qq = fq ? &few : &q;
+                double ha[NT][9];
+                gm_verify_score sa[NT];
+                memcpy(ha, h0, sizeof ha);
+                for (int t = 0; t < NT; t++) {
+                    gm_refine_model_cpu(&map, qq, models[mi], ha[t], iters[ii]);
+                    sa[t] = gm_verify_strict_h_cpu(&map, qq, ha[t]);
+                }
+                for (int threads = 1; threads <= 4; threads *= 4) {
+                    int old = gm_threads_enter(threads);
+                    double hb[NT][9];
+                    gm_verify_score sb[NT];
+                    memcpy(hb, h0, sizeof hb);
+                    gm_refine_models_cpu(&map, qq, models[mi], &hb[0][0], iters[ii], NT, sb);
+                    gm_threads_leave(old);
+                    for (int t = 0; t < NT; t++) {
+                        if (memcmp(ha[t], hb[t], sizeof ha[t]) != 0)
+                            ck_abort_msg("model %d, %d iterations, %s, %d threads: transform %d "
+                                         "differs from its refinement alone",
+                                         (int)models[mi], iters[ii], fq ? "3 points" : "a query",
+                                         threads, t);
+                        EXPECT(sa[t].hits == sb[t].hits && sa[t].bg_hits == sb[t].bg_hits &&
+                               sa[t].total == sb[t].total && sa[t].confidence == sb[t].confidence);
+                    }
+                }
+            }
+    /* the refinements moved: the test compares work done */
+    double hm[9];
+    memcpy(hm, h0[0], sizeof hm);
+    gm_refine_model_cpu(&map, &q, GM_MODEL_SIMILARITY, hm, 6);
+    EXPECT(memcmp(hm, h0[0], sizeof hm) != 0);
+    gm_edge_map_free(&map);
+    free(q.p);
+    free(qim);
+    free(all.p);
+    free(ref);
+}
+END_TEST
+
 /* GM_STRICT_COS, written out for the GPU, is the CPU's cos of GM_STRICT_DEG. */
 START_TEST(test_strict_cos)
 {
@@ -886,6 +958,7 @@ static Suite *verify_suite(void)
     tcase_add_test(rf, test_corner_spread);
     tcase_add_test(rf, test_refine_few_points);
     tcase_add_test(rf, test_threads);
+    tcase_add_test(rf, test_refine_together);
     suite_add_tcase(s, rf);
     return s;
 }
