@@ -200,17 +200,17 @@ static gm_status cpu_verify(void *lane, gm_map_at map, const gm_points *q, const
 }
 
 /* side by side, each serial below GM_PAR_POINTS (a refinement's barrier
- * on a busy machine waits for a descheduled thread); a few transforms on
- * many threads (at least GM_REFINE_SPREAD_THREADS, two a transform)
- * together, their points' searches spread over the threads
- * (gm_refine_models_cpu: the same numbers) */
+ * on a busy machine waits for a descheduled thread); fewer transforms than
+ * threads (at least GM_REFINE_SPREAD_THREADS of them) together, their
+ * points' searches spread over the threads (gm_refine_models_cpu: the
+ * same numbers) */
 #define GM_REFINE_SPREAD_THREADS 4
 static gm_status cpu_refine(void *lane, gm_map_at map, const gm_points *q, gm_model model,
                             double *h, int iters, uint32_t n, gm_verify_score *scores)
 {
     (void)lane;
     const int th = gm_threads();
-    if (th >= GM_REFINE_SPREAD_THREADS && 2 * (int64_t)n <= th) {
+    if (th >= GM_REFINE_SPREAD_THREADS && (int64_t)n < th) {
         gm_refine_models_cpu(map.host, q, model, h, iters, (int)n, scores);
         return GM_OK;
     }

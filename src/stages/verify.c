@@ -295,81 +295,105 @@ void gm_refine_model_cpu(const gm_edge_map *map, const gm_points *q, gm_model mo
     free(cs);
 }
 
-void gm_refine_models_cpu(const gm_edge_map *map, const gm_points *q, gm_model model, double *h,
-                          int iters, int nt, gm_verify_score *scores)
+/* gm_refine_model_cpu of each of the nt transforms h[9 t..] on its own
+ * points qs[t], together (gm_refine_models_cpu): each iteration's partner
+ * searches of every transform still refining in one parallel region (a
+ * worksharing loop a transform, none waiting for the last), each partner in
+ * its slot, then the fits side by side, each over its slots in its points'
+ * order.  0, or -1 where memory ran out (nothing done). */
+static int refine_sets(const gm_edge_map *map, const gm_points *const *qs, gm_model model,
+                       double *h, int iters, int nt)
 {
-    const size_t n = q->n;
-    if (nt <= 0)
-        return;
-    double *buf = NULL;
-    uint8_t *found = NULL;
-    float *cs = NULL;
+    size_t total = 0;
+    for (int t = 0; t < nt; t++)
+        total += qs[t]->n;
+    size_t *off = malloc((size_t)nt * sizeof *off);
     int *live = malloc((size_t)nt * sizeof *live), *at = malloc((size_t)nt * sizeof *at);
-    if (n >= GM_REFINE_MIN_PAIRS && iters > 0) {
-        buf = malloc((size_t)nt * n * 7 * sizeof *buf);
-        found = malloc((size_t)nt * n);
-        cs = malloc(n * 2 * sizeof *cs);
-        if (!buf || !found || !cs || !live || !at) {
-            /* one at a time, as the caller would have */
+    double *buf = malloc((total ? total : 1) * 7 * sizeof *buf);
+    uint8_t *found = malloc(total ? total : 1);
+    float *cs = malloc((total ? total : 1) * 2 * sizeof *cs);
+    int ok = off && live && at && buf && found && cs;
+    if (ok) {
+        size_t o = 0;
+        for (int t = 0; t < nt; t++) {
+            off[t] = o;
+            gm_points_cs(qs[t], cs + 2 * o);
+            /* too few points: left as it is, as gm_refine_model_cpu leaves it */
+            live[t] = qs[t]->n >= GM_REFINE_MIN_PAIRS;
+            o += qs[t]->n;
+        }
+        double *qx = buf, *qy = buf + total, *rx = buf + 2 * total, *ry = buf + 3 * total,
+               *nx = buf + 4 * total, *ny = buf + 5 * total, *wt = buf + 6 * total;
+        const gm_map_view v = view_of(map);
+        for (int it = 0; it < iters; it++) {
+            const int r = gm_refine_radius(it);
+            const double huber = gm_refine_huber(it);
+            int na = 0;
             for (int t = 0; t < nt; t++)
-                gm_refine_model_cpu(map, q, model, h + 9 * (size_t)t, iters);
-        } else {
-            gm_points_cs(q, cs);
-            const gm_map_view v = view_of(map);
-            for (int t = 0; t < nt; t++)
-                live[t] = 1;
-            for (int it = 0; it < iters; it++) {
-                const int r = gm_refine_radius(it);
-                const double huber = gm_refine_huber(it);
-                int na = 0;
-                for (int t = 0; t < nt; t++)
-                    if (live[t])
-                        at[na++] = t;
-                if (na == 0)
-                    break;
-                const int64_t total = (int64_t)na * (int64_t)n;
-#pragma omp parallel for num_threads(gm_threads()) schedule(static)
-                for (int64_t i = 0; i < total; i++) {
-                    const int t = at[i / (int64_t)n];
-                    const size_t k = (size_t)(i % (int64_t)n);
-                    double *b = buf + (size_t)t * 7 * n;
-                    gm_point p = q->p[k];
+                if (live[t])
+                    at[na++] = t;
+            if (na == 0)
+                break;
+#pragma omp parallel num_threads(gm_threads())
+            for (int j = 0; j < na; j++) {
+                const int t = at[j];
+                const gm_points *q = qs[t];
+                const size_t o0 = off[t];
+                const double *ht = h + 9 * (size_t)t;
+#pragma omp for schedule(static) nowait
+                for (int64_t k = 0; k < (int64_t)q->n; k++) {
+                    const size_t s = o0 + (size_t)k;
                     gm_corr c = {0, 0, 0, 0, 0, 0, 0};
-                    found[(size_t)t * n + k] = (uint8_t)(gm_refine_match(&v, h + 9 * (size_t)t, p,
-                                                                         cs[2 * k], cs[2 * k + 1],
-                                                                         r, huber, &c) != 0);
-                    b[k] = c.qx;
-                    b[n + k] = c.qy;
-                    b[2 * n + k] = c.rx;
-                    b[3 * n + k] = c.ry;
-                    b[4 * n + k] = c.nx;
-                    b[5 * n + k] = c.ny;
-                    b[6 * n + k] = c.w;
+                    found[s] = (uint8_t)(gm_refine_match(&v, ht, q->p[k], cs[2 * s],
+                                                         cs[2 * s + 1], r, huber, &c) != 0);
+                    qx[s] = c.qx;
+                    qy[s] = c.qy;
+                    rx[s] = c.rx;
+                    ry[s] = c.ry;
+                    nx[s] = c.nx;
+                    ny[s] = c.ny;
+                    wt[s] = c.w;
                 }
+            }
 #pragma omp parallel for num_threads(gm_threads()) schedule(static, 1) if (na > 1)
-                for (int j = 0; j < na; j++) {
-                    const int t = at[j];
-                    const double *b = buf + (size_t)t * 7 * n;
-                    int cnt = 0;
-                    for (size_t k = 0; k < n; k++)
-                        cnt += found[(size_t)t * n + k];
-                    double hh[9];
-                    if (cnt < GM_REFINE_MIN_PAIRS ||
-                        gm_model_fit_lines(model, b, b + n, b + 2 * n, b + 3 * n, b + 4 * n,
-                                           b + 5 * n, b + 6 * n, (int)n, h + 9 * (size_t)t,
-                                           hh) != 0)
-                        live[t] = 0;
-                    else
-                        memcpy(h + 9 * (size_t)t, hh, sizeof hh);
-                }
+            for (int j = 0; j < na; j++) {
+                const int t = at[j];
+                const size_t o0 = off[t], n = qs[t]->n;
+                int cnt = 0;
+                for (size_t k = 0; k < n; k++)
+                    cnt += found[o0 + k];
+                double hh[9];
+                if (cnt < GM_REFINE_MIN_PAIRS ||
+                    gm_model_fit_lines(model, qx + o0, qy + o0, rx + o0, ry + o0, nx + o0,
+                                       ny + o0, wt + o0, (int)n, h + 9 * (size_t)t, hh) != 0)
+                    live[t] = 0;
+                else
+                    memcpy(h + 9 * (size_t)t, hh, sizeof hh);
             }
         }
     }
+    free(off);
+    free(live);
+    free(at);
     free(buf);
     free(found);
     free(cs);
-    free(live);
-    free(at);
+    return ok ? 0 : -1;
+}
+
+void gm_refine_models_cpu(const gm_edge_map *map, const gm_points *q, gm_model model, double *h,
+                          int iters, int nt, gm_verify_score *scores)
+{
+    if (nt <= 0)
+        return;
+    const gm_points **qs = malloc((size_t)nt * sizeof *qs);
+    if (qs)
+        for (int t = 0; t < nt; t++)
+            qs[t] = q;
+    if (iters > 0 && (!qs || refine_sets(map, qs, model, h, iters, nt) != 0))
+        for (int t = 0; t < nt; t++) /* one at a time, as the caller would have */
+            gm_refine_model_cpu(map, q, model, h + 9 * (size_t)t, iters);
+    free(qs);
     if (!scores)
         return;
     /* the strict scores: integer counts, the same in any order */
@@ -378,7 +402,7 @@ void gm_refine_models_cpu(const gm_edge_map *map, const gm_points *q, gm_model m
         const double *ht = h + 9 * (size_t)t;
         uint32_t hits = 0, bg = 0, in = 0;
 #pragma omp parallel for num_threads(gm_threads()) schedule(static) reduction(+ : hits, bg, in)
-        for (int64_t k = 0; k < (int64_t)n; k++) {
+        for (int64_t k = 0; k < (int64_t)q->n; k++) {
             gm_point p = q->p[k];
             hits += gm_verify_strict_point(&v, ht, p, cosf(p.angle), sinf(p.angle), &bg, &in);
         }
@@ -454,16 +478,22 @@ double gm_corner_spread_cpu(const gm_edge_map *map, const gm_points *q, gm_model
     if (!buf)
         return 0;
     double hq[4][9];
-    /* the four fits side by side (each refinement is serial below
-     * GM_PAR_POINTS points, and each is independent of the others) */
-#pragma omp parallel for num_threads(gm_threads()) schedule(static, 1)
+    gm_points sub[4];
     for (int quad = 0; quad < 4; quad++) {
-        gm_points sub = {buf + quad * cap, 0};
+        sub[quad] = (gm_points){buf + quad * cap, 0};
         for (uint32_t k = 0; k < q->n; k++)
             if (gm_quadrant(q->p[k], w, hgt) != quad)
-                sub.p[sub.n++] = q->p[k];
+                sub[quad].p[sub[quad].n++] = q->p[k];
         memcpy(hq[quad], h, sizeof hq[quad]);
-        gm_refine_model_cpu(map, &sub, model, hq[quad], GM_SPREAD_ITERS);
+    }
+    /* the four fits together over many threads (at least two a fit:
+     * refine_sets, the same numbers), else side by side, a thread each
+     * (each refinement is serial below GM_PAR_POINTS points) */
+    const gm_points *qs[4] = {&sub[0], &sub[1], &sub[2], &sub[3]};
+    if (gm_threads() < 8 || refine_sets(map, qs, model, &hq[0][0], GM_SPREAD_ITERS, 4) != 0) {
+#pragma omp parallel for num_threads(gm_threads()) schedule(static, 1)
+        for (int quad = 0; quad < 4; quad++)
+            gm_refine_model_cpu(map, &sub[quad], model, hq[quad], GM_SPREAD_ITERS);
     }
     free(buf);
     return gm_corner_moves(h, (const double(*)[9])hq, w, hgt);

@@ -677,7 +677,7 @@ END_TEST
  * threads, each the same bit for bit as gm_refine_model_cpu alone then
  * gm_verify_strict_h_cpu, under each model; one far off (no partners: its
  * refinement ends at once while the others go on), zero iterations (scores
- * only), and too few points. */
+ * only), and too few points; the corners' spread on 1 and 8 threads. */
 START_TEST(test_refine_together)
 {
     int w = 240, h = 200;
@@ -732,6 +732,17 @@ START_TEST(test_refine_together)
                     }
                 }
             }
+    /* the spread's four refits, together on 8 threads (each on its own
+     * points) and a thread each: the same spread bit for bit */
+    for (int mi = 0; mi < 3; mi++) {
+        int old = gm_threads_enter(1);
+        double s1 = gm_corner_spread_cpu(&map, &q, models[mi], h0[1], 160, 140);
+        gm_threads_leave(old);
+        old = gm_threads_enter(8);
+        double s8 = gm_corner_spread_cpu(&map, &q, models[mi], h0[1], 160, 140);
+        gm_threads_leave(old);
+        EXPECT(memcmp(&s1, &s8, sizeof s1) == 0 && s1 > 0);
+    }
     /* the refinements moved: the test compares work done */
     double hm[9];
     memcpy(hm, h0[0], sizeof hm);
