@@ -249,60 +249,17 @@ gm_verify_score gm_verify_strict_cpu(const gm_edge_map *map, const gm_points *q,
 }
 
 /* Refinement (the rules in verify_core.h): per iteration every query point
- * looks for its partner, then the model is fitted to the pairs. */
-void gm_refine_model_cpu(const gm_edge_map *map, const gm_points *q, gm_model model, double h[9],
-                         int iters)
-{
-    size_t n = q->n;
-    double *buf = malloc(n * 7 * sizeof *buf);
-    float *cs = malloc((n ? n : 1) * 2 * sizeof *cs);
-    if (!buf || !cs || n < GM_REFINE_MIN_PAIRS) {
-        free(buf);
-        free(cs);
-        return;
-    }
-    gm_points_cs(q, cs);
-    double *qx = buf, *qy = buf + n, *rx = buf + 2 * n, *ry = buf + 3 * n, *nx = buf + 4 * n,
-           *ny = buf + 5 * n, *wt = buf + 6 * n;
-    const gm_map_view v = view_of(map);
-    for (int it = 0; it < iters; it++) {
-        int r = gm_refine_radius(it);
-        double huber = gm_refine_huber(it);
-        int cnt = 0;
-        /* one slot per query point (weight 0: no partner), so the search
-         * runs on all cores and the fit sees the points in a fixed order */
-#pragma omp parallel for num_threads(gm_threads()) schedule(static) reduction(+ : cnt) if (n >= GM_PAR_POINTS)
-        for (int64_t k = 0; k < (int64_t)n; k++) {
-            gm_point p = q->p[k];
-            gm_corr c = {0, 0, 0, 0, 0, 0, 0};
-            int found = gm_refine_match(&v, h, p, cs[2 * k], cs[2 * k + 1], r, huber, &c);
-            qx[k] = c.qx;
-            qy[k] = c.qy;
-            rx[k] = c.rx;
-            ry[k] = c.ry;
-            nx[k] = c.nx;
-            ny[k] = c.ny;
-            wt[k] = c.w;
-            cnt += found;
-        }
-        double hh[9];
-        if (cnt < GM_REFINE_MIN_PAIRS ||
-            gm_model_fit_lines(model, qx, qy, rx, ry, nx, ny, wt, (int)n, h, hh) != 0)
-            break;
-        memcpy(h, hh, sizeof hh);
-    }
-    free(buf);
-    free(cs);
-}
-
-/* gm_refine_model_cpu of each of the nt transforms h[9 t..] on its own
- * points qs[t], together (gm_refine_models_cpu): each iteration's partner
+ * looks for its partner, then the model is fitted to the pairs.
+ *
+ * Each of the nt transforms h[9 t..] refined on its own points qs[t],
+ * together (gm_refine_models_cpu, the spread's refits): each iteration's partner
  * searches of every transform still refining in one parallel region (a
  * worksharing loop a transform, none waiting for the last), each partner in
  * its slot, then the fits side by side, each over its slots in its points'
- * order.  0, or -1 where memory ran out (nothing done). */
+ * order.  par 0: all of it on the calling thread.  0, or -1 where memory
+ * ran out (nothing done). */
 static int refine_sets(const gm_edge_map *map, const gm_points *const *qs, gm_model model,
-                       double *h, int iters, int nt)
+                       double *h, int iters, int nt, int par)
 {
     size_t total = 0;
     for (int t = 0; t < nt; t++)
@@ -334,7 +291,7 @@ static int refine_sets(const gm_edge_map *map, const gm_points *const *qs, gm_mo
                     at[na++] = t;
             if (na == 0)
                 break;
-#pragma omp parallel num_threads(gm_threads())
+#pragma omp parallel num_threads(gm_threads()) if (par)
             for (int j = 0; j < na; j++) {
                 const int t = at[j];
                 const gm_points *q = qs[t];
@@ -381,6 +338,16 @@ static int refine_sets(const gm_edge_map *map, const gm_points *const *qs, gm_mo
     return ok ? 0 : -1;
 }
 
+/* One transform: its points' partners searched on all threads from
+ * GM_PAR_POINTS points on (each in its slot, so the fit sees them in a
+ * fixed order), else on the calling thread. */
+void gm_refine_model_cpu(const gm_edge_map *map, const gm_points *q, gm_model model, double h[9],
+                         int iters)
+{
+    const gm_points *qs[1] = {q};
+    (void)refine_sets(map, qs, model, h, iters, 1, q->n >= GM_PAR_POINTS);
+}
+
 void gm_refine_models_cpu(const gm_edge_map *map, const gm_points *q, gm_model model, double *h,
                           int iters, int nt, gm_verify_score *scores)
 {
@@ -390,7 +357,7 @@ void gm_refine_models_cpu(const gm_edge_map *map, const gm_points *q, gm_model m
     if (qs)
         for (int t = 0; t < nt; t++)
             qs[t] = q;
-    if (iters > 0 && (!qs || refine_sets(map, qs, model, h, iters, nt) != 0))
+    if (iters > 0 && (!qs || refine_sets(map, qs, model, h, iters, nt, 1) != 0))
         for (int t = 0; t < nt; t++) /* one at a time, as the caller would have */
             gm_refine_model_cpu(map, q, model, h + 9 * (size_t)t, iters);
     free(qs);
@@ -490,7 +457,7 @@ double gm_corner_spread_cpu(const gm_edge_map *map, const gm_points *q, gm_model
      * refine_sets, the same numbers), else side by side, a thread each
      * (each refinement is serial below GM_PAR_POINTS points) */
     const gm_points *qs[4] = {&sub[0], &sub[1], &sub[2], &sub[3]};
-    if (gm_threads() < 8 || refine_sets(map, qs, model, &hq[0][0], GM_SPREAD_ITERS, 4) != 0) {
+    if (gm_threads() < 8 || refine_sets(map, qs, model, &hq[0][0], GM_SPREAD_ITERS, 4, 1) != 0) {
 #pragma omp parallel for num_threads(gm_threads()) schedule(static, 1)
         for (int quad = 0; quad < 4; quad++)
             gm_refine_model_cpu(map, &sub[quad], model, hq[quad], GM_SPREAD_ITERS);
