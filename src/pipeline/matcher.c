@@ -1281,6 +1281,14 @@ static double search_second(const search_state *ss, const side *q0)
     return second;
 }
 
+/* Whether the answer a, as it stands, has its rivals refined: it would be
+ * reported were they to explain nothing. */
+static int rivals_wanted(const query_run *qr, const answer *a)
+{
+    const double second = search_second(qr->ss, &qr->lv->q[0]);
+    return a->score.confidence * distinct_of(second, a->score.whole) >= qr->r->p.min_confidence;
+}
+
 /* Rivals begun ahead of the answer's checks (decide: on a GPU, beside
  * them), with the answer they were begun for. */
 typedef struct {
@@ -1329,7 +1337,7 @@ static gm_status answer_report(const query_run *qr, answer *a, double explained,
      * on the GPU while the host computes the uncertainty, and set aside
      * where the uncertainty takes the answer below the threshold */
     rivals_job *rj = NULL;
-    const int want = a->score.confidence * distinct_of(second, a->score.whole) >= min_conf;
+    const int want = rivals_wanted(qr, a);
     if (ahead->begun) {
         /* begun ahead for the answer as it stood before the checks: kept
          * where it is still that answer and still wanted, else its results
@@ -1414,9 +1422,7 @@ static gm_status decide(const query_run *qr)
     ahead.begun = 0;
     const gm_index *r = qr->r;
     const side *q0 = &qr->lv->q[0];
-    if (r->be->chain_queue && a.score.confidence * distinct_of(search_second(qr->ss, q0),
-                                                                a.score.whole) >=
-                                  r->p.min_confidence) {
+    if (r->be->chain_queue && rivals_wanted(qr, &a)) {
         int bf;
         (void)level_map(r, a.bl, &bf);
         st = rivals_begin(r, qr->lane, qr->ss, qr->lv, q0, qr->vq0, bf, a.chosen, a.hw, &ahead.job);

@@ -129,16 +129,24 @@ gm_verify_score gm_verify_cpu(const gm_edge_map *map, const gm_points *q, const 
     return gm_score_of(q->n, in, hits, bg);
 }
 
-gm_verify_score gm_verify_strict_h_cpu(const gm_edge_map *map, const gm_points *q, const double h[9])
+/* The strict score of h on the threads when par (integer counts: the same
+ * in any order). */
+static gm_verify_score strict_h(const gm_edge_map *map, const gm_points *q, const double h[9],
+                                int par)
 {
     const gm_map_view v = view_of(map);
     uint32_t hits = 0, bg = 0, in = 0;
-#pragma omp parallel for num_threads(gm_threads()) schedule(static) reduction(+ : hits, bg, in) if (q->n >= GM_PAR_POINTS)
+#pragma omp parallel for num_threads(gm_threads()) schedule(static) reduction(+ : hits, bg, in) if (par)
     for (int64_t k = 0; k < (int64_t)q->n; k++) {
         gm_point p = q->p[k];
         hits += gm_verify_strict_point(&v, h, p, cosf(p.angle), sinf(p.angle), &bg, &in);
     }
     return gm_score_of(q->n, in, hits, bg);
+}
+
+gm_verify_score gm_verify_strict_h_cpu(const gm_edge_map *map, const gm_points *q, const double h[9])
+{
+    return strict_h(map, q, h, q->n >= GM_PAR_POINTS);
 }
 
 /* The perturbation after h of gm_corner_sigma_cpu, about the mapped
@@ -361,20 +369,8 @@ void gm_refine_models_cpu(const gm_edge_map *map, const gm_points *q, gm_model m
         for (int t = 0; t < nt; t++) /* one at a time, as the caller would have */
             gm_refine_model_cpu(map, q, model, h + 9 * (size_t)t, iters);
     free(qs);
-    if (!scores)
-        return;
-    /* the strict scores: integer counts, the same in any order */
-    const gm_map_view v = view_of(map);
-    for (int t = 0; t < nt; t++) {
-        const double *ht = h + 9 * (size_t)t;
-        uint32_t hits = 0, bg = 0, in = 0;
-#pragma omp parallel for num_threads(gm_threads()) schedule(static) reduction(+ : hits, bg, in)
-        for (int64_t k = 0; k < (int64_t)q->n; k++) {
-            gm_point p = q->p[k];
-            hits += gm_verify_strict_point(&v, ht, p, cosf(p.angle), sinf(p.angle), &bg, &in);
-        }
-        scores[t] = gm_score_of(q->n, in, hits, bg);
-    }
+    for (int t = 0; scores && t < nt; t++)
+        scores[t] = strict_h(map, q, h + 9 * (size_t)t, 1);
 }
 
 /* Region growing: an affine map right near its triangle (a view with
