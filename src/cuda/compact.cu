@@ -136,11 +136,11 @@ static int flags_bufs(gm_compact_flags_dev *c, size_t nblk, size_t temp, gm_dev_
     return k;
 }
 
-extern "C" gm_status gm_compact_flags_dev_alloc(gm_compact_flags_dev *c, uint32_t cap)
+extern "C" gm_status gm_compact_flags_dev_alloc_on(gm_compact_flags_dev *c, uint32_t cap,
+                                                   cudaStream_t stream)
 {
     if (!c)
         return GM_ERR_INVALID;
-    memset(c, 0, sizeof *c);
     uint32_t nblk = compact_blocks(cap);
     if (nblk == 0)
         nblk = 1;
@@ -154,10 +154,18 @@ extern "C" gm_status gm_compact_flags_dev_alloc(gm_compact_flags_dev *c, uint32_
     }
     if (bytes == 0)
         bytes = 1;
-    gm_dev_buf b[4];
-    gm_status st = gm_dev_bufs_alloc(b, flags_bufs(c, nblk, bytes, b));
-    if (st != GM_OK)
+    if (!c->d_count || c->pool != stream) { /* not made, or made otherwise: anew */
+        gm_compact_flags_dev_free(c);
+        c->pool = stream;
+    }
+    gm_dev_buf old[4], b[4];
+    flags_bufs(c, c->max_blocks, c->temp_bytes, old);
+    gm_status st =
+        gm_dev_bufs_resize_on(c->d_count ? old : NULL, b, flags_bufs(c, nblk, bytes, b), stream);
+    if (st != GM_OK) {
+        memset(c, 0, sizeof *c);
         return st;
+    }
     *c->h_count = 0;
     c->cap = cap;
     c->max_blocks = nblk;
@@ -165,12 +173,19 @@ extern "C" gm_status gm_compact_flags_dev_alloc(gm_compact_flags_dev *c, uint32_
     return GM_OK;
 }
 
+extern "C" gm_status gm_compact_flags_dev_alloc(gm_compact_flags_dev *c, uint32_t cap)
+{
+    if (c)
+        memset(c, 0, sizeof *c);
+    return gm_compact_flags_dev_alloc_on(c, cap, NULL);
+}
+
 extern "C" void gm_compact_flags_dev_free(gm_compact_flags_dev *c)
 {
     if (!c)
         return;
     gm_dev_buf b[4];
-    gm_dev_bufs_free(b, flags_bufs(c, 0, 0, b));
+    gm_dev_bufs_free_on(b, flags_bufs(c, 0, 0, b), c->pool);
     memset(c, 0, sizeof *c);
 }
 

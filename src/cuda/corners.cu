@@ -352,11 +352,11 @@ static int corners_bufs(gm_corners_dev *c, size_t n, size_t cand, size_t cells, 
     return k;
 }
 
-extern "C" gm_status gm_corners_dev_alloc(gm_corners_dev *c, int w, int h, uint32_t max_target)
+extern "C" gm_status gm_corners_dev_alloc_on(gm_corners_dev *c, int w, int h,
+                                            uint32_t max_target, cudaStream_t stream)
 {
     if (!c)
         return GM_ERR_INVALID;
-    memset(c, 0, sizeof *c);
     size_t n;
     if (w <= 0 || h <= 0 || !gm_mul_ok((size_t)w, (size_t)h, &n) || n > INT32_MAX)
         return GM_ERR_INVALID;
@@ -383,10 +383,19 @@ extern "C" gm_status gm_corners_dev_alloc(gm_corners_dev *c, int w, int h, uint3
     size_t bytes = sel_bytes > sort_bytes ? sel_bytes : sort_bytes;
     if (bytes == 0)
         bytes = 1;
-    gm_dev_buf b[16];
-    gm_status st = gm_dev_bufs_alloc(b, corners_bufs(c, n, cand, cells, bytes, max_target, b));
-    if (st != GM_OK)
+    if (!c->d_resp || c->pool != stream) { /* not made, or made otherwise: anew */
+        gm_corners_dev_free(c);
+        c->pool = stream;
+    }
+    gm_dev_buf old[16], b[16];
+    corners_bufs(c, c->cap, c->cand_cap, c->grid_cap, c->temp_bytes, c->max_target, old);
+    gm_status st = gm_dev_bufs_resize_on(c->d_resp ? old : NULL, b,
+                                         corners_bufs(c, n, cand, cells, bytes, max_target, b),
+                                         stream);
+    if (st != GM_OK) {
+        memset(c, 0, sizeof *c);
         return st;
+    }
     c->cap = n;
     c->max_target = max_target;
     c->cand_cap = cand;
@@ -395,12 +404,19 @@ extern "C" gm_status gm_corners_dev_alloc(gm_corners_dev *c, int w, int h, uint3
     return GM_OK;
 }
 
+extern "C" gm_status gm_corners_dev_alloc(gm_corners_dev *c, int w, int h, uint32_t max_target)
+{
+    if (c)
+        memset(c, 0, sizeof *c);
+    return gm_corners_dev_alloc_on(c, w, h, max_target, NULL);
+}
+
 extern "C" void gm_corners_dev_free(gm_corners_dev *c)
 {
     if (!c)
         return;
     gm_dev_buf b[16];
-    gm_dev_bufs_free(b, corners_bufs(c, 0, 0, 0, 0, 0, b));
+    gm_dev_bufs_free_on(b, corners_bufs(c, 0, 0, 0, 0, 0, b), c->pool);
     memset(c, 0, sizeof *c);
 }
 

@@ -32,6 +32,7 @@ typedef struct {
     size_t temp_bytes;
     void *d_stage;        /* [16 + 16 * max_target] bytes: the count, then the kept corners */
     void *h_stage;        /* the same, pinned host memory */
+    cudaStream_t pool;    /* gm_corners_dev_alloc_on's stream (NULL: cudaMalloc's buffers) */
 } gm_corners_dev;
 
 /* Device buffers for frames of up to w * h pixels (any shape) and up to
@@ -39,6 +40,9 @@ typedef struct {
  * gm_corners_dev_free (also safe on a zeroed or failed c).  GM_ERR_INVALID
  * for w, h <= 0 or w * h > INT32_MAX. */
 gm_status gm_corners_dev_alloc(gm_corners_dev *c, int w, int h, uint32_t max_target);
+/* Grown in place on stream, as gm_edges_dev_alloc_on (gm_cuda.h). */
+gm_status gm_corners_dev_alloc_on(gm_corners_dev *c, int w, int h, uint32_t max_target,
+                                  cudaStream_t stream);
 void gm_corners_dev_free(gm_corners_dev *c);
 
 /* gm_corners_cpu on the device for the edges last computed into e

@@ -225,33 +225,69 @@ static cudaError_t pool_of_current(cudaMemPool_t *pool)
     return e;
 }
 
-extern "C" void gm_dev_bufs_free(const gm_dev_buf *b, int n)
+/* One buffer made: device memory from the pool on stream (cudaMalloc
+ * without one), pinned host memory with cudaMallocHost. */
+static cudaError_t buf_make(const gm_dev_buf *b, cudaStream_t stream)
 {
-    for (int i = 0; i < n; i++) {
-        if (*b[i].p)
-            (void)(b[i].host ? cudaFreeHost(*b[i].p) : cudaFree(*b[i].p));
-        *b[i].p = NULL;
+    cudaError_t e;
+    if (b->host || !stream) {
+        e = gm_cuda_fault(GM_CUDA_FAULT_ALLOC);
+        if (e == cudaSuccess)
+            e = b->host ? cudaMallocHost(b->p, b->bytes) : cudaMalloc(b->p, b->bytes);
+    } else {
+        e = gm_cuda_malloc_async(b->p, b->bytes, stream);
     }
+    if (e != cudaSuccess) {
+        gm_cuda_record_error(e, b->host ? "cudaMallocHost" : stream ? "cudaMallocFromPoolAsync" : "cudaMalloc",
+                             __func__, __FILE__, __LINE__);
+        *b->p = NULL;
+    }
+    return e;
+}
+
+/* One buffer handed back (NULL: nothing), as buf_make made it. */
+static void buf_drop(const gm_dev_buf *b, cudaStream_t stream)
+{
+    if (*b->p)
+        (void)(b->host ? cudaFreeHost(*b->p) : stream ? cudaFreeAsync(*b->p, stream) : cudaFree(*b->p));
+    *b->p = NULL;
+}
+
+extern "C" void gm_dev_bufs_free_on(const gm_dev_buf *b, int n, cudaStream_t stream)
+{
+    for (int i = 0; i < n; i++)
+        buf_drop(&b[i], stream);
     (void)cudaGetLastError();
 }
 
-extern "C" gm_status gm_dev_bufs_alloc(const gm_dev_buf *b, int n)
+extern "C" gm_status gm_dev_bufs_resize_on(const gm_dev_buf *old, const gm_dev_buf *b, int n,
+                                           cudaStream_t stream)
 {
-    for (int i = 0; i < n; i++)
-        *b[i].p = NULL;
     for (int i = 0; i < n; i++) {
-        cudaError_t e = gm_cuda_fault(GM_CUDA_FAULT_ALLOC);
-        if (e == cudaSuccess)
-            e = b[i].host ? cudaMallocHost(b[i].p, b[i].bytes) : cudaMalloc(b[i].p, b[i].bytes);
+        if (*b[i].p && old && old[i].bytes == b[i].bytes)
+            continue; /* kept, content and all */
+        buf_drop(&b[i], stream);
+        cudaError_t e = buf_make(&b[i], stream);
         if (e != cudaSuccess) {
-            gm_cuda_record_error(e, b[i].host ? "cudaMallocHost" : "cudaMalloc", __func__, __FILE__,
-                                 __LINE__);
-            *b[i].p = NULL;
-            gm_dev_bufs_free(b, n);
+            gm_dev_bufs_free_on(b, n, stream);
             return gm_cuda_status(e);
         }
     }
     return GM_OK;
+}
+
+extern "C" gm_status gm_dev_bufs_alloc_on(const gm_dev_buf *b, int n, cudaStream_t stream)
+{
+    for (int i = 0; i < n; i++)
+        *b[i].p = NULL;
+    return gm_dev_bufs_resize_on(NULL, b, n, stream);
+}
+
+extern "C" void gm_dev_bufs_free(const gm_dev_buf *b, int n) { gm_dev_bufs_free_on(b, n, NULL); }
+
+extern "C" gm_status gm_dev_bufs_alloc(const gm_dev_buf *b, int n)
+{
+    return gm_dev_bufs_alloc_on(b, n, NULL);
 }
 
 extern "C" cudaError_t gm_cuda_malloc_async(void **p, size_t bytes, cudaStream_t stream)

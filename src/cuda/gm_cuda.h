@@ -83,6 +83,23 @@ gm_status gm_dev_bufs_alloc(const gm_dev_buf *b, int n);
 /* Frees every non-NULL *p and sets it to NULL; errors are dropped (there is
  * nothing left to do with them). */
 void gm_dev_bufs_free(const gm_dev_buf *b, int n);
+/* The same where stream is not NULL: the device buffers from the library's
+ * pool, made on stream and handed back on it (cudaFreeAsync) without
+ * waiting for the device, for a lane's buffers, which grow with the
+ * queries it meets (cudaMalloc and cudaFree wait for the whole device:
+ * with 16 lanes growing, a batch of stills spent 1.3 ms a cudaFree,
+ * docs/speed.md); pinned host buffers as gm_dev_bufs_alloc makes them.
+ * The free is for buffers that only stream's work (or work ordered
+ * before it) uses.  NULL: gm_dev_bufs_alloc and gm_dev_bufs_free. */
+gm_status gm_dev_bufs_alloc_on(const gm_dev_buf *b, int n, cudaStream_t stream);
+void gm_dev_bufs_free_on(const gm_dev_buf *b, int n, cudaStream_t stream);
+/* b's buffers made anew at b's sizes where old (the same list at the sizes
+ * they were made with; NULL: none) gives another size or *p is NULL, the
+ * others kept with their content, as gm_dev_bufs_alloc_on(stream) makes
+ * and frees them: a stage's buffers grown without remaking those whose size
+ * does not depend on the growth.  On a failure all of them are freed. */
+gm_status gm_dev_bufs_resize_on(const gm_dev_buf *old, const gm_dev_buf *b, int n,
+                                cudaStream_t stream);
 /* The same for device buffers (host 0) from the library's pool, made on
  * stream (gm_cuda_malloc_async) and handed back on stream without waiting
  * for the device: for buffers made and freed a query (cudaMalloc and
@@ -196,11 +213,18 @@ typedef struct {
     int32_t *d_threshold; /* [1] on mag2, on the device */
     int32_t *h_threshold; /* [1] pinned host copy, valid once the stream has reached it */
     uint32_t *d_hist;     /* [2 * GM_EDGES_HIST_BINS] scratch: all pixels, thinned pixels */
+    cudaStream_t pool;    /* gm_edges_dev_alloc_on's stream (NULL: cudaMalloc's buffers) */
 } gm_edges_dev;
 
 /* Device buffers for frames of up to w * h pixels (any shape); e is zeroed
  * first.  Free with gm_edges_dev_free (also safe on a zeroed or failed e). */
 gm_status gm_edges_dev_alloc(gm_edges_dev *e, int w, int h);
+/* The same grown in place on stream (gm_dev_bufs_resize_on): e zeroed, or
+ * made by this call on the same stream (its content dropped, the
+ * size-independent buffers kept); its device buffers from the library's
+ * pool, handed back on stream by gm_edges_dev_free.  On a failure e is
+ * zeroed, its buffers freed. */
+gm_status gm_edges_dev_alloc_on(gm_edges_dev *e, int w, int h, cudaStream_t stream);
 void gm_edges_dev_free(gm_edges_dev *e);
 /* gm_edges_cpu on the device: d_img is a device 8-bit image, rows `pitch`
  * BYTES apart (pitch >= w; no alignment needed), w * h <= e->cap.  Fills
@@ -221,11 +245,14 @@ typedef struct {
     size_t temp_bytes;
     uint32_t *d_count;    /* [1] flags set in the last call (may exceed out_cap) */
     uint32_t *h_count;    /* [1] pinned host copy, valid once the stream has reached it */
+    cudaStream_t pool;    /* gm_compact_flags_dev_alloc_on's stream (NULL: cudaMalloc's) */
 } gm_compact_flags_dev;
 
 /* Scratch for compacting up to cap flags; c is zeroed first.  Free with
  * gm_compact_flags_dev_free (also safe on a zeroed or failed c). */
 gm_status gm_compact_flags_dev_alloc(gm_compact_flags_dev *c, uint32_t cap);
+/* Grown in place on stream, as gm_edges_dev_alloc_on. */
+gm_status gm_compact_flags_dev_alloc_on(gm_compact_flags_dev *c, uint32_t cap, cudaStream_t stream);
 void gm_compact_flags_dev_free(gm_compact_flags_dev *c);
 /* gm_compact_flags_cpu on the device: the indices i < n with d_flags[i] != 0
  * in increasing order into d_out, at most out_cap of them (the first ones);

@@ -99,26 +99,31 @@ struct gm_gpu_level {
 };
 
 /* A buffer at *p of *have bytes grown to at least `bytes` (with room to
- * grow), its content dropped; pinned host memory when host. */
-static gm_status buf_grow(void **p, size_t *have, size_t bytes, int host)
+ * grow), its content dropped; pinned host memory when host, else device
+ * memory from the library's pool on the lane's stream (gm_dev_bufs_alloc_on:
+ * a lane's growth never waits for the other lanes' work). */
+static gm_status buf_grow(void **p, size_t *have, size_t bytes, int host, cudaStream_t stream)
 {
     if (bytes <= *have)
         return GM_OK;
     gm_dev_buf b = {p, bytes + bytes / 4, host};
-    gm_dev_bufs_free(&b, 1);
+    gm_dev_bufs_free_on(&b, 1, stream);
     *have = 0;
-    gm_status st = gm_dev_bufs_alloc(&b, 1);
+    gm_status st = gm_dev_bufs_alloc_on(&b, 1, stream);
     if (st == GM_OK)
         *have = b.bytes;
     return st;
 }
 
-static gm_status dbuf_need(dbuf *b, size_t bytes) { return buf_grow(&b->d, &b->bytes, bytes, 0); }
-static gm_status hbuf_need(hbuf *b, size_t bytes) { return buf_grow(&b->h, &b->bytes, bytes, 1); }
-
-static void dbuf_free(dbuf *b)
+static gm_status dbuf_need(const gm_gpu_lane *g, dbuf *b, size_t bytes)
 {
-    gm_dev_bufs_free(&(gm_dev_buf){&b->d, 0, 0}, 1);
+    return buf_grow(&b->d, &b->bytes, bytes, 0, g->stream);
+}
+static gm_status hbuf_need(hbuf *b, size_t bytes) { return buf_grow(&b->h, &b->bytes, bytes, 1, NULL); }
+
+static void dbuf_free(const gm_gpu_lane *g, dbuf *b)
+{
+    gm_dev_bufs_free_on(&(gm_dev_buf){&b->d, 0, 0}, 1, g->stream);
     b->bytes = 0;
 }
 
@@ -208,7 +213,7 @@ static void lane_free(gm_gpu_lane *g)
         dbuf *d[] = {&g->img, &g->idx, &g->all, &g->cloud, &g->keys, &g->bases, &g->best,
                      &g->scratch, &g->cs};
         for (size_t i = 0; i < sizeof d / sizeof d[0]; i++)
-            dbuf_free(d[i]);
+            dbuf_free(g, d[i]);
         hbuf *h[] = {&g->h_img, &g->h_all, &g->h_keys, &g->h_best, &g->h_cs};
         for (size_t i = 0; i < sizeof h / sizeof h[0]; i++)
             hbuf_free(h[i]);
@@ -392,16 +397,14 @@ static gm_status need_edges(gm_gpu_lane *g, int w, int h, uint32_t corners)
     uint32_t ccap = corners > g->corner_cap ? corners : g->corner_cap;
     if (ccap < 1024)
         ccap = 1024;
-    gm_edges_dev_free(&g->edges);
-    gm_compact_flags_dev_free(&g->flags);
-    gm_corners_dev_free(&g->corners);
     g->cap = 0;
     g->corner_cap = 0;
-    gm_status st = gm_edges_dev_alloc(&g->edges, side, side);
+    /* grown in place on the lane's stream: what does not grow is kept */
+    gm_status st = gm_edges_dev_alloc_on(&g->edges, side, side, g->stream);
     if (st == GM_OK)
-        st = gm_compact_flags_dev_alloc(&g->flags, (uint32_t)((size_t)side * side));
+        st = gm_compact_flags_dev_alloc_on(&g->flags, (uint32_t)((size_t)side * side), g->stream);
     if (st == GM_OK)
-        st = gm_corners_dev_alloc(&g->corners, side, side, ccap);
+        st = gm_corners_dev_alloc_on(&g->corners, side, side, ccap, g->stream);
     if (st == GM_OK) {
         g->cap = (size_t)side * side;
         g->corner_cap = ccap;
@@ -445,7 +448,7 @@ static gm_status stage_sent(gm_gpu_lane *g, hbuf *stage)
 /* Device copy of host memory into a growing buffer, through staging. */
 static gm_status upload(gm_gpu_lane *g, dbuf *dst, hbuf *stage, const void *h_src, size_t bytes)
 {
-    gm_status st = dbuf_need(dst, bytes ? bytes : 1);
+    gm_status st = dbuf_need(g, dst, bytes ? bytes : 1);
     if (st == GM_OK)
         st = hbuf_need(stage, bytes ? bytes : 1);
     if (st != GM_OK || bytes == 0)
@@ -466,11 +469,11 @@ gm_status gm_gpu_side(gm_gpu_lane *g, gm_view img, int max_edges, uint32_t corne
     const size_t n = (size_t)w * h;
     gm_status st = need_edges(g, w, h, corner_target);
     if (st == GM_OK)
-        st = dbuf_need(&g->idx, (size_t)(max_edges > 0 ? max_edges : 1) * sizeof(uint32_t));
+        st = dbuf_need(g, &g->idx, (size_t)(max_edges > 0 ? max_edges : 1) * sizeof(uint32_t));
     if (st == GM_OK)
-        st = dbuf_need(&g->all, (size_t)(max_edges > 0 ? max_edges : 1) * sizeof(gm_point));
+        st = dbuf_need(g, &g->all, (size_t)(max_edges > 0 ? max_edges : 1) * sizeof(gm_point));
     if (st == GM_OK)
-        st = dbuf_need(&g->img, n);
+        st = dbuf_need(g, &g->img, n);
     if (st == GM_OK)
         st = hbuf_need(&g->h_img, n);
     if (st != GM_OK)
@@ -755,8 +758,8 @@ static gm_status rows_need(gm_gpu_lane *g, uint32_t n_ref, uint32_t nq, uint32_t
 {
     *scratch = gm_vote_scratch_bytes(n_ref, nq);
     *tmp = gm_topk_tmp_count(nq, k);
-    gm_status st = dbuf_need(&g->best, ((size_t)nq + k + *tmp) * sizeof(gm_candidate));
-    return st == GM_OK ? dbuf_need(&g->scratch, *scratch + 1) : st;
+    gm_status st = dbuf_need(g, &g->best, ((size_t)nq + k + *tmp) * sizeof(gm_candidate));
+    return st == GM_OK ? dbuf_need(g, &g->scratch, *scratch + 1) : st;
 }
 
 /* The vote of query bases unique[nq] (their frames into g->bases, which a
@@ -951,9 +954,18 @@ static const gm_edge_map_dev *verify_map(const gm_gpu_lane *g, const gm_gpu_leve
 
 gm_status gm_gpu_verify_points(gm_gpu_lane *g, const gm_points *q)
 {
+    /* a chain still on the side stream (one not collected: an error's
+     * path) may be copying the last points: the new ones, and the points'
+     * buffers grown on this stream, after it */
+    if (g->joined)
+        GM_CUDA_CHECK(cudaStreamWaitEvent(g->stream, g->joined, 0));
     if (g->verify.max_cands == 0 || q->n > g->verify.cap) {
-        gm_verify_dev_free(&g->verify);
-        gm_status st = gm_verify_dev_alloc(&g->verify, q->n > 2048 ? q->n : 2048, GM_GPU_MAX_CANDS);
+        /* half as much again at least: a lane meets the batch's sizes in
+         * any order, and each growth remakes the points' pinned staging */
+        uint32_t want = q->n > 2048 ? q->n : 2048, cap = g->verify.cap;
+        if (cap > 0 && cap < UINT32_MAX / 2 && want < cap + cap / 2)
+            want = cap + cap / 2;
+        gm_status st = gm_verify_dev_alloc_on(&g->verify, want, GM_GPU_MAX_CANDS, g->stream);
         if (st != GM_OK)
             return st;
     }
@@ -962,10 +974,6 @@ gm_status gm_gpu_verify_points(gm_gpu_lane *g, const gm_points *q)
      * public still's similarity refinements 12-24% faster with the wide
      * blocks, 16 video lanes 5% slower at 640x360 (docs/speed.md) */
     g->verify.wide = g->alone;
-    /* a chain still on the side stream (one not collected: an error's
-     * path) may be copying the last points: the new ones after it */
-    if (g->joined)
-        GM_CUDA_CHECK(cudaStreamWaitEvent(g->stream, g->joined, 0));
     return gm_verify_points_upload(&g->verify, q, g->stream);
 }
 
@@ -1008,10 +1016,8 @@ static gm_status side_need(gm_gpu_lane *g)
         gm_cuda_record_error(cudaGetLastError(), "cudaEventCreate", __func__, __FILE__, __LINE__);
         return GM_ERR_DEVICE;
     }
-    if (g->side.max_cands == 0 || g->side.cap < g->verify.cap) {
-        gm_verify_dev_free(&g->side);
-        return gm_verify_dev_alloc(&g->side, g->verify.cap, GM_GPU_MAX_CANDS);
-    }
+    if (g->side.max_cands == 0 || g->side.cap < g->verify.cap)
+        return gm_verify_dev_alloc_on(&g->side, g->verify.cap, GM_GPU_MAX_CANDS, g->side_stream);
     return GM_OK;
 }
 

@@ -291,21 +291,34 @@ static int edges_bufs(gm_edges_dev *e, size_t n, gm_dev_buf *b)
     return k;
 }
 
-extern "C" gm_status gm_edges_dev_alloc(gm_edges_dev *e, int w, int h)
+extern "C" gm_status gm_edges_dev_alloc_on(gm_edges_dev *e, int w, int h, cudaStream_t stream)
 {
     if (!e)
         return GM_ERR_INVALID;
-    memset(e, 0, sizeof *e);
     size_t n;
     if (w <= 0 || h <= 0 || !gm_mul_ok((size_t)w, (size_t)h, &n) || n > UINT32_MAX)
         return GM_ERR_INVALID;
-    gm_dev_buf b[8];
-    gm_status st = gm_dev_bufs_alloc(b, edges_bufs(e, n, b));
-    if (st != GM_OK)
+    if (!e->d_edge || e->pool != stream) { /* not made, or made otherwise: anew */
+        gm_edges_dev_free(e);
+        e->pool = stream;
+    }
+    gm_dev_buf old[8], b[8];
+    edges_bufs(e, e->cap, old);
+    gm_status st = gm_dev_bufs_resize_on(e->d_edge ? old : NULL, b, edges_bufs(e, n, b), stream);
+    if (st != GM_OK) {
+        memset(e, 0, sizeof *e);
         return st;
+    }
     *e->h_threshold = 0;
     e->cap = n;
     return GM_OK;
+}
+
+extern "C" gm_status gm_edges_dev_alloc(gm_edges_dev *e, int w, int h)
+{
+    if (e)
+        memset(e, 0, sizeof *e);
+    return gm_edges_dev_alloc_on(e, w, h, NULL);
 }
 
 extern "C" void gm_edges_dev_free(gm_edges_dev *e)
@@ -313,7 +326,7 @@ extern "C" void gm_edges_dev_free(gm_edges_dev *e)
     if (!e)
         return;
     gm_dev_buf b[8];
-    gm_dev_bufs_free(b, edges_bufs(e, 0, b));
+    gm_dev_bufs_free_on(b, edges_bufs(e, 0, b), e->pool);
     memset(e, 0, sizeof *e);
 }
 

@@ -1087,25 +1087,53 @@ extern "C" void gm_verify_dev_free(gm_verify_dev *v)
     if (!v)
         return;
     gm_dev_buf b[GM_VERIFY_BUFS];
-    gm_dev_bufs_free(b, verify_bufs(v, 0, 0, b));
+    gm_dev_bufs_free_on(b, verify_bufs(v, 0, 0, b), v->pool);
     if (v->staged)
         cudaEventDestroy(v->staged);
     (void)cudaGetLastError();
     memset(v, 0, sizeof *v);
 }
 
-static gm_status verify_dev_alloc(gm_verify_dev *v)
+extern "C" gm_status gm_verify_dev_alloc_on(gm_verify_dev *v, uint32_t max_points,
+                                            uint32_t max_cands, cudaStream_t stream)
 {
-    const size_t np = v->cap ? v->cap : 1, nc = v->max_cands;
-    gm_dev_buf b[GM_VERIFY_BUFS];
-    gm_status st = gm_dev_bufs_alloc(b, verify_bufs(v, np, nc, b));
-    if (st != GM_OK)
-        return st;
-    GM_CUDA_CHECK(cudaEventCreateWithFlags(&v->staged, cudaEventDisableTiming));
+    if (!v)
+        return GM_ERR_INVALID;
+    if (max_cands == 0) {
+        gm_verify_dev_free(v);
+        return GM_ERR_INVALID;
+    }
+    if (!v->max_cands || v->pool != stream) { /* not made, or made otherwise: anew */
+        gm_verify_dev_free(v);
+        v->pool = stream;
+    }
+    gm_dev_buf old[GM_VERIFY_BUFS], b[GM_VERIFY_BUFS];
+    verify_bufs(v, v->cap ? v->cap : 1, v->max_cands, old);
+    const int had = v->max_cands != 0;
+    gm_status st = gm_dev_bufs_resize_on(
+        had ? old : NULL, b, verify_bufs(v, max_points ? max_points : 1, max_cands, b), stream);
+    if (st == GM_OK && !v->staged &&
+        cudaEventCreateWithFlags(&v->staged, cudaEventDisableTiming) != cudaSuccess) {
+        gm_cuda_record_error(cudaGetLastError(), "cudaEventCreateWithFlags", __func__, __FILE__,
+                             __LINE__);
+        st = GM_ERR_DEVICE;
+    }
     int dev = 0, cl = 0;
-    GM_CUDA_CHECK(cudaGetDevice(&dev));
-    GM_CUDA_CHECK(cudaDeviceGetAttribute(&cl, cudaDevAttrClusterLaunch, dev));
-    v->cluster = cl != 0;
+    if (st == GM_OK && !had &&
+        (cudaGetDevice(&dev) != cudaSuccess ||
+         cudaDeviceGetAttribute(&cl, cudaDevAttrClusterLaunch, dev) != cudaSuccess)) {
+        gm_cuda_record_error(cudaGetLastError(), "cudaDeviceGetAttribute", __func__, __FILE__,
+                             __LINE__);
+        st = GM_ERR_DEVICE;
+    }
+    if (st != GM_OK) {
+        gm_verify_dev_free(v);
+        return st;
+    }
+    if (!had)
+        v->cluster = cl != 0;
+    v->cap = max_points;
+    v->max_cands = max_cands;
     return GM_OK;
 }
 
@@ -1114,14 +1142,7 @@ extern "C" gm_status gm_verify_dev_alloc(gm_verify_dev *v, uint32_t max_points, 
     if (!v)
         return GM_ERR_INVALID;
     memset(v, 0, sizeof *v);
-    if (max_cands == 0)
-        return GM_ERR_INVALID;
-    v->cap = max_points;
-    v->max_cands = max_cands;
-    gm_status st = verify_dev_alloc(v);
-    if (st != GM_OK)
-        gm_verify_dev_free(v);
-    return st;
+    return gm_verify_dev_alloc_on(v, max_points, max_cands, NULL);
 }
 
 extern "C" gm_status gm_verify_points_upload(gm_verify_dev *v, const gm_points *q,

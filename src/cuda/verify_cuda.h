@@ -110,12 +110,20 @@ typedef struct {
                                  capability 9.0 on): a refinement is one launch, its
                                  iterations in a cluster of blocks a candidate; 0: a
                                  launch an iteration (the tests set it to compare) */
+    cudaStream_t pool;        /* gm_verify_dev_alloc_on's stream (NULL: cudaMalloc's) */
 } gm_verify_dev;
 
 /* Buffers for up to max_points points and max_cands candidates per call
  * (v is zeroed first).  Free with gm_verify_dev_free (also safe on a zeroed
  * or failed v).  GM_ERR_INVALID when max_cands is 0. */
 gm_status gm_verify_dev_alloc(gm_verify_dev *v, uint32_t max_points, uint32_t max_cands);
+/* The same grown in place on stream (gm_dev_bufs_resize_on): v zeroed, or
+ * made by this call on the same stream; the buffers that do not depend on
+ * the points (the candidates', the pairing's, the chain's) kept as they are,
+ * with wide and cluster; the device buffers from the library's pool, handed
+ * back on stream by gm_verify_dev_free.  On a failure v is freed and zeroed. */
+gm_status gm_verify_dev_alloc_on(gm_verify_dev *v, uint32_t max_points, uint32_t max_cands,
+                                 cudaStream_t stream);
 void gm_verify_dev_free(gm_verify_dev *v);
 
 /* The query points q (q->n <= v->cap; 0 allowed) with the cosf/sinf of

@@ -14,7 +14,11 @@
  * At exit (stderr, or KPROF_OUT): the wall time from the first record to
  * the last, the busy time, and a line a kernel name (launches, summed
  * milliseconds, mean microseconds, share of the summed kernel time),
- * largest first.  A process that ends with _exit prints nothing. */
+ * largest first.  KPROF_API=1 adds the host's side: a line a CUDA runtime
+ * call (calls, summed milliseconds of the calling threads' time inside it,
+ * mean microseconds), largest first, so that the driver's share of the
+ * workers' time can be named call by call.  A process that ends with _exit
+ * prints nothing. */
 #define _POSIX_C_SOURCE 200809L /* strdup */
 
 #include <cupti.h>
@@ -42,6 +46,30 @@ static int g_n;
 static span *g_span;
 static size_t g_nspan, g_capspan;
 static uint64_t g_dropped;
+static stat g_api[MAX_NAMES];
+static int g_napi;
+
+/* A runtime call's time on its thread: apart from the device's spans. */
+static void add_api(uint32_t cbid, uint64_t a, uint64_t b)
+{
+    const char *name = NULL;
+    if (cuptiGetCallbackName(CUPTI_CB_DOMAIN_RUNTIME_API, cbid, &name) != CUPTI_SUCCESS || !name)
+        name = "?";
+    stat *s = NULL;
+    for (int i = 0; i < g_napi && !s; i++)
+        if (!strcmp(g_api[i].name, name))
+            s = &g_api[i];
+    if (!s) {
+        if (g_napi == MAX_NAMES)
+            s = &g_api[MAX_NAMES - 1];
+        else
+            s = &g_api[g_napi++], s->name = strdup(name);
+    }
+    if (!s->name)
+        return;
+    s->n++;
+    s->ns += b > a ? b - a : 0;
+}
 
 static stat *stat_of(const char *name)
 {
@@ -92,6 +120,9 @@ static void CUPTIAPI completed(CUcontext ctx, uint32_t stream, uint8_t *buf, siz
                 : m->copyKind == CUPTI_ACTIVITY_MEMCPY_KIND_DTOH ? "[copy to host]"
                                                                   : "[copy, other]",
                 m->start, m->end);
+        } else if (r->kind == CUPTI_ACTIVITY_KIND_RUNTIME) {
+            const CUpti_ActivityAPI *a = (const CUpti_ActivityAPI *)r;
+            add_api(a->cbid, a->start, a->end);
         } else if (r->kind == CUPTI_ACTIVITY_KIND_MEMSET) {
             const CUpti_ActivityMemset4 *m = (const CUpti_ActivityMemset4 *)r;
             add("[memset]", m->start, m->end);
@@ -149,6 +180,18 @@ static void report(void)
         fprintf(f, "kprof: %10.2f ms %9llu x %9.1f us %5.1f%%  %.150s\n", g_stat[i].ns * 1e-6,
                 (unsigned long long)g_stat[i].n, g_stat[i].n ? g_stat[i].ns * 1e-3 / g_stat[i].n : 0,
                 kern && g_stat[i].name[0] != '[' ? 100.0 * g_stat[i].ns / kern : 0, g_stat[i].name);
+    if (g_napi) {
+        uint64_t all = 0, calls = 0;
+        for (int i = 0; i < g_napi; i++)
+            all += g_api[i].ns, calls += g_api[i].n;
+        qsort(g_api, (size_t)g_napi, sizeof *g_api, by_time);
+        fprintf(f, "kprof: runtime calls: %llu, %.1f ms of the calling threads' time\n",
+                (unsigned long long)calls, all * 1e-6);
+        for (int i = 0; i < g_napi; i++)
+            fprintf(f, "kprof: api %10.2f ms %9llu x %9.2f us  %.100s\n", g_api[i].ns * 1e-6,
+                    (unsigned long long)g_api[i].n,
+                    g_api[i].n ? g_api[i].ns * 1e-3 / g_api[i].n : 0, g_api[i].name);
+    }
     if (f != stderr)
         fclose(f);
     pthread_mutex_unlock(&g_mu);
@@ -165,6 +208,9 @@ int InitializeInjection(void)
     }
     (void)cuptiActivityEnable(CUPTI_ACTIVITY_KIND_MEMCPY);
     (void)cuptiActivityEnable(CUPTI_ACTIVITY_KIND_MEMSET);
+    const char *api = getenv("KPROF_API");
+    if (api && api[0] == '1')
+        (void)cuptiActivityEnable(CUPTI_ACTIVITY_KIND_RUNTIME);
     (void)cuptiActivityFlushPeriod(200); /* records kept should the teardown come first */
     atexit(report);
     return 1;
