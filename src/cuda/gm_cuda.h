@@ -88,9 +88,12 @@ void gm_dev_bufs_free(const gm_dev_buf *b, int n);
  * waiting for the device, for a lane's buffers, which grow with the
  * queries it meets (cudaMalloc and cudaFree wait for the whole device:
  * with 16 lanes growing, a batch of stills spent 1.3 ms a cudaFree,
- * docs/speed.md); pinned host buffers as gm_dev_bufs_alloc makes them.
- * The free is for buffers that only stream's work (or work ordered
- * before it) uses.  NULL: gm_dev_bufs_alloc and gm_dev_bufs_free. */
+ * docs/speed.md); the pinned host buffers from the library's own cache of
+ * pinned blocks (powers of two, kept for the process: cudaMallocHost and
+ * cudaFreeHost, which waits for the whole device, only when it grows), a
+ * block freed once stream has finished with it.  The free is for buffers
+ * that only stream's work (or work ordered before it) uses.  NULL:
+ * gm_dev_bufs_alloc and gm_dev_bufs_free. */
 gm_status gm_dev_bufs_alloc_on(const gm_dev_buf *b, int n, cudaStream_t stream);
 void gm_dev_bufs_free_on(const gm_dev_buf *b, int n, cudaStream_t stream);
 /* b's buffers made anew at b's sizes where old (the same list at the sizes

@@ -99,9 +99,9 @@ struct gm_gpu_level {
 };
 
 /* A buffer at *p of *have bytes grown to at least `bytes` (with room to
- * grow), its content dropped; pinned host memory when host, else device
- * memory from the library's pool on the lane's stream (gm_dev_bufs_alloc_on:
- * a lane's growth never waits for the other lanes' work). */
+ * grow), its content dropped, on the lane's stream (gm_dev_bufs_alloc_on: a
+ * lane's growth never waits for the other lanes' work): pinned host memory
+ * from the library's cache when host, else device memory from its pool. */
 static gm_status buf_grow(void **p, size_t *have, size_t bytes, int host, cudaStream_t stream)
 {
     if (bytes <= *have)
@@ -119,7 +119,10 @@ static gm_status dbuf_need(const gm_gpu_lane *g, dbuf *b, size_t bytes)
 {
     return buf_grow(&b->d, &b->bytes, bytes, 0, g->stream);
 }
-static gm_status hbuf_need(hbuf *b, size_t bytes) { return buf_grow(&b->h, &b->bytes, bytes, 1, NULL); }
+static gm_status hbuf_need(const gm_gpu_lane *g, hbuf *b, size_t bytes)
+{
+    return buf_grow(&b->h, &b->bytes, bytes, 1, g->stream);
+}
 
 static void dbuf_free(const gm_gpu_lane *g, dbuf *b)
 {
@@ -127,9 +130,9 @@ static void dbuf_free(const gm_gpu_lane *g, dbuf *b)
     b->bytes = 0;
 }
 
-static void hbuf_free(hbuf *b)
+static void hbuf_free(const gm_gpu_lane *g, hbuf *b)
 {
-    gm_dev_bufs_free(&(gm_dev_buf){&b->h, 0, 1}, 1);
+    gm_dev_bufs_free_on(&(gm_dev_buf){&b->h, 0, 1}, 1, g->stream);
     b->bytes = 0;
     if (b->used)
         (void)cudaEventDestroy(b->used);
@@ -216,7 +219,7 @@ static void lane_free(gm_gpu_lane *g)
             dbuf_free(g, d[i]);
         hbuf *h[] = {&g->h_img, &g->h_all, &g->h_keys, &g->h_best, &g->h_cs};
         for (size_t i = 0; i < sizeof h / sizeof h[0]; i++)
-            hbuf_free(h[i]);
+            hbuf_free(g, h[i]);
         if (g->voted)
             (void)cudaEventDestroy(g->voted);
         if (g->reduced)
@@ -417,7 +420,7 @@ static gm_status download(gm_gpu_lane *g, void *h_dst, const void *d_src, size_t
 {
     if (bytes == 0)
         return GM_OK;
-    gm_status st = hbuf_need(&g->h_all, bytes);
+    gm_status st = hbuf_need(g, &g->h_all, bytes);
     if (st != GM_OK)
         return st;
     GM_CUDA_CHECK(cudaMemcpyAsync(g->h_all.h, d_src, bytes, cudaMemcpyDeviceToHost, g->stream));
@@ -450,7 +453,7 @@ static gm_status upload(gm_gpu_lane *g, dbuf *dst, hbuf *stage, const void *h_sr
 {
     gm_status st = dbuf_need(g, dst, bytes ? bytes : 1);
     if (st == GM_OK)
-        st = hbuf_need(stage, bytes ? bytes : 1);
+        st = hbuf_need(g, stage, bytes ? bytes : 1);
     if (st != GM_OK || bytes == 0)
         return st;
     if ((st = stage_free(stage)) != GM_OK)
@@ -475,7 +478,7 @@ gm_status gm_gpu_side(gm_gpu_lane *g, gm_view img, int max_edges, uint32_t corne
     if (st == GM_OK)
         st = dbuf_need(g, &g->img, n);
     if (st == GM_OK)
-        st = hbuf_need(&g->h_img, n);
+        st = hbuf_need(g, &g->h_img, n);
     if (st != GM_OK)
         return st;
     /* the image, packed, through pinned memory */
@@ -498,7 +501,7 @@ gm_status gm_gpu_side(gm_gpu_lane *g, gm_view img, int max_edges, uint32_t corne
      * all cap of them are copied (the edge threshold is set for about cap
      * edges: a 640x360 frame fills 28,000 of its 28,800; a second wait a
      * side for the exact count cost more, docs/speed.md) */
-    if ((st = hbuf_need(&g->h_all, (size_t)(cap ? cap : 1) * sizeof(gm_point))) != GM_OK)
+    if ((st = hbuf_need(g, &g->h_all, (size_t)(cap ? cap : 1) * sizeof(gm_point))) != GM_OK)
         return st;
     if (cap)
         GM_CUDA_CHECK(cudaMemcpyAsync(g->h_all.h, g->all.d, (size_t)cap * sizeof(gm_point),
