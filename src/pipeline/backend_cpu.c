@@ -222,10 +222,18 @@ static gm_status cpu_refine(void *lane, gm_map_at map, const gm_points *q, gm_mo
     return GM_OK;
 }
 
+/* side by side, a thread each; fewer growths than threads (at least
+ * GM_REFINE_SPREAD_THREADS of them) together, each step's searches spread
+ * over the threads (gm_grow_models_cpu: the same numbers) */
 static gm_status cpu_grow(void *lane, gm_map_at map, const gm_points *q, gm_model model,
                           double *h, const double *seeds, uint32_t n, gm_verify_score *scores)
 {
     (void)lane;
+    const int th = gm_threads();
+    if (th >= GM_REFINE_SPREAD_THREADS && (int64_t)n < th) {
+        gm_grow_models_cpu(map.host, q, model, seeds, h, (int)n, scores);
+        return GM_OK;
+    }
 #pragma omp parallel for num_threads(gm_threads()) schedule(static, 1) if (n > 1)
     for (int64_t i = 0; i < (int64_t)n; i++) {
         gm_grow_model_cpu(map.host, q, model, seeds + 3 * i, h + 9 * i);

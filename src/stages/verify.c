@@ -410,6 +410,86 @@ void gm_grow_model_cpu(const gm_edge_map *map, const gm_points *q, gm_model mode
     gm_refine_model_cpu(map, q, model, h, GM_GROW_FINAL_ITERS);
 }
 
+/* Below this many points in a step's discs together, the growths' partner
+ * searches stay on the calling thread: a parallel region an iteration costs
+ * more than the first steps' few hundred searches. */
+#define GM_GROW_PAR_POINTS 1024
+
+void gm_grow_models_cpu(const gm_edge_map *map, const gm_points *q, gm_model model,
+                        const double *seeds, double *h, int nt, gm_verify_score *scores)
+{
+    if (nt <= 0)
+        return;
+    const size_t cap = q->n ? q->n : 1;
+    gm_point *buf = malloc((size_t)nt * cap * sizeof *buf);
+    double *rad = malloc((size_t)nt * sizeof *rad), *rmax2 = malloc((size_t)nt * sizeof *rmax2);
+    double *hs = malloc((size_t)nt * 9 * sizeof *hs);
+    int *at = malloc((size_t)nt * sizeof *at);
+    gm_points *sub = malloc((size_t)nt * sizeof *sub);
+    const gm_points **qs = malloc((size_t)nt * sizeof *qs);
+    if (!buf || !rad || !rmax2 || !hs || !at || !sub || !qs) {
+        for (int t = 0; t < nt; t++) /* one at a time, as the caller would have */
+            gm_grow_model_cpu(map, q, model, seeds + 3 * (size_t)t, h + 9 * (size_t)t);
+    } else {
+        for (int t = 0; t < nt; t++) {
+            const double *seed = seeds + 3 * (size_t)t;
+            rmax2[t] = 0;
+            for (uint32_t k = 0; k < q->n; k++)
+                rmax2[t] = fmax(rmax2[t], gm_grow_d2(q->p[k], seed));
+            rad[t] = fmax(GM_GROW_START * seed[2], GM_GROW_MIN_PX);
+        }
+        /* each growth's steps in turn, the growths still stepping together:
+         * every transform the same operations as gm_grow_model_cpu's */
+        for (;;) {
+            int na = 0;
+            size_t total = 0;
+            for (int t = 0; t < nt; t++) {
+                if (rad[t] < 0)
+                    continue; /* its steps are done */
+                const double *seed = seeds + 3 * (size_t)t;
+                gm_points *st = &sub[na];
+                *st = (gm_points){buf + (size_t)na * cap, 0};
+                for (uint32_t k = 0; k < q->n; k++)
+                    if (gm_grow_d2(q->p[k], seed) <= rad[t] * rad[t])
+                        st->p[st->n++] = q->p[k];
+                qs[na] = st;
+                memcpy(hs + 9 * (size_t)na, h + 9 * (size_t)t, 9 * sizeof *hs);
+                total += st->n;
+                at[na++] = t;
+            }
+            if (na == 0)
+                break;
+            if (refine_sets(map, qs, model, hs, GM_GROW_STEP_ITERS, na,
+                            total >= GM_GROW_PAR_POINTS) != 0)
+                for (int j = 0; j < na; j++)
+                    gm_refine_model_cpu(map, qs[j], model, hs + 9 * (size_t)j, GM_GROW_STEP_ITERS);
+            for (int j = 0; j < na; j++) {
+                const int t = at[j];
+                memcpy(h + 9 * (size_t)t, hs + 9 * (size_t)j, 9 * sizeof *hs);
+                if (rad[t] * rad[t] >= rmax2[t])
+                    rad[t] = -1;
+                else
+                    rad[t] *= GM_GROW_STEP;
+            }
+        }
+        /* then the model on every point: gm_refine_models_cpu's work */
+        for (int t = 0; t < nt; t++)
+            qs[t] = q;
+        if (refine_sets(map, qs, model, h, GM_GROW_FINAL_ITERS, nt, 1) != 0)
+            for (int t = 0; t < nt; t++)
+                gm_refine_model_cpu(map, q, model, h + 9 * (size_t)t, GM_GROW_FINAL_ITERS);
+    }
+    free(buf);
+    free(rad);
+    free(rmax2);
+    free(hs);
+    free(at);
+    free(sub);
+    free(qs);
+    for (int t = 0; scores && t < nt; t++)
+        scores[t] = strict_h(map, q, h + 9 * (size_t)t, 1);
+}
+
 double gm_corner_move(const double a[9], const double b[9], int w, int hgt)
 {
     const double cx[4] = {0, w - 1.0, w - 1.0, 0}, cy[4] = {0, 0, hgt - 1.0, hgt - 1.0};

@@ -82,6 +82,14 @@ void gm_refine_models_cpu(const gm_edge_map *map, const gm_points *q, gm_model m
 #define GM_GROW_FINAL_ITERS 10
 void gm_grow_model_cpu(const gm_edge_map *map, const gm_points *q, gm_model model,
                        const double seed[3], double h[9]);
+/* nt growths h[9 t..] from seeds[3 t..], each as gm_grow_model_cpu grows it
+ * (the same numbers bit for bit), then, scores not NULL, scored as
+ * gm_verify_strict_h_cpu scores it: the growths still stepping take their
+ * next steps together (gm_refine_models_cpu's way: every disc's partner
+ * searches in one parallel loop, then the fits side by side), then their
+ * final refinements together.  For fewer growths than threads. */
+void gm_grow_models_cpu(const gm_edge_map *map, const gm_points *q, gm_model model,
+                        const double *seeds, double *h, int nt, gm_verify_score *scores);
 /* How far the corners of a w x hgt query under h (a similarity, an affine or
  * a homography, as model says) move when a quarter of the query's points is
  * left out (each quadrant in turn, gm_quadrant; the fit refined from h on

@@ -743,6 +743,34 @@ START_TEST(test_refine_together)
         gm_threads_leave(old);
         EXPECT(memcmp(&s1, &s8, sizeof s1) == 0 && s1 > 0);
     }
+    /* growths from seeds, together (8 threads: each step's discs in one
+     * parallel loop; 1 thread) and each alone: the same bit for bit; seeds
+     * of different discs, so that the growths end their steps at different
+     * times, and one far off the reference */
+    const double seeds[NT][3] = {{80, 70, 30}, {40, 40, 12}, {120, 100, 60}, {20, 120, 20}};
+    for (int mi = 0; mi < 3; mi++) {
+        double ha[NT][9], hb[NT][9];
+        gm_verify_score sa[NT], sb[NT];
+        memcpy(ha, h0, sizeof ha);
+        for (int t = 0; t < NT; t++) {
+            gm_grow_model_cpu(&map, &q, models[mi], seeds[t], ha[t]);
+            sa[t] = gm_verify_strict_h_cpu(&map, &q, ha[t]);
+        }
+        for (int threads = 1; threads <= 8; threads *= 8) {
+            memcpy(hb, h0, sizeof hb);
+            int old = gm_threads_enter(threads);
+            gm_grow_models_cpu(&map, &q, models[mi], &seeds[0][0], &hb[0][0], NT, sb);
+            gm_threads_leave(old);
+            for (int t = 0; t < NT; t++) {
+                if (memcmp(ha[t], hb[t], sizeof ha[t]) != 0)
+                    ck_abort_msg("model %d, %d threads: growth %d differs from its growth alone",
+                                 (int)models[mi], threads, t);
+                EXPECT(sa[t].hits == sb[t].hits && sa[t].bg_hits == sb[t].bg_hits &&
+                       sa[t].total == sb[t].total && sa[t].confidence == sb[t].confidence);
+            }
+        }
+        EXPECT(memcmp(ha[0], h0[0], sizeof ha[0]) != 0); /* it grew: work was compared */
+    }
     /* the refinements moved: the test compares work done */
     double hm[9];
     memcpy(hm, h0[0], sizeof hm);
