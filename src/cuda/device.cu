@@ -293,12 +293,13 @@ static void pin_drop(void *p)
     pthread_mutex_unlock(&g_pin_lock);
 }
 
-/* One buffer made: device memory from the pool on stream (cudaMalloc
- * without one), pinned host memory with cudaMallocHost. */
-static cudaError_t buf_make(const gm_dev_buf *b, cudaStream_t stream)
+/* One buffer made: pooled, device memory from the library's pool on
+ * stream and pinned host memory from the cache above; else cudaMalloc and
+ * cudaMallocHost. */
+static cudaError_t buf_make(const gm_dev_buf *b, int pooled, cudaStream_t stream)
 {
     cudaError_t e;
-    if (stream) {
+    if (pooled) {
         e = b->host ? pin_make(b->p, b->bytes) : gm_cuda_malloc_async(b->p, b->bytes, stream);
     } else {
         e = gm_cuda_fault(GM_CUDA_FAULT_ALLOC);
@@ -306,64 +307,101 @@ static cudaError_t buf_make(const gm_dev_buf *b, cudaStream_t stream)
             e = b->host ? cudaMallocHost(b->p, b->bytes) : cudaMalloc(b->p, b->bytes);
     }
     if (e != cudaSuccess) {
-        gm_cuda_record_error(e, b->host ? "cudaMallocHost" : stream ? "cudaMallocFromPoolAsync" : "cudaMalloc",
+        gm_cuda_record_error(e, b->host ? "cudaMallocHost" : pooled ? "cudaMallocFromPoolAsync" : "cudaMalloc",
                              __func__, __FILE__, __LINE__);
         *b->p = NULL;
     }
     return e;
 }
 
-/* One buffer handed back (NULL: nothing), as buf_make made it; a pinned
- * one of a stream's once that stream is done with it. */
-static void buf_drop(const gm_dev_buf *b, cudaStream_t stream)
+/* One buffer handed back (NULL: nothing), as buf_make made it; a pooled
+ * pinned one once stream is done with it (*synced: waited for already). */
+static void buf_drop(const gm_dev_buf *b, int pooled, cudaStream_t stream, int *synced)
 {
     if (!*b->p)
         return;
-    if (!stream)
+    if (!pooled) {
         (void)(b->host ? cudaFreeHost(*b->p) : cudaFree(*b->p));
-    else if (!b->host)
+    } else if (!b->host) {
         (void)cudaFreeAsync(*b->p, stream);
-    else if (cudaStreamSynchronize(stream) == cudaSuccess)
-        pin_drop(*b->p);
-    /* else the stream failed: the block is left, not handed to another */
+    } else {
+        if (!*synced)
+            *synced = cudaStreamSynchronize(stream) == cudaSuccess ? 1 : -1;
+        if (*synced > 0)
+            pin_drop(*b->p);
+        /* else the stream failed: the block is left, not handed to another */
+    }
     *b->p = NULL;
 }
 
-extern "C" void gm_dev_bufs_free_on(const gm_dev_buf *b, int n, cudaStream_t stream)
+static void bufs_free(const gm_dev_buf *b, int n, int pooled, cudaStream_t stream)
 {
+    int synced = 0;
     for (int i = 0; i < n; i++)
-        buf_drop(&b[i], stream);
+        buf_drop(&b[i], pooled, stream, &synced);
     (void)cudaGetLastError();
 }
 
-extern "C" gm_status gm_dev_bufs_resize_on(const gm_dev_buf *old, const gm_dev_buf *b, int n,
-                                           cudaStream_t stream)
+static gm_status bufs_resize(const gm_dev_buf *old, const gm_dev_buf *b, int n, int pooled,
+                             cudaStream_t stream)
 {
+    int synced = 0;
     for (int i = 0; i < n; i++) {
         if (*b[i].p && old && old[i].bytes == b[i].bytes)
             continue; /* kept, content and all */
-        buf_drop(&b[i], stream);
-        cudaError_t e = buf_make(&b[i], stream);
+        buf_drop(&b[i], pooled, stream, &synced);
+        cudaError_t e = buf_make(&b[i], pooled, stream);
         if (e != cudaSuccess) {
-            gm_dev_bufs_free_on(b, n, stream);
+            bufs_free(b, n, pooled, stream);
             return gm_cuda_status(e);
         }
     }
     return GM_OK;
 }
 
+extern "C" void gm_dev_bufs_free_on(const gm_dev_buf *b, int n, cudaStream_t stream)
+{
+    bufs_free(b, n, stream != NULL, stream);
+}
+
+extern "C" gm_status gm_dev_bufs_resize_on(const gm_dev_buf *old, const gm_dev_buf *b, int n,
+                                           cudaStream_t stream)
+{
+    return bufs_resize(old, b, n, stream != NULL, stream);
+}
+
 extern "C" gm_status gm_dev_bufs_alloc_on(const gm_dev_buf *b, int n, cudaStream_t stream)
 {
     for (int i = 0; i < n; i++)
         *b[i].p = NULL;
-    return gm_dev_bufs_resize_on(NULL, b, n, stream);
+    return bufs_resize(NULL, b, n, stream != NULL, stream);
 }
 
-extern "C" void gm_dev_bufs_free(const gm_dev_buf *b, int n) { gm_dev_bufs_free_on(b, n, NULL); }
+extern "C" void gm_dev_bufs_free(const gm_dev_buf *b, int n) { bufs_free(b, n, 0, NULL); }
 
 extern "C" gm_status gm_dev_bufs_alloc(const gm_dev_buf *b, int n)
 {
     return gm_dev_bufs_alloc_on(b, n, NULL);
+}
+
+/* The pool's whatever the stream (the legacy stream 0 too), device
+ * buffers only. */
+extern "C" void gm_dev_bufs_pool_free(const gm_dev_buf *b, int n, cudaStream_t stream)
+{
+    bufs_free(b, n, 1, stream);
+}
+
+extern "C" gm_status gm_dev_bufs_pool_alloc(const gm_dev_buf *b, int n, cudaStream_t stream)
+{
+    for (int i = 0; i < n; i++)
+        *b[i].p = NULL;
+    for (int i = 0; i < n; i++)
+        if (b[i].host) {
+            gm_cuda_record_error(cudaErrorInvalidValue, "cudaMallocFromPoolAsync", __func__,
+                                 __FILE__, __LINE__);
+            return gm_cuda_status(cudaErrorInvalidValue);
+        }
+    return bufs_resize(NULL, b, n, 1, stream);
 }
 
 extern "C" cudaError_t gm_cuda_malloc_async(void **p, size_t bytes, cudaStream_t stream)
@@ -383,33 +421,6 @@ extern "C" cudaError_t gm_cuda_malloc_async(void **p, size_t bytes, cudaStream_t
 extern "C" cudaError_t gm_cuda_free_async(void *p)
 {
     return p ? cudaFreeAsync(p, cudaStreamPerThread) : cudaSuccess;
-}
-
-extern "C" void gm_dev_bufs_pool_free(const gm_dev_buf *b, int n, cudaStream_t stream)
-{
-    for (int i = 0; i < n; i++) {
-        if (*b[i].p)
-            (void)cudaFreeAsync(*b[i].p, stream);
-        *b[i].p = NULL;
-    }
-    (void)cudaGetLastError();
-}
-
-extern "C" gm_status gm_dev_bufs_pool_alloc(const gm_dev_buf *b, int n, cudaStream_t stream)
-{
-    for (int i = 0; i < n; i++)
-        *b[i].p = NULL;
-    for (int i = 0; i < n; i++) {
-        cudaError_t e = b[i].host ? cudaErrorInvalidValue
-                                  : gm_cuda_malloc_async(b[i].p, b[i].bytes, stream);
-        if (e != cudaSuccess) {
-            gm_cuda_record_error(e, "cudaMallocFromPoolAsync", __func__, __FILE__, __LINE__);
-            *b[i].p = NULL;
-            gm_dev_bufs_pool_free(b, n, stream);
-            return gm_cuda_status(e);
-        }
-    }
-    return GM_OK;
 }
 
 extern "C" int gm_cuda_device_count(char *why, size_t whylen)

@@ -107,11 +107,8 @@ static gm_status buf_grow(void **p, size_t *have, size_t bytes, int host, cudaSt
     if (bytes <= *have)
         return GM_OK;
     gm_dev_buf b = {p, bytes + bytes / 4, host};
-    gm_dev_bufs_free_on(&b, 1, stream);
-    *have = 0;
-    gm_status st = gm_dev_bufs_alloc_on(&b, 1, stream);
-    if (st == GM_OK)
-        *have = b.bytes;
+    gm_status st = gm_dev_bufs_resize_on(NULL, &b, 1, stream); /* the old one handed back */
+    *have = st == GM_OK ? b.bytes : 0;
     return st;
 }
 

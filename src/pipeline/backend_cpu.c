@@ -205,12 +205,17 @@ static gm_status cpu_verify(void *lane, gm_map_at map, const gm_points *q, const
  * points' searches spread over the threads (gm_refine_models_cpu: the
  * same numbers) */
 #define GM_REFINE_SPREAD_THREADS 4
+static int together(uint32_t n)
+{
+    const int th = gm_threads();
+    return th >= GM_REFINE_SPREAD_THREADS && (int64_t)n < th;
+}
+
 static gm_status cpu_refine(void *lane, gm_map_at map, const gm_points *q, gm_model model,
                             double *h, int iters, uint32_t n, gm_verify_score *scores)
 {
     (void)lane;
-    const int th = gm_threads();
-    if (th >= GM_REFINE_SPREAD_THREADS && (int64_t)n < th) {
+    if (together(n)) {
         gm_refine_models_cpu(map.host, q, model, h, iters, (int)n, scores);
         return GM_OK;
     }
@@ -229,8 +234,7 @@ static gm_status cpu_grow(void *lane, gm_map_at map, const gm_points *q, gm_mode
                           double *h, const double *seeds, uint32_t n, gm_verify_score *scores)
 {
     (void)lane;
-    const int th = gm_threads();
-    if (th >= GM_REFINE_SPREAD_THREADS && (int64_t)n < th) {
+    if (together(n)) {
         gm_grow_models_cpu(map.host, q, model, seeds, h, (int)n, scores);
         return GM_OK;
     }

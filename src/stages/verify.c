@@ -387,39 +387,21 @@ void gm_refine_models_cpu(const gm_edge_map *map, const gm_points *q, gm_model m
  * affine extrapolated 6-10 pixels off at the rim of the first steps.
  * Starting at half a side, steps of 1.15 and the model from the first step:
  * 16 of 24, the same within 1 at starts of 0.35-0.7 sides and steps of
- * 1.1-1.15.  Its CUDA twin is k_grow_verify (src/cuda/verify.cu). */
-void gm_grow_model_cpu(const gm_edge_map *map, const gm_points *q, gm_model model,
-                       const double seed[3], double h[9])
-{
-    gm_point *buf = malloc((q->n ? q->n : 1) * sizeof *buf);
-    if (!buf)
-        return;
-    double rmax2 = 0;
-    for (uint32_t k = 0; k < q->n; k++)
-        rmax2 = fmax(rmax2, gm_grow_d2(q->p[k], seed));
-    for (double rad = fmax(GM_GROW_START * seed[2], GM_GROW_MIN_PX);; rad *= GM_GROW_STEP) {
-        gm_points sub = {buf, 0};
-        for (uint32_t k = 0; k < q->n; k++)
-            if (gm_grow_d2(q->p[k], seed) <= rad * rad)
-                buf[sub.n++] = q->p[k];
-        gm_refine_model_cpu(map, &sub, model, h, GM_GROW_STEP_ITERS);
-        if (rad * rad >= rmax2)
-            break;
-    }
-    free(buf);
-    gm_refine_model_cpu(map, q, model, h, GM_GROW_FINAL_ITERS);
-}
-
-/* Below this many points in a step's discs together, the growths' partner
- * searches stay on the calling thread: a parallel region an iteration costs
- * more than the first steps' few hundred searches. */
+ * 1.1-1.15.  Its CUDA twin is k_grow_verify (src/cuda/verify.cu).
+ *
+ * Below GM_GROW_PAR_POINTS points in a step's discs together, the growths'
+ * partner searches stay on the calling thread: a parallel region an
+ * iteration costs more than the first steps' few hundred searches. */
 #define GM_GROW_PAR_POINTS 1024
 
-void gm_grow_models_cpu(const gm_edge_map *map, const gm_points *q, gm_model model,
-                        const double *seeds, double *h, int nt, gm_verify_score *scores)
+/* The nt growths h[9 t..] from seeds[3 t..], each growth's steps in turn and
+ * the growths still stepping together (refine_sets: each the same numbers
+ * as alone), then their final refinements together; the partner searches
+ * on the threads from par_points points in a call's sets on.  Nothing done
+ * where memory runs out. */
+static void grow_sets(const gm_edge_map *map, const gm_points *q, gm_model model,
+                      const double *seeds, double *h, int nt, size_t par_points)
 {
-    if (nt <= 0)
-        return;
     const size_t cap = q->n ? q->n : 1;
     gm_point *buf = malloc((size_t)nt * cap * sizeof *buf);
     double *rad = malloc((size_t)nt * sizeof *rad), *rmax2 = malloc((size_t)nt * sizeof *rmax2);
@@ -427,10 +409,7 @@ void gm_grow_models_cpu(const gm_edge_map *map, const gm_points *q, gm_model mod
     int *at = malloc((size_t)nt * sizeof *at);
     gm_points *sub = malloc((size_t)nt * sizeof *sub);
     const gm_points **qs = malloc((size_t)nt * sizeof *qs);
-    if (!buf || !rad || !rmax2 || !hs || !at || !sub || !qs) {
-        for (int t = 0; t < nt; t++) /* one at a time, as the caller would have */
-            gm_grow_model_cpu(map, q, model, seeds + 3 * (size_t)t, h + 9 * (size_t)t);
-    } else {
+    if (buf && rad && rmax2 && hs && at && sub && qs) {
         for (int t = 0; t < nt; t++) {
             const double *seed = seeds + 3 * (size_t)t;
             rmax2[t] = 0;
@@ -438,8 +417,6 @@ void gm_grow_models_cpu(const gm_edge_map *map, const gm_points *q, gm_model mod
                 rmax2[t] = fmax(rmax2[t], gm_grow_d2(q->p[k], seed));
             rad[t] = fmax(GM_GROW_START * seed[2], GM_GROW_MIN_PX);
         }
-        /* each growth's steps in turn, the growths still stepping together:
-         * every transform the same operations as gm_grow_model_cpu's */
         for (;;) {
             int na = 0;
             size_t total = 0;
@@ -459,8 +436,7 @@ void gm_grow_models_cpu(const gm_edge_map *map, const gm_points *q, gm_model mod
             }
             if (na == 0)
                 break;
-            if (refine_sets(map, qs, model, hs, GM_GROW_STEP_ITERS, na,
-                            total >= GM_GROW_PAR_POINTS) != 0)
+            if (refine_sets(map, qs, model, hs, GM_GROW_STEP_ITERS, na, total >= par_points) != 0)
                 for (int j = 0; j < na; j++)
                     gm_refine_model_cpu(map, qs[j], model, hs + 9 * (size_t)j, GM_GROW_STEP_ITERS);
             for (int j = 0; j < na; j++) {
@@ -472,10 +448,11 @@ void gm_grow_models_cpu(const gm_edge_map *map, const gm_points *q, gm_model mod
                     rad[t] *= GM_GROW_STEP;
             }
         }
-        /* then the model on every point: gm_refine_models_cpu's work */
+        /* then the model on every point */
         for (int t = 0; t < nt; t++)
             qs[t] = q;
-        if (refine_sets(map, qs, model, h, GM_GROW_FINAL_ITERS, nt, 1) != 0)
+        if (refine_sets(map, qs, model, h, GM_GROW_FINAL_ITERS, nt,
+                        (size_t)nt * q->n >= par_points) != 0)
             for (int t = 0; t < nt; t++)
                 gm_refine_model_cpu(map, q, model, h + 9 * (size_t)t, GM_GROW_FINAL_ITERS);
     }
@@ -486,6 +463,20 @@ void gm_grow_models_cpu(const gm_edge_map *map, const gm_points *q, gm_model mod
     free(at);
     free(sub);
     free(qs);
+}
+
+void gm_grow_model_cpu(const gm_edge_map *map, const gm_points *q, gm_model model,
+                       const double seed[3], double h[9])
+{
+    grow_sets(map, q, model, seed, h, 1, GM_PAR_POINTS);
+}
+
+void gm_grow_models_cpu(const gm_edge_map *map, const gm_points *q, gm_model model,
+                        const double *seeds, double *h, int nt, gm_verify_score *scores)
+{
+    if (nt <= 0)
+        return;
+    grow_sets(map, q, model, seeds, h, nt, GM_GROW_PAR_POINTS);
     for (int t = 0; scores && t < nt; t++)
         scores[t] = strict_h(map, q, h + 9 * (size_t)t, 1);
 }

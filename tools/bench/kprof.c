@@ -49,37 +49,29 @@ static uint64_t g_dropped;
 static stat g_api[MAX_NAMES];
 static int g_napi;
 
+/* name's entry of the table tab (*n of them), added when new */
+static stat *stat_in(stat *tab, int *n, const char *name)
+{
+    for (int i = 0; i < *n; i++)
+        if (!strcmp(tab[i].name, name))
+            return &tab[i];
+    if (*n == MAX_NAMES)
+        return &tab[MAX_NAMES - 1]; /* the last slot takes the rest */
+    tab[*n].name = strdup(name);
+    return &tab[(*n)++];
+}
+
+static stat *stat_of(const char *name) { return stat_in(g_stat, &g_n, name); }
+
 /* A runtime call's time on its thread: apart from the device's spans. */
 static void add_api(uint32_t cbid, uint64_t a, uint64_t b)
 {
     const char *name = NULL;
     if (cuptiGetCallbackName(CUPTI_CB_DOMAIN_RUNTIME_API, cbid, &name) != CUPTI_SUCCESS || !name)
         name = "?";
-    stat *s = NULL;
-    for (int i = 0; i < g_napi && !s; i++)
-        if (!strcmp(g_api[i].name, name))
-            s = &g_api[i];
-    if (!s) {
-        if (g_napi == MAX_NAMES)
-            s = &g_api[MAX_NAMES - 1];
-        else
-            s = &g_api[g_napi++], s->name = strdup(name);
-    }
-    if (!s->name)
-        return;
+    stat *s = stat_in(g_api, &g_napi, name);
     s->n++;
     s->ns += b > a ? b - a : 0;
-}
-
-static stat *stat_of(const char *name)
-{
-    for (int i = 0; i < g_n; i++)
-        if (!strcmp(g_stat[i].name, name))
-            return &g_stat[i];
-    if (g_n == MAX_NAMES)
-        return &g_stat[MAX_NAMES - 1]; /* the last slot takes the rest */
-    g_stat[g_n].name = strdup(name);
-    return &g_stat[g_n++];
 }
 
 static void add(const char *name, uint64_t a, uint64_t b)
