@@ -17,11 +17,19 @@
  * largest first.  KPROF_API=1 adds the host's side: a line a CUDA runtime
  * call (calls, summed milliseconds of the calling threads' time inside it,
  * mean microseconds), largest first, so that the driver's share of the
- * workers' time can be named call by call.  A process that ends with _exit
- * prints nothing. */
-#define _POSIX_C_SOURCE 200809L /* strdup */
+ * workers' time can be named call by call.  KPROF_SITES=1 adds where the
+ * copies, memsets, launches, event calls and waits come from: a line a call
+ * and call site (calls, the call's name, the return addresses of the first
+ * KPROF_DEPTH (default 6) frames inside the program, as offsets from its
+ * start), to be named with addr2line -f -i -e on the unstripped build
+ * (tools/bench/kprof_sites.sh).  A process that ends with _exit prints
+ * nothing. */
+#define _GNU_SOURCE /* strdup, dladdr */
 
 #include <cupti.h>
+#include <dlfcn.h>
+#include <execinfo.h>
+#include <link.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -48,6 +56,18 @@ static size_t g_nspan, g_capspan;
 static uint64_t g_dropped;
 static stat g_api[MAX_NAMES];
 static int g_napi;
+
+/* KPROF_SITES: a call and its first frames in the program */
+#define SITE_DEPTH 8
+#define MAX_SITES 4096
+typedef struct {
+    uint32_t cbid;
+    uintptr_t off[SITE_DEPTH];
+    uint64_t n;
+} site;
+static site g_site[MAX_SITES];
+static int g_nsite, g_depth = 6;
+static uintptr_t g_base;
 
 /* name's entry of the table tab (*n of them), added when new */
 static stat *stat_in(stat *tab, int *n, const char *name)
@@ -87,6 +107,53 @@ static void add(const char *name, uint64_t a, uint64_t b)
         g_span = p, g_capspan = cap;
     }
     g_span[g_nspan++] = (span){a, b};
+}
+
+/* The program's own frames of this call (g_base: the executable's start). */
+static void CUPTIAPI on_call(void *ud, CUpti_CallbackDomain dom, CUpti_CallbackId cbid,
+                             const void *data)
+{
+    (void)ud;
+    const CUpti_CallbackData *cd = data;
+    if (dom != CUPTI_CB_DOMAIN_RUNTIME_API || cd->callbackSite != CUPTI_API_ENTER)
+        return;
+    void *fr[48];
+    const int nf = backtrace(fr, 48);
+    site k = {cbid, {0}, 0};
+    int d = 0;
+    for (int i = 0; i < nf && d < g_depth; i++) {
+        Dl_info di;
+        if (dladdr(fr[i], &di) && (uintptr_t)di.dli_fbase == g_base)
+            k.off[d++] = (uintptr_t)fr[i] - g_base;
+    }
+    pthread_mutex_lock(&g_mu);
+    int i = 0;
+    while (i < g_nsite && (g_site[i].cbid != k.cbid || memcmp(g_site[i].off, k.off, sizeof k.off)))
+        i++;
+    if (i == g_nsite && g_nsite < MAX_SITES)
+        g_site[g_nsite++] = k;
+    if (i < g_nsite)
+        g_site[i].n++;
+    pthread_mutex_unlock(&g_mu);
+}
+
+/* dl_iterate_phdr's first module is the executable */
+static int first_module(struct dl_phdr_info *info, size_t size, void *data)
+{
+    (void)size, (void)data;
+    g_base = (uintptr_t)info->dlpi_addr;
+    for (int i = 0; i < info->dlpi_phnum; i++)
+        if (info->dlpi_phdr[i].p_type == PT_LOAD) {
+            g_base += info->dlpi_phdr[i].p_vaddr - info->dlpi_phdr[i].p_offset;
+            break;
+        }
+    return 1;
+}
+
+static int by_count(const void *x, const void *y)
+{
+    const site *a = x, *b = y;
+    return (a->n < b->n) - (a->n > b->n);
 }
 
 static void CUPTIAPI requested(uint8_t **buf, size_t *size, size_t *max_records)
@@ -184,6 +251,17 @@ static void report(void)
                     (unsigned long long)g_api[i].n,
                     g_api[i].n ? g_api[i].ns * 1e-3 / g_api[i].n : 0, g_api[i].name);
     }
+    qsort(g_site, (size_t)g_nsite, sizeof *g_site, by_count);
+    for (int i = 0; i < g_nsite; i++) {
+        const char *name = NULL;
+        if (cuptiGetCallbackName(CUPTI_CB_DOMAIN_RUNTIME_API, g_site[i].cbid, &name) !=
+                CUPTI_SUCCESS || !name)
+            name = "?";
+        fprintf(f, "kprof: site %9llu %s", (unsigned long long)g_site[i].n, name);
+        for (int d = 0; d < g_depth && g_site[i].off[d]; d++)
+            fprintf(f, " 0x%lx", (unsigned long)g_site[i].off[d]);
+        fputc('\n', f);
+    }
     if (f != stderr)
         fclose(f);
     pthread_mutex_unlock(&g_mu);
@@ -203,6 +281,32 @@ int InitializeInjection(void)
     const char *api = getenv("KPROF_API");
     if (api && api[0] == '1')
         (void)cuptiActivityEnable(CUPTI_ACTIVITY_KIND_RUNTIME);
+    const char *sites = getenv("KPROF_SITES");
+    if (sites && sites[0] == '1') {
+        const char *dep = getenv("KPROF_DEPTH");
+        if (dep && atoi(dep) > 0)
+            g_depth = atoi(dep) < SITE_DEPTH ? atoi(dep) : SITE_DEPTH;
+        dl_iterate_phdr(first_module, NULL); /* the executable's start */
+        CUpti_SubscriberHandle sub;
+        static const CUpti_CallbackId ids[] = {
+            CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyAsync_v3020,
+            CUPTI_RUNTIME_TRACE_CBID_cudaMemsetAsync_v3020,
+            CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000,
+            CUPTI_RUNTIME_TRACE_CBID_cudaEventRecord_v3020,
+            CUPTI_RUNTIME_TRACE_CBID_cudaEventSynchronize_v3020,
+            CUPTI_RUNTIME_TRACE_CBID_cudaStreamSynchronize_v3020,
+            CUPTI_RUNTIME_TRACE_CBID_cudaSetDevice_v3020,
+            CUPTI_RUNTIME_TRACE_CBID_cudaMallocFromPoolAsync_v11020,
+            CUPTI_RUNTIME_TRACE_CBID_cudaEventElapsedTime_v12080,
+            CUPTI_RUNTIME_TRACE_CBID_cudaOccupancyMaxActiveBlocksPerMultiprocessorWithFlags_v7000,
+            CUPTI_RUNTIME_TRACE_CBID_cudaDeviceGetAttribute_v5000,
+        };
+        if (!g_base || cuptiSubscribe(&sub, on_call, NULL) != CUPTI_SUCCESS)
+            fprintf(stderr, "kprof: no call sites (main not found or CUPTI refused)\n");
+        else
+            for (size_t i = 0; i < sizeof ids / sizeof ids[0]; i++)
+                (void)cuptiEnableCallback(1, sub, CUPTI_CB_DOMAIN_RUNTIME_API, ids[i]);
+    }
     (void)cuptiActivityFlushPeriod(200); /* records kept should the teardown come first */
     atexit(report);
     return 1;
