@@ -72,8 +72,10 @@ static size_t stage_bytes(uint32_t n) { return sizeof(stage_head) + (size_t)n * 
 
 static __global__ void __launch_bounds__(CN_THREADS)
     k_row_sums(const int16_t *__restrict__ gx, const int16_t *__restrict__ gy, int w, size_t n,
-               float *__restrict__ sum)
+               float *__restrict__ sum, uint32_t *__restrict__ d_best)
 {
+    if (blockIdx.x == 0 && threadIdx.x == 0)
+        *d_best = 0; /* k_resp's maximum, which it takes after */
     for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n;
          i += (size_t)gridDim.x * blockDim.x) {
         const int x = (int)(i % (size_t)w);
@@ -285,8 +287,8 @@ static gm_status launch_corners(const gm_edges_dev *e, uint32_t target, gm_corne
     if (sort_n > c->cand_cap || (size_t)gw * (size_t)gh > c->grid_cap)
         return GM_ERR_INVALID; /* not expected: the alloc bounds every shape */
 
-    GM_CUDA_CHECK(cudaMemsetAsync(c->d_best, 0, sizeof *c->d_best, stream));
-    k_row_sums<<<blocks_for(n), CN_THREADS, 0, stream>>>(e->d_gx, e->d_gy, w, n, c->d_sum);
+    k_row_sums<<<blocks_for(n), CN_THREADS, 0, stream>>>(e->d_gx, e->d_gy, w, n, c->d_sum,
+                                                         c->d_best);
     GM_CUDA_CHECK_LAUNCH();
     k_resp<<<blocks_for(n), CN_THREADS, 0, stream>>>(c->d_sum, w, h, n, c->d_resp, c->d_best);
     GM_CUDA_CHECK_LAUNCH();

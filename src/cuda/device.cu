@@ -110,6 +110,15 @@ static void ctx_fns_find(void)
     g_ctx_set = (ctx_set_fn)set;
 }
 
+/* Each device's primary context once cudaSetDevice has made it current on
+ * some thread: the next entries make it current with cuCtxSetCurrent, or
+ * find it current already (cudaSetDevice itself cost 40-50 us a call with
+ * 16 workers, twice a pair of a batch; docs/speed.md).  The runtime takes
+ * a primary context made current through the driver as its device's.  The
+ * library never resets a device, so a primary context stays valid. */
+#define GM_CTX_CACHE 64
+static CUcontext g_primary[GM_CTX_CACHE];
+
 extern "C" cudaError_t gm_cuda_device_enter(int dev, gm_cuda_scope *s)
 {
     s->ctx = NULL;
@@ -120,7 +129,15 @@ extern "C" cudaError_t gm_cuda_device_enter(int dev, gm_cuda_scope *s)
         s->ctx = c;
         s->saved = 1;
     }
-    return cudaSetDevice(dev);
+    const int cached = s->saved && dev >= 0 && dev < GM_CTX_CACHE;
+    CUcontext p = cached ? __atomic_load_n(&g_primary[dev], __ATOMIC_ACQUIRE) : NULL;
+    if (p && (c == p || g_ctx_set(p) == CUDA_SUCCESS))
+        return cudaSuccess;
+    cudaError_t e = cudaSetDevice(dev);
+    CUcontext now = NULL;
+    if (e == cudaSuccess && cached && g_ctx_get(&now) == CUDA_SUCCESS && now)
+        __atomic_store_n(&g_primary[dev], now, __ATOMIC_RELEASE);
+    return e;
 }
 
 extern "C" void gm_cuda_device_leave(gm_cuda_scope *s)

@@ -3,16 +3,18 @@
  * waits for the device once instead of three times (the vote's candidates,
  * their scores, the picks' refinement):
  *
- *   k_pair_params  a thread a candidate: its similarity (gm_pair_similarity)
- *                  as the loose test's parameters, its rotation, m0;
- *   k_verify       (verify.cu, gm_verify_queue) the loose scores;
- *   k_pair_pick    gm_pair_pick over the scores (one thread, on copies in
- *                  shared memory), the picks' 3x3 into the refinement's
- *                  parameters;
- *   the refinement (verify.cu, gm_refine_queue) of GM_PAIR_PICKS
- *                  candidates, those past the device's pick count idle;
+ *   k_pair_decide  a block a candidate: its similarity (gm_pair_similarity),
+ *                  rotation and m0, its loose score (verify_block, as
+ *                  verify.cu's k_verify); the last block to finish then
+ *                  gm_pair_pick over the scores (one thread, on copies in
+ *                  shared memory), the picks' 3x3 into gm_pair_dev's hr;
+ *   the refinement (verify.cu, gm_refine_queue_into) of GM_PAIR_PICKS
+ *                  candidates in hr, their scores in vr, those past the
+ *                  device's pick count idle;
  *
- * then one copy back.  Compiled with --fmad=false (CMakeLists.txt): the
+ * then one copy back, the refined picks in it: two launches and a copy a
+ * pairing (three launches and three copies until 2026-11-30, six before
+ * the decisions came to the device).  Compiled with --fmad=false (CMakeLists.txt): the
  * similarities and the pick's distances are the host's numbers.  The
  * rotation is CUDA's atan2 where the host's is glibc's: a candidate whose
  * double is within GM_PAIR_ROT_ULPS of a float midpoint is flagged, and
@@ -23,72 +25,108 @@
 
 #include "cuda/cuda_check.cuh"
 #include "cuda/gm_cuda.h"
+#include "cuda/verify_block.cuh"
 #include "cuda/verify_cuda.h"
 #include "stages/pair_core.h"
 
-#define GM_PAIR_THREADS 256 /* a thread a candidate */
+#define GM_PAIR_THREADS GM_VERIFY_THREADS /* a candidate a block; the last block's pick a
+                                            candidate a thread */
 static_assert(GM_PAIR_THREADS >= GM_MAX_TOP_K && GM_PAIR_THREADS >= 9 * GM_PAIR_PICKS,
-              "k_pair_params and k_pair_pick take a candidate a thread");
+              "the pick takes a candidate a thread");
 
-static __global__ void __launch_bounds__(GM_PAIR_THREADS)
-    k_pair_params(const gm_candidate *cands, uint32_t nc, const gm_vote_basis *qb,
-                  const float4 *rends, gm_pair_scales s, double *params, float *rot,
-                  gm_pair_dev *pd)
+/* A score another block wrote, read from L2 (ld.global.cg), word by word. */
+static __device__ gm_verify_score load_cg(const gm_verify_score *p)
 {
-    const uint32_t c = threadIdx.x;
-    if (c == 0)
-        pd->nc = nc, pd->doubtful = 0;
-    __syncthreads();
-    if (c >= nc)
-        return;
-    const gm_candidate cd = cands[c];
-    const gm_vote_basis q = qb[cd.query_basis];
-    const float4 r = rends[cd.ref_basis];
-    double ms[6], m0[6];
-    gm_pair_similarity(q.a.x, q.a.y, q.b.x, q.b.y, r.x, r.y, r.z, r.w, s, ms, m0);
-    for (int i = 0; i < 6; i++) {
-        params[9 * (size_t)c + i] = ms[i];
-        pd->ms[c][i] = ms[i];
-        pd->m0[c][i] = m0[i];
-    }
-    const double a = atan2(ms[3], ms[0]);
-    rot[c] = (float)a;
-    if (gm_pair_rot_doubtful(a))
-        atomicOr(&pd->doubtful, 1u);
-    pd->cands[c] = cd;
+    static_assert(sizeof(gm_verify_score) % sizeof(unsigned long long) == 0, "8-byte words");
+    gm_verify_score r;
+    const unsigned long long *src = (const unsigned long long *)p;
+    unsigned long long *dst = (unsigned long long *)&r;
+    for (size_t i = 0; i < sizeof r / sizeof *dst; i++)
+        dst[i] = __ldcg(src + i);
+    return r;
 }
 
-/* The scores kept (the refinement writes its own over the first), the
- * picks (gm_pair_pick by one thread, on copies in shared memory: its loads
- * wait for shared memory, not for L2), their 3x3 similarities as the
- * refinement's parameters. */
+/* Block c: candidate c's similarity (gm_pair_similarity) and rotation, its
+ * loose score (gm_verify_cpu's, verify_block) into scores[c], ms, m0 and
+ * the candidate into pd; then the last block to finish (a counter in pd,
+ * after a fence: every other block's writes seen) makes the decisions: the
+ * rotation doubt of any candidate, the scores kept, the picks (gm_pair_pick
+ * by one thread, on copies in shared memory: its loads wait for shared
+ * memory, not for L2) and their 3x3 similarities into hr, the refinement's
+ * parameters.  One launch where three were (the candidates' parameters, the
+ * scores, the pick). */
 static __global__ void __launch_bounds__(GM_PAIR_THREADS)
-    k_pair_pick(const gm_verify_score *__restrict__ scores, int w, int h, double floor,
-                int ndone, int max_done, double *__restrict__ params, gm_pair_dev *__restrict__ pd)
+    k_pair_decide(const gm_candidate *cands, uint32_t nc, const gm_vote_basis *qb,
+                  const float4 *rends, gm_pair_scales s, gm_map_view map, const gm_point *pts,
+                  uint32_t n, gm_verify_score *scores, int w, int h, double floor, int ndone,
+                  int max_done, gm_pair_dev *pd)
 {
+    __shared__ double s_ms[6];
+    __shared__ float s_rot;
+    __shared__ int s_last;
+    const uint32_t c = blockIdx.x, t = threadIdx.x;
+    if (t == 0) {
+        const gm_candidate cd = cands[c];
+        const gm_vote_basis q = qb[cd.query_basis];
+        const float4 r = rends[cd.ref_basis];
+        double ms[6], m0[6];
+        gm_pair_similarity(q.a.x, q.a.y, q.b.x, q.b.y, r.x, r.y, r.z, r.w, s, ms, m0);
+        for (int i = 0; i < 6; i++) {
+            s_ms[i] = ms[i];
+            pd->ms[c][i] = ms[i];
+            pd->m0[c][i] = m0[i];
+        }
+        const double a = atan2(ms[3], ms[0]);
+        s_rot = (float)a;
+        pd->doubt[c] = gm_pair_rot_doubtful(a) ? 1u : 0u;
+        pd->cands[c] = cd;
+    }
+    __syncthreads();
+    double m[6];
+    for (int i = 0; i < 6; i++)
+        m[i] = s_ms[i];
+    const gm_verify_score sc = verify_block(map, pts, n, m, s_rot);
+    if (t == 0) {
+        scores[c] = sc;
+        __threadfence(); /* this block's writes seen before its arrival is */
+        s_last = atomicAdd(&pd->arrived, 1u) == nc - 1;
+    }
+    __syncthreads();
+    if (!s_last)
+        return;
+    __threadfence();
     __shared__ gm_verify_score s_sc[GM_MAX_TOP_K];
     __shared__ double s_m0[GM_MAX_TOP_K][6];
     __shared__ double s_done[GM_PAIR_DONE_MAX][6];
     __shared__ int s_pick[GM_PAIR_PICKS], s_np;
-    const uint32_t nc = pd->nc, t = threadIdx.x;
-    if (t < nc) {
-        s_sc[t] = scores[t];
+    __shared__ unsigned s_doubt;
+    if (t == 0)
+        s_doubt = 0;
+    __syncthreads();
+    if (t < nc) { /* the other blocks' writes: from L2 */
+        s_sc[t] = load_cg(&scores[t]);
         for (int i = 0; i < 6; i++)
-            s_m0[t][i] = pd->m0[t][i];
+            s_m0[t][i] = __ldcg(&pd->m0[t][i]);
+        if (__ldcg(&pd->doubt[t]))
+            atomicOr(&s_doubt, 1u);
     }
     for (int d = (int)t; d < ndone; d += blockDim.x)
         for (int i = 0; i < 6; i++)
             s_done[d][i] = pd->done[d][i];
     __syncthreads();
-    if (t == 0) /* the remembered list grows here only (the host keeps its own) */
+    if (t == 0) { /* the remembered list grows here only (the host keeps its own) */
         s_np = gm_pair_pick(s_sc, s_m0, nc, w, h, floor, s_done, &ndone, max_done, s_pick);
+        pd->nc = nc;
+        pd->doubtful = s_doubt;
+        pd->arrived = 0; /* for the next pairing */
+    }
     __syncthreads();
     const int np = s_np;
     if (t < nc)
         pd->sc[t] = s_sc[t];
     if (t < (uint32_t)np * 9) { /* gm_h_from_m of each pick */
         const uint32_t i = t / 9, j = t % 9;
-        params[t] = j < 6 ? pd->ms[s_pick[i]][j] : j == 8 ? 1.0 : 0.0;
+        pd->hr[i][j] = j < 6 ? __ldcg(&pd->ms[s_pick[i]][j]) : j == 8 ? 1.0 : 0.0;
     }
     if (t < (uint32_t)np)
         pd->pick[t] = s_pick[t];
@@ -113,25 +151,16 @@ extern "C" gm_status gm_pair_queue_cuda(const gm_edge_map_dev *map, gm_verify_de
         GM_CUDA_CHECK(cudaMemcpyAsync(dp->done, hp->done, (size_t)in->ndone * sizeof hp->done[0],
                                       cudaMemcpyHostToDevice, stream));
     }
-    k_pair_params<<<1, GM_PAIR_THREADS, 0, stream>>>(d_cands, nc, d_qbases, d_rends, in->s,
-                                                      v->d_params, v->d_rot, dp);
+    k_pair_decide<<<nc, GM_PAIR_THREADS, 0, stream>>>(
+        d_cands, nc, d_qbases, d_rends, in->s, map_view(map), v->d_pts, v->n, v->d_scores, in->w,
+        in->h, in->floor, in->ndone, in->max_done, dp);
     GM_CUDA_CHECK_LAUNCH();
-    gm_status st = gm_verify_queue(map, v, nc, stream);
-    if (st != GM_OK)
-        return st;
-    k_pair_pick<<<1, GM_PAIR_THREADS, 0, stream>>>(v->d_scores, in->w, in->h, in->floor,
-                                                    in->ndone, in->max_done, v->d_params, dp);
-    GM_CUDA_CHECK_LAUNCH();
-    if ((st = gm_refine_queue(map, v, GM_MODEL_SIMILARITY, in->iters, GM_PAIR_PICKS, &dp->npick,
-                              stream)) != GM_OK)
+    gm_status st;
+    if ((st = gm_refine_queue_into(map, v, GM_MODEL_SIMILARITY, in->iters, GM_PAIR_PICKS,
+                                   &dp->hr[0][0], dp->vr, &dp->npick, stream)) != GM_OK)
         return st;
     GM_CUDA_CHECK(cudaMemcpyAsync(hp, dp, offsetof(gm_pair_dev, ms), cudaMemcpyDeviceToHost,
                                   stream));
-    GM_CUDA_CHECK(cudaMemcpyAsync(v->h_params, v->d_params,
-                                  9 * GM_PAIR_PICKS * sizeof *v->h_params,
-                                  cudaMemcpyDeviceToHost, stream));
-    GM_CUDA_CHECK(cudaMemcpyAsync(v->h_scores, v->d_scores, GM_PAIR_PICKS * sizeof *v->h_scores,
-                                  cudaMemcpyDeviceToHost, stream));
     return GM_OK;
 }
 
@@ -159,8 +188,8 @@ extern "C" gm_status gm_pair_collect_cuda(gm_verify_dev *v, uint32_t nc, gm_pair
         if (hp->pick[i] < 0 || (uint32_t)hp->pick[i] >= nc)
             return GM_ERR_DEVICE;
         out->pick[i] = hp->pick[i];
-        memcpy(out->hr[i], v->h_params + 9 * (size_t)i, sizeof out->hr[i]);
-        out->vr[i] = v->h_scores[i];
+        memcpy(out->hr[i], hp->hr[i], sizeof out->hr[i]);
+        out->vr[i] = hp->vr[i];
     }
     return GM_OK;
 }

@@ -29,15 +29,20 @@
 typedef struct {
     void *d;
     size_t bytes;
+    const void *from; /* the staging (hbuf) whose `filled` bytes it holds (upload) */
+    size_t filled;
 } dbuf;
 
-/* The same in pinned host memory; `used` marks the stream's last copy out
- * of it (upload), so that the host rewrites it only once that copy is done. */
+/* The same in pinned host memory; `pending` marks a copy out of it queued
+ * (upload), so that the host rewrites it only once that copy is done
+ * (stage_free). */
 typedef struct {
     void *h;
     size_t bytes;
-    cudaEvent_t used;
     int pending;
+    unsigned long epoch; /* the lane's `synced` when the copy out of it was queued */
+    const dbuf *to;   /* the device buffer its last `sent` bytes went to (upload) */
+    size_t sent;
 } hbuf;
 
 /* One query at a time: a stream and the buffers of every stage, reused
@@ -69,6 +74,7 @@ struct gm_gpu_lane {
     /* the vote's end, the reduction's and a pairing's decisions', timed on
      * the stream (gm_gpu_vote, gm_gpu_pair) */
     cudaEvent_t voted, reduced, decided;
+    unsigned long synced; /* the stream's whole waits that this file saw (stage_free) */
 };
 
 /* The reference's device data (edge map; the tables are gm_gpu_level's)
@@ -112,12 +118,17 @@ static gm_status buf_grow(void **p, size_t *have, size_t bytes, int host, cudaSt
     return st;
 }
 
+/* (a growth drops the content, and with it what upload knew of it) */
 static gm_status dbuf_need(const gm_gpu_lane *g, dbuf *b, size_t bytes)
 {
+    if (bytes > b->bytes)
+        b->from = NULL;
     return buf_grow(&b->d, &b->bytes, bytes, 0, g->stream);
 }
 static gm_status hbuf_need(const gm_gpu_lane *g, hbuf *b, size_t bytes)
 {
+    if (bytes > b->bytes)
+        b->to = NULL;
     return buf_grow(&b->h, &b->bytes, bytes, 1, g->stream);
 }
 
@@ -125,16 +136,15 @@ static void dbuf_free(const gm_gpu_lane *g, dbuf *b)
 {
     gm_dev_bufs_free_on(&(gm_dev_buf){&b->d, 0, 0}, 1, g->stream);
     b->bytes = 0;
+    b->from = NULL;
 }
 
 static void hbuf_free(const gm_gpu_lane *g, hbuf *b)
 {
     gm_dev_bufs_free_on(&(gm_dev_buf){&b->h, 0, 1}, 1, g->stream);
     b->bytes = 0;
-    if (b->used)
-        (void)cudaEventDestroy(b->used);
-    b->used = NULL;
     b->pending = 0;
+    b->to = NULL;
 }
 
 /* Device g->dev's memory and name, the device current. */
@@ -412,6 +422,10 @@ static gm_status need_edges(gm_gpu_lane *g, int w, int h, uint32_t corners)
     return st;
 }
 
+/* The lane's stream was waited for as a whole: every copy queued before
+ * is done. */
+static void lane_synced(gm_gpu_lane *g) { g->synced++; }
+
 /* Host copy of the first n entries of a device array, through staging. */
 static gm_status download(gm_gpu_lane *g, void *h_dst, const void *d_src, size_t bytes)
 {
@@ -422,42 +436,65 @@ static gm_status download(gm_gpu_lane *g, void *h_dst, const void *d_src, size_t
         return st;
     GM_CUDA_CHECK(cudaMemcpyAsync(g->h_all.h, d_src, bytes, cudaMemcpyDeviceToHost, g->stream));
     GM_CUDA_CHECK(gm_cuda_stream_wait(g->stream));
+    lane_synced(g);
     memcpy(h_dst, g->h_all.h, bytes);
     return GM_OK;
 }
 
 /* A staging buffer is rewritten only once the stream's last copy out of
- * it is done (its event: waiting for the whole stream held the host
- * back); stage_sent marks a copy out of it just queued. */
-static gm_status stage_free(hbuf *stage)
+ * it is done; stage_sent marks a copy out of it just queued.  The stream
+ * is waited for as a whole after nearly every upload (a side's corners, a
+ * pairing's decisions, a download; lane_synced counts those waits), which
+ * sees the copy done: then nothing is waited for here.  Otherwise the
+ * stream is waited for here (once a stage's event was recorded after each
+ * copy and waited for before each rewrite: two calls an upload, and a
+ * pairing's draw uploads twice; docs/speed.md). */
+static gm_status stage_free(gm_gpu_lane *g, hbuf *stage)
 {
-    if (!stage->used)
-        GM_CUDA_CHECK(cudaEventCreateWithFlags(&stage->used, cudaEventDisableTiming));
-    if (stage->pending)
-        GM_CUDA_CHECK(gm_cuda_event_wait(stage->used));
+    if (stage->pending && stage->epoch == g->synced) {
+        GM_CUDA_CHECK(gm_cuda_stream_wait(g->stream));
+        lane_synced(g);
+    }
+    stage->pending = 0;
     return GM_OK;
 }
 
 static gm_status stage_sent(gm_gpu_lane *g, hbuf *stage)
 {
-    GM_CUDA_CHECK(cudaEventRecord(stage->used, g->stream));
     stage->pending = 1;
+    stage->epoch = g->synced;
     return GM_OK;
 }
 
-/* Device copy of host memory into a growing buffer, through staging. */
-static gm_status upload(gm_gpu_lane *g, dbuf *dst, hbuf *stage, const void *h_src, size_t bytes)
+
+/* Device copy of host memory into a growing buffer, through staging.
+ * kept: dst is only read on the device, so when its last upload came
+ * through the same staging with the same bytes (a query's cloud, once a
+ * draw), it holds them still and nothing is copied (a copy, an event and a
+ * wait the fewer; docs/speed.md). */
+static gm_status upload_as(gm_gpu_lane *g, dbuf *dst, hbuf *stage, const void *h_src,
+                           size_t bytes, int kept)
 {
     gm_status st = dbuf_need(g, dst, bytes ? bytes : 1);
     if (st == GM_OK)
         st = hbuf_need(g, stage, bytes ? bytes : 1);
     if (st != GM_OK || bytes == 0)
         return st;
-    if ((st = stage_free(stage)) != GM_OK)
+    if (kept && dst->from == stage && stage->to == dst && dst->filled == bytes &&
+        stage->sent == bytes && memcmp(stage->h, h_src, bytes) == 0)
+        return GM_OK;
+    if ((st = stage_free(g, stage)) != GM_OK)
         return st;
     memcpy(stage->h, h_src, bytes);
     GM_CUDA_CHECK(cudaMemcpyAsync(dst->d, stage->h, bytes, cudaMemcpyHostToDevice, g->stream));
+    dst->from = stage, dst->filled = bytes;
+    stage->to = dst, stage->sent = bytes;
     return stage_sent(g, stage);
+}
+
+static gm_status upload(gm_gpu_lane *g, dbuf *dst, hbuf *stage, const void *h_src, size_t bytes)
+{
+    return upload_as(g, dst, stage, h_src, bytes, 0);
 }
 
 gm_status gm_gpu_side(gm_gpu_lane *g, gm_view img, int max_edges, uint32_t corner_target,
@@ -479,7 +516,7 @@ gm_status gm_gpu_side(gm_gpu_lane *g, gm_view img, int max_edges, uint32_t corne
     if (st != GM_OK)
         return st;
     /* the image, packed, through pinned memory */
-    if ((st = stage_free(&g->h_img)) != GM_OK)
+    if ((st = stage_free(g, &g->h_img)) != GM_OK)
         return st;
     for (int y = 0; y < h; y++)
         memcpy((uint8_t *)g->h_img.h + (size_t)y * w, img.data + (size_t)y * img.stride, (size_t)w);
@@ -508,6 +545,7 @@ gm_status gm_gpu_side(gm_gpu_lane *g, gm_view img, int max_edges, uint32_t corne
     if ((st = gm_corners_cuda(&g->edges, corner_target, &g->corners, corners->p, &corners->n,
                               g->stream)) != GM_OK)
         goto fail;
+    lane_synced(g); /* gm_corners_cuda waited for the stream */
     uint32_t n_all = *g->flags.h_count < cap ? *g->flags.h_count : cap;
     all->p = malloc((n_all ? n_all : 1) * sizeof *all->p);
     if (!all->p) {
@@ -603,7 +641,9 @@ static gm_status level_table(gm_gpu_lane *g, gm_gpu_level *l, gm_status st, uint
         (void)cudaFreeAsync(d_vals, g->stream);
     /* waited for on a failure too: the level's memory is freed without
      * waiting for the device (gm_gpu_level_free) */
-    if (gm_cuda_stream_wait(g->stream) != cudaSuccess && st == GM_OK) {
+    if (gm_cuda_stream_wait(g->stream) == cudaSuccess)
+        lane_synced(g);
+    else if (st == GM_OK) {
         gm_cuda_record_error(cudaGetLastError(), "cudaStreamSynchronize", __func__, __FILE__,
                              __LINE__);
         st = GM_ERR_DEVICE;
@@ -629,7 +669,7 @@ gm_status gm_gpu_level_build(gm_gpu_lane *g, const gm_points *corners, const gm_
     if (st == GM_OK)
         st = upload(g, &g->bases, &g->h_keys, frames, (size_t)*nu * sizeof *frames);
     if (st == GM_OK)
-        st = upload(g, &g->cloud, &g->h_best, cloud->p, (size_t)cloud->n * sizeof *cloud->p);
+        st = upload_as(g, &g->cloud, &g->h_best, cloud->p, (size_t)cloud->n * sizeof *cloud->p, 1);
     if (st == GM_OK && *nu) {
         cudaError_t e = gm_cuda_malloc_async((void **)&l->d_rends,
                                              (size_t)*nu * sizeof *l->d_rends, g->stream);
@@ -774,8 +814,8 @@ static gm_status vote_queue(gm_gpu_lane *g, const gm_gpu_level *l, const gm_poin
     size_t scratch = 0, tmp = 0; /* rows_need's */
     if ((st = frames_of(qcorners, unique, nq, &frames)) != GM_OK ||
         (st = upload(g, &g->bases, &g->h_keys, frames, (size_t)nq * sizeof *frames)) != GM_OK ||
-        (st = upload(g, &g->cloud, &g->h_best, qcloud->p, (size_t)qcloud->n * sizeof *qcloud->p)) !=
-            GM_OK ||
+        (st = upload_as(g, &g->cloud, &g->h_best, qcloud->p,
+                        (size_t)qcloud->n * sizeof *qcloud->p, 1)) != GM_OK ||
         (st = rows_need(g, l->n_ref, nq, k, &scratch, &tmp)) != GM_OK)
         goto done;
     if ((st = gm_vote_reduce_cuda(&l->table, l->n_ref, l->d_share, g->bases.d, nq, g->cloud.d,
@@ -828,6 +868,8 @@ gm_status gm_gpu_pair(gm_gpu_lane *g, const gm_gpu_level *l, const gm_gpu_level 
         st = gm_pair_collect_cuda(&g->verify, m, out, g->stream);
     if (st != GM_OK)
         return st;
+    if (m)
+        lane_synced(g); /* gm_pair_collect_cuda waited for the stream */
     /* the times from the stream's events: the reduction's, the decisions'
      * from its end, the vote the rest */
     double red = between(g->voted, g->reduced), dec = between(g->reduced, g->decided);
@@ -863,9 +905,10 @@ static gm_status upload_cloud_cs(gm_gpu_lane *g, const gm_points *cloud)
     if (!cs)
         return GM_ERR_NOMEM;
     gm_points_cs(cloud, cs);
-    gm_status st = upload(g, &g->cloud, &g->h_best, cloud->p, (size_t)cloud->n * sizeof *cloud->p);
+    gm_status st =
+        upload_as(g, &g->cloud, &g->h_best, cloud->p, (size_t)cloud->n * sizeof *cloud->p, 1);
     if (st == GM_OK)
-        st = upload(g, &g->cs, &g->h_cs, cs, (size_t)cloud->n * 2 * sizeof *cs);
+        st = upload_as(g, &g->cs, &g->h_cs, cs, (size_t)cloud->n * 2 * sizeof *cs, 1);
     free(cs);
     return st;
 }

@@ -54,7 +54,8 @@ static __device__ __forceinline__ int clampi_dev(int v, int lo, int hi)
 
 static __global__ void __launch_bounds__(SS_BX *SS_BY)
     k_smooth_sobel(const uint8_t *__restrict__ img, size_t pitch, int w, int h,
-                   int16_t *__restrict__ gx, int16_t *__restrict__ gy, int32_t *__restrict__ mag2)
+                   int16_t *__restrict__ gx, int16_t *__restrict__ gy, int32_t *__restrict__ mag2,
+                   uint32_t *__restrict__ hist)
 {
     /* image at clamp(x0 - 3 + c), clamp(y0 - 3 + r) */
     __shared__ uint8_t s_img[SS_TY + 6][SS_TX + 6];
@@ -66,6 +67,9 @@ static __global__ void __launch_bounds__(SS_BX *SS_BY)
 
     const int x0 = blockIdx.x * SS_TX, y0 = blockIdx.y * SS_TY;
     const int tid = threadIdx.y * SS_BX + threadIdx.x, nt = SS_BX * SS_BY;
+    if (blockIdx.x == 0 && blockIdx.y == 0) /* k_nms_hist's histograms, which count after */
+        for (int k = tid; k < 2 * NBIN; k += nt)
+            hist[k] = 0;
 
     for (int k = tid; k < (SS_TY + 6) * (SS_TX + 6); k += nt) {
         int r = k / (SS_TX + 6), c = k % (SS_TX + 6);
@@ -244,10 +248,11 @@ static gm_status launch_edges(const uint8_t *d_img, size_t pitch, int w, int h, 
                               gm_edges_dev *e, cudaStream_t stream)
 {
     const size_t n = (size_t)w * (size_t)h;
-    GM_CUDA_CHECK(cudaMemsetAsync(e->d_hist, 0, 2 * NBIN * sizeof *e->d_hist, stream));
-
+    /* the histograms zeroed by k_smooth_sobel's first block (a memset the
+     * fewer a side) */
     dim3 sb(SS_BX, SS_BY), sg((unsigned)((w + SS_TX - 1) / SS_TX), (unsigned)((h + SS_TY - 1) / SS_TY));
-    k_smooth_sobel<<<sg, sb, 0, stream>>>(d_img, pitch, w, h, e->d_gx, e->d_gy, e->d_mag2);
+    k_smooth_sobel<<<sg, sb, 0, stream>>>(d_img, pitch, w, h, e->d_gx, e->d_gy, e->d_mag2,
+                                          e->d_hist);
     GM_CUDA_CHECK_LAUNCH();
 
     dim3 nb(NMS_BX, NMS_BY),

@@ -50,8 +50,7 @@
 #include "cuda/verify_cuda.h"
 #include "stages/verify_core.h"
 
-#define GM_VERIFY_THREADS 256
-#define GM_VERIFY_WARPS (GM_VERIFY_THREADS / 32)
+#include "cuda/verify_block.cuh" /* GM_VERIFY_THREADS, map_view, block_sum_u32, verify_block */
 
 /* Which candidates of a launch run: those below *live (a device count;
  * NULL: all) with take[c] set (a device flag a candidate; NULL: all).  The
@@ -72,11 +71,6 @@ static __device__ __forceinline__ bool gate_off(const refine_gate &g, uint32_t c
     return (g.live && c >= *g.live) || (g.take && !g.take[c]);
 }
 
-static gm_map_view map_view(const gm_edge_map_dev *d)
-{
-    gm_map_view v = {d->w, d->h, d->d_mask, d->d_nearest, d->d_pts, d->d_dir};
-    return v;
-}
 
 /* gm_refine_match (src/stages/verify_core.h) over the packed cells: the same
  * partner (the same scan order and comparisons) and the same corr, but the
@@ -153,18 +147,6 @@ static __device__ __forceinline__ int refine_match_cells(const float4 *__restric
 /* Sum of each thread's `part` over the block, returned to every thread.
  * s_part: GM_VERIFY_WARPS counters of shared memory; the caller's next
  * write to it must follow a __syncthreads(). */
-static __device__ uint32_t block_sum_u32(uint32_t part, uint32_t *s_part)
-{
-    for (int off = 16; off > 0; off >>= 1)
-        part += __shfl_down_sync(0xFFFFFFFFu, part, off);
-    if ((threadIdx.x & 31) == 0)
-        s_part[threadIdx.x >> 5] = part;
-    __syncthreads();
-    uint32_t total = 0; /* integers: any order */
-    for (int w = 0; w < (int)(blockDim.x >> 5); w++)
-        total += s_part[w];
-    return total;
-}
 
 /* Block c: gm_verify_cpu of the similarity params[9c..9c+6) (rot[c] its
  * rotation) on the n points. */
@@ -173,7 +155,6 @@ static __global__ void __launch_bounds__(GM_VERIFY_THREADS)
              const float *rot, gm_verify_score *scores)
 {
     __shared__ double s_m[6];
-    __shared__ uint32_t s_hits[GM_VERIFY_WARPS], s_bg[GM_VERIFY_WARPS], s_in[GM_VERIFY_WARPS];
     const uint32_t c = blockIdx.x;
     if (threadIdx.x < 6)
         s_m[threadIdx.x] = params[9 * (size_t)c + threadIdx.x];
@@ -181,15 +162,9 @@ static __global__ void __launch_bounds__(GM_VERIFY_THREADS)
     double m[6];
     for (int i = 0; i < 6; i++)
         m[i] = s_m[i];
-    const float r = rot[c];
-    uint32_t hits = 0, bg = 0, in = 0;
-    for (uint32_t k = threadIdx.x; k < n; k += blockDim.x)
-        hits += gm_verify_point(&map, m, r, pts[k], &bg, &in);
-    hits = block_sum_u32(hits, s_hits);
-    bg = block_sum_u32(bg, s_bg);
-    in = block_sum_u32(in, s_in);
+    const gm_verify_score sc = verify_block(map, pts, n, m, rot[c]);
     if (threadIdx.x == 0)
-        scores[c] = gm_score_of(n, in, hits, bg);
+        scores[c] = sc;
 }
 
 /* The largest gm_grow_d2 from seed of the points first, first + stride, ...
@@ -1126,6 +1101,11 @@ extern "C" gm_status gm_verify_dev_alloc_on(gm_verify_dev *v, uint32_t max_point
                              __LINE__);
         st = GM_ERR_DEVICE;
     }
+    if (st == GM_OK && !had &&
+        cudaMemsetAsync(&v->d_pair->arrived, 0, sizeof v->d_pair->arrived, stream) != cudaSuccess) {
+        gm_cuda_record_error(cudaGetLastError(), "cudaMemsetAsync", __func__, __FILE__, __LINE__);
+        st = GM_ERR_DEVICE;
+    }
     if (st != GM_OK) {
         gm_verify_dev_free(v);
         return st;
@@ -1320,26 +1300,6 @@ static gm_status refine_launch(const gm_edge_map_dev *map, gm_verify_dev *v, gm_
     return GM_OK;
 }
 
-extern "C" gm_status gm_verify_queue(const gm_edge_map_dev *map, gm_verify_dev *v, uint32_t nc,
-                                     cudaStream_t stream)
-{
-    if (!map || !v || nc > v->max_cands)
-        return GM_ERR_INVALID;
-    if (nc == 0)
-        return GM_OK;
-    k_verify<<<nc, GM_VERIFY_THREADS, 0, stream>>>(map_view(map), v->d_pts, v->n, v->d_params,
-                                                   v->d_rot, v->d_scores);
-    GM_CUDA_CHECK_LAUNCH();
-    return GM_OK;
-}
-
-extern "C" gm_status gm_refine_queue(const gm_edge_map_dev *map, gm_verify_dev *v, gm_model model,
-                                     int iters, uint32_t nc, const uint32_t *live,
-                                     cudaStream_t stream)
-{
-    return gm_refine_queue_at(map, v, model, iters, 0, nc, live, NULL, stream);
-}
-
 extern "C" gm_status gm_refine_queue_at(const gm_edge_map_dev *map, gm_verify_dev *v,
                                         gm_model model, int iters, uint32_t first, uint32_t nc,
                                         const uint32_t *live, const uint8_t *take,
@@ -1353,6 +1313,20 @@ extern "C" gm_status gm_refine_queue_at(const gm_edge_map_dev *map, gm_verify_de
     const refine_gate gate = {live, take};
     return refine_launch(map, v, model, iters, nc, 0, 0, v->d_params + 9 * (size_t)first,
                          v->d_scores + first, gate, stream);
+}
+
+extern "C" gm_status gm_refine_queue_into(const gm_edge_map_dev *map, gm_verify_dev *v,
+                                          gm_model model, int iters, uint32_t nc, double *params,
+                                          gm_verify_score *scores, const uint32_t *live,
+                                          cudaStream_t stream)
+{
+    if (!map || !v || nc > v->max_cands || iters < 0 || !model_known(model) ||
+        (nc && (!params || !scores)))
+        return GM_ERR_INVALID;
+    if (nc == 0)
+        return GM_OK;
+    return refine_launch(map, v, model, iters, nc, 0, 0, params, scores, refine_gate{live, NULL},
+                         stream);
 }
 
 /* gm_corner_spread_cpu: the four refits as four candidates of one split

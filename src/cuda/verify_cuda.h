@@ -37,18 +37,24 @@ extern "C" {
 #endif
 
 /* A pairing's decisions on the device (src/cuda/pair.cu, pair_core.h's
- * steps); the part up to ms comes back in one copy. */
+ * steps); the part up to ms comes back in one copy, the picks' refinements
+ * with it. */
 typedef struct {
     uint32_t nc;        /* candidates */
-    uint32_t npick;     /* picked and refined (params[0, 9 npick) of gm_verify_dev) */
+    uint32_t npick;     /* picked and refined (hr[0, npick)) */
     uint32_t doubtful;  /* some rotation is in doubt (gm_pair_rot_doubtful) */
     int32_t pick[GM_PAIR_PICKS];
+    double hr[GM_PAIR_PICKS][9];         /* the picks refined (3x3) */
+    gm_verify_score vr[GM_PAIR_PICKS];   /* their strict scores */
     gm_candidate cands[GM_MAX_TOP_K];
     gm_verify_score sc[GM_MAX_TOP_K]; /* loose scores, the looked-at marked taken */
     double m0[GM_MAX_TOP_K][6];
     /* the device's alone */
     double ms[GM_MAX_TOP_K][6];
     double done[GM_PAIR_DONE_MAX][6];
+    uint32_t doubt[GM_MAX_TOP_K]; /* each candidate's rotation in doubt */
+    uint32_t arrived;  /* the decision's blocks done (pair.cu); 0 between pairings, zeroed
+                          when the buffer is made */
 } gm_pair_dev;
 
 /* A gm_edge_map on the device (the same arrays). */
@@ -180,20 +186,19 @@ gm_status gm_grow_verify_cuda(const gm_edge_map_dev *map, gm_verify_dev *v, gm_m
                               gm_verify_score *scores, cudaStream_t stream);
 
 /* Queued without a wait, for a caller that keeps the candidates on the
- * device: the loose scores of v->d_params' nc similarities (rotations in
- * v->d_rot) into v->d_scores; a refinement of v->d_params' first nc
- * (gm_refine_verify_cuda's) with the strict scores into v->d_scores, those
- * from the device count *live on (live may be NULL) left alone. */
-gm_status gm_verify_queue(const gm_edge_map_dev *map, gm_verify_dev *v, uint32_t nc,
-                          cudaStream_t stream);
-gm_status gm_refine_queue(const gm_edge_map_dev *map, gm_verify_dev *v, gm_model model,
-                          int iters, uint32_t nc, const uint32_t *live, cudaStream_t stream);
-/* gm_refine_queue's for the candidates at v->d_params[9 (first + c)] and
- * v->d_scores[first + c], c < nc (first + nc <= v->max_cands), those from
+ * device: a refinement (gm_refine_verify_cuda's) of the candidates at
+ * v->d_params[9 (first + c)], c < nc (first + nc <= v->max_cands), with the
+ * strict scores into v->d_scores[first + c], those from the device count
  * *live on or with take[c] 0 (device arrays; NULL: none) left alone. */
 gm_status gm_refine_queue_at(const gm_edge_map_dev *map, gm_verify_dev *v, gm_model model,
                              int iters, uint32_t first, uint32_t nc, const uint32_t *live,
                              const uint8_t *take, cudaStream_t stream);
+/* gm_refine_queue_at's for the nc candidates at params[9c..] with the strict
+ * scores into scores[c] (device arrays outside v: a pairing's picks in its
+ * gm_pair_dev, which come back in the pairing's one copy). */
+gm_status gm_refine_queue_into(const gm_edge_map_dev *map, gm_verify_dev *v, gm_model model,
+                               int iters, uint32_t nc, double *params, gm_verify_score *scores,
+                               const uint32_t *live, cudaStream_t stream);
 
 /* A step of a chain on the device (backend.h's gm_chain_step, its map the
  * device's; take NULL: all). */
