@@ -6,7 +6,9 @@
  * The run, on the sample pair (data/ref.jpg at its working size, a
  * downscaled data/query.jpg): the reference's side (edge points and
  * corners), a level (basis index and table), the reference map, the
- * query's side and basis index, the vote and its k best rows, the
+ * query's side and basis index, the vote and its k best rows (and again:
+ * with the same cloud, a cloud of as many points moved 2 px, the first
+ * one; a backend that keeps an upload must see each change), the
  * triangles' table (the CPU's on the host, the GPU's on the device) and
  * their vote, the loose
  * verification of every candidate, the refinement of the best three to a
@@ -49,6 +51,11 @@ typedef struct {
     void *level;
     gm_candidate cands[K];
     uint32_t nc;
+    /* the vote again: the same cloud, the cloud moved 2 px (as many points,
+     * other bytes), the first cloud once more (a backend that keeps an
+     * upload must see each change) */
+    gm_candidate again[3][K];
+    uint32_t nagain[3];
     gm_tris rt, qt;         /* the triangles: reference, query */
     gm_multi ttable;
     float *tshare;
@@ -82,6 +89,33 @@ static void unload(void)
 }
 
 /* The whole run on backend be (dev and lane open). */
+/* Two candidate lists the same: bases and votes exactly, scores within
+ * 1e-4 (the GPU's sums in another order). */
+static int cands_equal(const gm_candidate *x, uint32_t nx, const gm_candidate *y, uint32_t ny)
+{
+    if (nx != ny)
+        return 0;
+    for (uint32_t c = 0; c < nx; c++)
+        if (x[c].ref_basis != y[c].ref_basis || x[c].query_basis != y[c].query_basis ||
+            x[c].votes != y[c].votes ||
+            !(fabsf(x[c].score - y[c].score) <= 1e-4f * fmaxf(1, fabsf(x[c].score))))
+            return 0;
+    return 1;
+}
+
+/* The same, or the test fails naming the first difference (x: the CPU's). */
+static void same_cands(const gm_candidate *x, uint32_t nx, const gm_candidate *y, uint32_t ny,
+                       const char *what)
+{
+    if (nx != ny)
+        ck_abort_msg("%s: %u candidates against the CPU's %u", what, ny, nx);
+    for (uint32_t c = 0; c < nx; c++)
+        if (!cands_equal(&x[c], 1, &y[c], 1))
+            ck_abort_msg("%s, candidate %u: (%u, %u, %u, %.6g) against the CPU's (%u, %u, %u, "
+                         "%.6g)", what, c, y[c].ref_basis, y[c].query_basis, y[c].votes,
+                         y[c].score, x[c].ref_basis, x[c].query_basis, x[c].votes, x[c].score);
+}
+
 static void run(const gm_backend_ops *be, void *dev, void *lane, run_t *o)
 {
     memset(o, 0, sizeof *o);
@@ -118,6 +152,16 @@ static void run(const gm_backend_ops *be, void *dev, void *lane, run_t *o)
     EXPECT_OK(be->vote(lane, lat, &o->qs.corners, o->qindex.unique, o->qindex.u, &o->qs.cloud, K,
                        o->cands, &o->nc, &tv, &tr));
     EXPECT(o->nc > 0);
+    gm_points moved = {xmalloc(o->qs.cloud.n, sizeof *moved.p), o->qs.cloud.n};
+    for (uint32_t i = 0; i < moved.n; i++) {
+        moved.p[i] = o->qs.cloud.p[i];
+        moved.p[i].x += 2.0f;
+    }
+    const gm_points *clouds[3] = {&o->qs.cloud, &moved, &o->qs.cloud};
+    for (int a = 0; a < 3; a++)
+        EXPECT_OK(be->vote(lane, lat, &o->qs.corners, o->qindex.unique, o->qindex.u, clouds[a], K,
+                           o->again[a], &o->nagain[a], &tv, &tr));
+    free(moved.p);
     /* the triangles: the reference's drawn on the host, their table made
      * by the backend, the query's triangles' k best rows */
     EXPECT_OK(gm_tris_select_cpu(&o->rs.corners, fmaxf(16.0f, 0.03f * diag), 0.2f * diag, 0.35f,
@@ -269,16 +313,17 @@ static void compare(const run_t *a, const run_t *b, const char *name)
     EXPECT(memcmp(a->index.unique, b->index.unique, a->index.u * sizeof *a->index.unique) == 0);
     EXPECT_EQ(a->qindex.u, b->qindex.u);
     EXPECT(memcmp(a->qindex.unique, b->qindex.unique, a->qindex.u * sizeof *a->qindex.unique) == 0);
-    EXPECT_EQ(a->nc, b->nc);
-    for (uint32_t c = 0; c < a->nc; c++) {
-        const gm_candidate *x = &a->cands[c], *y = &b->cands[c];
-        if (x->ref_basis != y->ref_basis || x->query_basis != y->query_basis ||
-            x->votes != y->votes || !(fabsf(x->score - y->score) <= 1e-4f * fmaxf(1, fabsf(x->score))))
-            ck_abort_msg("candidate %u: (%u, %u, %u, %.6g) against the CPU's (%u, %u, %u, %.6g)", c,
-                         y->ref_basis, y->query_basis, y->votes, y->score, x->ref_basis,
-                         x->query_basis, x->votes, x->score);
+    same_cands(a->cands, a->nc, b->cands, b->nc, "the vote");
+    for (uint32_t c = 0; c < a->nc; c++)
         same_score(a->sv[c], b->sv[c], "loose score", (int)c);
-    }
+    /* the votes again: each the CPU's; the moved cloud's differs from the
+     * first (else a stale cloud would pass) */
+    static const char *again[3] = {"the vote again", "the moved cloud's vote",
+                                   "the first cloud's vote after the moved one"};
+    for (int v = 0; v < 3; v++)
+        same_cands(a->again[v], a->nagain[v], b->again[v], b->nagain[v], again[v]);
+    same_cands(a->cands, a->nc, a->again[0], a->nagain[0], "the CPU's vote again");
+    EXPECT(!cands_equal(a->cands, a->nc, a->again[1], a->nagain[1]));
     /* the triangles' vote: the same candidates, field for field */
     EXPECT_EQ(a->tnc, b->tnc);
     for (uint32_t c = 0; c < a->tnc; c++) {
