@@ -52,7 +52,9 @@ typedef struct {
     void *ctx; /* the thread's context before (a CUcontext, NULL: none) */
     int saved;
 } gm_cuda_scope;
-/* Saves the thread's context into *s and makes dev current (cudaSetDevice). */
+/* Saves the thread's context into *s and makes dev current: cudaSetDevice
+ * the first time, then dev's primary context through cuCtxSetCurrent (or
+ * nothing when it is current already). */
 cudaError_t gm_cuda_device_enter(int dev, gm_cuda_scope *s);
 /* Makes the context saved in *s current again (nothing when none was saved). */
 void gm_cuda_device_leave(gm_cuda_scope *s);
