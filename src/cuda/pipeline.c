@@ -26,24 +26,25 @@
 
 
 /* A device array that grows to the largest size asked for. */
+typedef struct hbuf hbuf;
 typedef struct {
     void *d;
     size_t bytes;
-    const void *from; /* the staging (hbuf) whose `filled` bytes it holds (upload) */
+    const hbuf *from; /* the staging whose first `filled` bytes it holds (upload) */
     size_t filled;
 } dbuf;
 
 /* The same in pinned host memory; `pending` marks a copy out of it queued
  * (upload), so that the host rewrites it only once that copy is done
  * (stage_free). */
-typedef struct {
+struct hbuf {
     void *h;
     size_t bytes;
     int pending;
     unsigned long epoch; /* the lane's `synced` when the copy out of it was queued */
     const dbuf *to;   /* the device buffer its last `sent` bytes went to (upload) */
     size_t sent;
-} hbuf;
+};
 
 /* One query at a time: a stream and the buffers of every stage, reused
  * query after query (they grow to the largest frame seen, never shrink). */
@@ -422,9 +423,19 @@ static gm_status need_edges(gm_gpu_lane *g, int w, int h, uint32_t corners)
     return st;
 }
 
-/* The lane's stream was waited for as a whole: every copy queued before
+/* The lane's stream was waited for as a whole (here, or by a stage's own
+ * function: the corners', a pairing's collect): every copy queued before
  * is done. */
 static void lane_synced(gm_gpu_lane *g) { g->synced++; }
+
+/* The lane's stream waited for as a whole, and counted (lane_synced). */
+static cudaError_t lane_wait(gm_gpu_lane *g)
+{
+    cudaError_t e = gm_cuda_stream_wait(g->stream);
+    if (e == cudaSuccess)
+        lane_synced(g);
+    return e;
+}
 
 /* Host copy of the first n entries of a device array, through staging. */
 static gm_status download(gm_gpu_lane *g, void *h_dst, const void *d_src, size_t bytes)
@@ -435,8 +446,7 @@ static gm_status download(gm_gpu_lane *g, void *h_dst, const void *d_src, size_t
     if (st != GM_OK)
         return st;
     GM_CUDA_CHECK(cudaMemcpyAsync(g->h_all.h, d_src, bytes, cudaMemcpyDeviceToHost, g->stream));
-    GM_CUDA_CHECK(gm_cuda_stream_wait(g->stream));
-    lane_synced(g);
+    GM_CUDA_CHECK(lane_wait(g));
     memcpy(h_dst, g->h_all.h, bytes);
     return GM_OK;
 }
@@ -451,10 +461,8 @@ static gm_status download(gm_gpu_lane *g, void *h_dst, const void *d_src, size_t
  * pairing's draw uploads twice; docs/speed.md). */
 static gm_status stage_free(gm_gpu_lane *g, hbuf *stage)
 {
-    if (stage->pending && stage->epoch == g->synced) {
-        GM_CUDA_CHECK(gm_cuda_stream_wait(g->stream));
-        lane_synced(g);
-    }
+    if (stage->pending && stage->epoch == g->synced)
+        GM_CUDA_CHECK(lane_wait(g));
     stage->pending = 0;
     return GM_OK;
 }
@@ -466,22 +474,21 @@ static gm_status stage_sent(gm_gpu_lane *g, hbuf *stage)
     return GM_OK;
 }
 
-
 /* Device copy of host memory into a growing buffer, through staging.
- * kept: dst is only read on the device, so when its last upload came
- * through the same staging with the same bytes (a query's cloud, once a
- * draw), it holds them still and nothing is copied (a copy, an event and a
- * wait the fewer; docs/speed.md). */
-static gm_status upload_as(gm_gpu_lane *g, dbuf *dst, hbuf *stage, const void *h_src,
-                           size_t bytes, int kept)
+ * What is uploaded is only read on the device (the keys, the bases' frames,
+ * a cloud and its cosines), so when dst's last upload came through the same
+ * staging with the same bytes (a query's cloud, once a pairing's draw), it
+ * holds them still and nothing is copied (docs/speed.md, "Fewer runtime
+ * calls a query"). */
+static gm_status upload(gm_gpu_lane *g, dbuf *dst, hbuf *stage, const void *h_src, size_t bytes)
 {
     gm_status st = dbuf_need(g, dst, bytes ? bytes : 1);
     if (st == GM_OK)
         st = hbuf_need(g, stage, bytes ? bytes : 1);
     if (st != GM_OK || bytes == 0)
         return st;
-    if (kept && dst->from == stage && stage->to == dst && dst->filled == bytes &&
-        stage->sent == bytes && memcmp(stage->h, h_src, bytes) == 0)
+    if (dst->from == stage && stage->to == dst && dst->filled == bytes && stage->sent == bytes &&
+        memcmp(stage->h, h_src, bytes) == 0)
         return GM_OK;
     if ((st = stage_free(g, stage)) != GM_OK)
         return st;
@@ -490,11 +497,6 @@ static gm_status upload_as(gm_gpu_lane *g, dbuf *dst, hbuf *stage, const void *h
     dst->from = stage, dst->filled = bytes;
     stage->to = dst, stage->sent = bytes;
     return stage_sent(g, stage);
-}
-
-static gm_status upload(gm_gpu_lane *g, dbuf *dst, hbuf *stage, const void *h_src, size_t bytes)
-{
-    return upload_as(g, dst, stage, h_src, bytes, 0);
 }
 
 gm_status gm_gpu_side(gm_gpu_lane *g, gm_view img, int max_edges, uint32_t corner_target,
@@ -641,9 +643,7 @@ static gm_status level_table(gm_gpu_lane *g, gm_gpu_level *l, gm_status st, uint
         (void)cudaFreeAsync(d_vals, g->stream);
     /* waited for on a failure too: the level's memory is freed without
      * waiting for the device (gm_gpu_level_free) */
-    if (gm_cuda_stream_wait(g->stream) == cudaSuccess)
-        lane_synced(g);
-    else if (st == GM_OK) {
+    if (lane_wait(g) != cudaSuccess && st == GM_OK) {
         gm_cuda_record_error(cudaGetLastError(), "cudaStreamSynchronize", __func__, __FILE__,
                              __LINE__);
         st = GM_ERR_DEVICE;
@@ -669,7 +669,7 @@ gm_status gm_gpu_level_build(gm_gpu_lane *g, const gm_points *corners, const gm_
     if (st == GM_OK)
         st = upload(g, &g->bases, &g->h_keys, frames, (size_t)*nu * sizeof *frames);
     if (st == GM_OK)
-        st = upload_as(g, &g->cloud, &g->h_best, cloud->p, (size_t)cloud->n * sizeof *cloud->p, 1);
+        st = upload(g, &g->cloud, &g->h_best, cloud->p, (size_t)cloud->n * sizeof *cloud->p);
     if (st == GM_OK && *nu) {
         cudaError_t e = gm_cuda_malloc_async((void **)&l->d_rends,
                                              (size_t)*nu * sizeof *l->d_rends, g->stream);
@@ -814,8 +814,8 @@ static gm_status vote_queue(gm_gpu_lane *g, const gm_gpu_level *l, const gm_poin
     size_t scratch = 0, tmp = 0; /* rows_need's */
     if ((st = frames_of(qcorners, unique, nq, &frames)) != GM_OK ||
         (st = upload(g, &g->bases, &g->h_keys, frames, (size_t)nq * sizeof *frames)) != GM_OK ||
-        (st = upload_as(g, &g->cloud, &g->h_best, qcloud->p,
-                        (size_t)qcloud->n * sizeof *qcloud->p, 1)) != GM_OK ||
+        (st = upload(g, &g->cloud, &g->h_best, qcloud->p, (size_t)qcloud->n * sizeof *qcloud->p)) !=
+            GM_OK ||
         (st = rows_need(g, l->n_ref, nq, k, &scratch, &tmp)) != GM_OK)
         goto done;
     if ((st = gm_vote_reduce_cuda(&l->table, l->n_ref, l->d_share, g->bases.d, nq, g->cloud.d,
@@ -905,10 +905,9 @@ static gm_status upload_cloud_cs(gm_gpu_lane *g, const gm_points *cloud)
     if (!cs)
         return GM_ERR_NOMEM;
     gm_points_cs(cloud, cs);
-    gm_status st =
-        upload_as(g, &g->cloud, &g->h_best, cloud->p, (size_t)cloud->n * sizeof *cloud->p, 1);
+    gm_status st = upload(g, &g->cloud, &g->h_best, cloud->p, (size_t)cloud->n * sizeof *cloud->p);
     if (st == GM_OK)
-        st = upload_as(g, &g->cs, &g->h_cs, cs, (size_t)cloud->n * 2 * sizeof *cs, 1);
+        st = upload(g, &g->cs, &g->h_cs, cs, (size_t)cloud->n * 2 * sizeof *cs);
     free(cs);
     return st;
 }

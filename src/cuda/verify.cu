@@ -71,7 +71,6 @@ static __device__ __forceinline__ bool gate_off(const refine_gate &g, uint32_t c
     return (g.live && c >= *g.live) || (g.take && !g.take[c]);
 }
 
-
 /* gm_refine_match (src/stages/verify_core.h) over the packed cells: the same
  * partner (the same scan order and comparisons) and the same corr, but the
  * window's cells are independent loads that the unrolled loop issues
@@ -143,10 +142,6 @@ static __device__ __forceinline__ int refine_match_cells(const float4 *__restric
     gm_corr_set(c, p, a.x, a.y, best.x, best.y, best.z, best.w, huber);
     return 1;
 }
-
-/* Sum of each thread's `part` over the block, returned to every thread.
- * s_part: GM_VERIFY_WARPS counters of shared memory; the caller's next
- * write to it must follow a __syncthreads(). */
 
 /* Block c: gm_verify_cpu of the similarity params[9c..9c+6) (rot[c] its
  * rotation) on the n points. */
@@ -1300,19 +1295,28 @@ static gm_status refine_launch(const gm_edge_map_dev *map, gm_verify_dev *v, gm_
     return GM_OK;
 }
 
+/* gm_refine_queue_at's and gm_refine_queue_into's checks and launch. */
+static gm_status refine_queue(const gm_edge_map_dev *map, gm_verify_dev *v, gm_model model,
+                              int iters, uint32_t nc, double *params, gm_verify_score *scores,
+                              refine_gate gate, cudaStream_t stream)
+{
+    if (!map || nc > v->max_cands || iters < 0 || !model_known(model) ||
+        (nc && (!params || !scores)))
+        return GM_ERR_INVALID;
+    if (nc == 0)
+        return GM_OK;
+    return refine_launch(map, v, model, iters, nc, 0, 0, params, scores, gate, stream);
+}
+
 extern "C" gm_status gm_refine_queue_at(const gm_edge_map_dev *map, gm_verify_dev *v,
                                         gm_model model, int iters, uint32_t first, uint32_t nc,
                                         const uint32_t *live, const uint8_t *take,
                                         cudaStream_t stream)
 {
-    if (!map || !v || first > v->max_cands || nc > v->max_cands - first || iters < 0 ||
-        !model_known(model))
+    if (!v || first > v->max_cands || nc > v->max_cands - first)
         return GM_ERR_INVALID;
-    if (nc == 0)
-        return GM_OK;
-    const refine_gate gate = {live, take};
-    return refine_launch(map, v, model, iters, nc, 0, 0, v->d_params + 9 * (size_t)first,
-                         v->d_scores + first, gate, stream);
+    return refine_queue(map, v, model, iters, nc, v->d_params + 9 * (size_t)first,
+                        v->d_scores + first, refine_gate{live, take}, stream);
 }
 
 extern "C" gm_status gm_refine_queue_into(const gm_edge_map_dev *map, gm_verify_dev *v,
@@ -1320,13 +1324,9 @@ extern "C" gm_status gm_refine_queue_into(const gm_edge_map_dev *map, gm_verify_
                                           gm_verify_score *scores, const uint32_t *live,
                                           cudaStream_t stream)
 {
-    if (!map || !v || nc > v->max_cands || iters < 0 || !model_known(model) ||
-        (nc && (!params || !scores)))
+    if (!v)
         return GM_ERR_INVALID;
-    if (nc == 0)
-        return GM_OK;
-    return refine_launch(map, v, model, iters, nc, 0, 0, params, scores, refine_gate{live, NULL},
-                         stream);
+    return refine_queue(map, v, model, iters, nc, params, scores, refine_gate{live, NULL}, stream);
 }
 
 /* gm_corner_spread_cpu: the four refits as four candidates of one split

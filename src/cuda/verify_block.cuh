@@ -19,7 +19,9 @@ static inline gm_map_view map_view(const gm_edge_map_dev *d)
     return v;
 }
 
-/* The block's sum of each thread's part (s_part: a uint32_t a warp). */
+/* Sum of each thread's `part` over the block, returned to every thread.
+ * s_part: GM_VERIFY_WARPS counters of shared memory; the caller's next
+ * write to it must follow a __syncthreads(). */
 static __device__ uint32_t block_sum_u32(uint32_t part, uint32_t *s_part)
 {
     for (int off = 16; off > 0; off >>= 1)
