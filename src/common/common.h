@@ -1,7 +1,8 @@
 /* common.h: what every layer below the public API shares: GM_HD (a function
  * compiled for the host and, from CUDA code, the device), the one source of
- * randomness (splitmix64), checked size arithmetic and the thresholds below
- * which a loop stays on one thread. */
+ * randomness (splitmix64), checked size arithmetic, large arrays on huge
+ * pages (gm_alloc_large) and the thresholds below which a loop stays on one
+ * thread. */
 #ifndef GM_COMMON_H
 #define GM_COMMON_H
 
@@ -45,6 +46,19 @@ static inline int gm_mul_ok(size_t a, size_t b, size_t *out)
     *out = a * b;
     return 1;
 }
+
+/* Memory for a large array that is written soon after it is made (the
+ * tables' items, their buckets and slots): malloc's count * size bytes
+ * (overflow checked; NULL when it overflows or there is no memory), freed
+ * with free().  From GM_LARGE_BYTES on, its whole pages are advised as huge
+ * pages (madvise MADV_HUGEPAGE, where the system has it: Linux's
+ * transparent huge pages in their "madvise" mode, Debian's default), so
+ * that fresh memory faults once a 2 MiB page instead of once each 4 KiB,
+ * while memory malloc reuses stays as it is: on the 2-core development VM
+ * a 480 x 480 reference's tables took 114-125 ms, 65-71 ms so
+ * (docs/speed.md, "Huge pages for the tables"). */
+#define GM_LARGE_BYTES ((size_t)2 << 20)
+void *gm_alloc_large(size_t count, size_t size);
 
 #ifndef __CUDACC__
 /* The threads of the library's parallel regions (each has a

@@ -4,6 +4,8 @@
  * share) and the basic table of cuckoo.h. */
 #include "hash/cuckoo_core.h"
 
+#include "common/common.h"
+
 #include <stdlib.h>
 #include <string.h>
 
@@ -32,10 +34,7 @@ static int gm_thread_num(void)
 
 void *gm_cuckoo_alloc(size_t count, size_t size)
 {
-    if (size != 0 && count > SIZE_MAX / size)
-        return NULL;
-    size_t bytes = count * size;
-    return malloc(bytes ? bytes : 1);
+    return gm_alloc_large(count, size);
 }
 
 size_t gm_cuckoo_num_slots(uint32_t nb)

@@ -179,7 +179,8 @@ gm_status gm_cuckoo_table_begin(void *t, size_t size, int have_inputs, uint32_t 
                                 uint32_t unique_bound, uint32_t *nb, size_t *slots);
 
 /* count*size bytes, or NULL when that overflows size_t or malloc fails.
- * count == 0 allocates 1 byte so that NULL always means failure.  free(). */
+ * count == 0 allocates 1 byte so that NULL always means failure.  free().
+ * Large ones as huge pages where the system allows (gm_alloc_large). */
 void *gm_cuckoo_alloc(size_t count, size_t size);
 
 /* 3 * nb * 192 slots, 0 when that overflows size_t. */

@@ -91,7 +91,7 @@ gm_status gm_basis_items_cpu(const gm_points *basis_pts, const uint32_t *basis_k
     size_t cap;
     if (!gm_mul_ok((size_t)nb, (size_t)cloud->n, &cap))
         return GM_ERR_NOMEM;
-    uint32_t *scratch = malloc((cap ? cap : 1) * sizeof *scratch);
+    uint32_t *scratch = gm_alloc_large(cap, sizeof *scratch);
     uint32_t *cnt = calloc((size_t)nb + 1, sizeof *cnt);
     if (!scratch || !cnt) {
         free(scratch);
@@ -138,8 +138,8 @@ gm_status gm_basis_items_cpu(const gm_points *basis_pts, const uint32_t *basis_k
     for (uint32_t d = 0; d < nb; d++)
         cnt[d + 1] += cnt[d];
     uint32_t n = cnt[nb];
-    *keys = malloc((n ? n : 1) * sizeof **keys);
-    *vals = malloc((n ? n : 1) * sizeof **vals);
+    *keys = gm_alloc_large(n, sizeof **keys);
+    *vals = gm_alloc_large(n, sizeof **vals);
     if (!*keys || !*vals) {
         free(*keys);
         free(*vals);
