@@ -443,23 +443,30 @@ static int key_push(key_buf *kb, const uint32_t *keyv, uint32_t c)
     return 0;
 }
 
-/* Grows the item arrays to hold need items (doubling). */
-static int items_room(uint32_t **keys, uint32_t **vals, size_t *cap, size_t need)
+/* Grows the item arrays, of which the first used items are made, to hold
+ * need items (doubling): new arrays from gm_alloc_large (huge pages; a
+ * realloc copied the whole of each old array into fresh small pages, the
+ * most page faults of a photograph's reference) and the used items moved. */
+static int items_room(uint32_t **keys, uint32_t **vals, size_t *cap, size_t used, size_t need)
 {
     if (need <= *cap)
         return 0;
     size_t c = *cap ? *cap : 65536;
     while (c < need)
         c *= 2;
-    uint32_t *k2 = realloc(*keys, c * sizeof *k2);
-    if (!k2)
+    uint32_t *k2 = gm_alloc_large(c, sizeof *k2), *v2 = gm_alloc_large(c, sizeof *v2);
+    if (!k2 || !v2) {
+        free(k2);
+        free(v2);
         return -1;
-    *keys = k2;
-    uint32_t *v2 = realloc(*vals, c * sizeof *v2);
-    if (!v2)
-        return -1;
-    *vals = v2;
-    *cap = c;
+    }
+    if (used > 0) {
+        memcpy(k2, *keys, used * sizeof *k2);
+        memcpy(v2, *vals, used * sizeof *v2);
+    }
+    free(*keys);
+    free(*vals);
+    *keys = k2, *vals = v2, *cap = c;
     return 0;
 }
 
@@ -513,7 +520,7 @@ gm_status gm_grid_items(const gm_points *cloud, float cell, uint32_t nb, uint32_
         size_t add = 0;
         for (uint32_t i = 0; i < m && !fail; i++)
             add += cnt[i];
-        if (fail || n + add > UINT32_MAX || items_room(keys, vals, &cap, n + add) != 0) {
+        if (fail || n + add > UINT32_MAX || items_room(keys, vals, &cap, n, n + add) != 0) {
             fail = 1;
             break;
         }
@@ -535,7 +542,7 @@ gm_status gm_grid_items(const gm_points *cloud, float cell, uint32_t nb, uint32_
     free(at);
     free(cnt);
     if (!fail && !*keys) /* no items: arrays of one, as callers free them */
-        fail = items_room(keys, vals, &cap, 1) != 0;
+        fail = items_room(keys, vals, &cap, 0, 1) != 0;
     if (fail) {
         free(*keys);
         free(*vals);

@@ -55,7 +55,7 @@ gm_status gm_corners_cpu(const gm_edges *e, uint32_t target, gm_points *pts)
     size_t n = (size_t)w * h;
     pts->n = 0;
     pts->p = malloc((target ? target : 1) * sizeof *pts->p);
-    float *buf = malloc(n * 5 * sizeof *buf);
+    float *buf = gm_alloc_large(n, 5 * sizeof *buf); /* five planes, every pixel written */
     if (!pts->p || !buf) {
         free(pts->p);
         pts->p = NULL;

@@ -136,11 +136,12 @@ gm_status gm_edges_cpu(gm_view img, int max_edges, gm_edges *e)
     size_t n;
     if (w <= 0 || h <= 0 || !gm_mul_ok((size_t)w, (size_t)h, &n))
         return GM_ERR_INVALID;
-    uint16_t *tmp = malloc(n * sizeof *tmp), *s = malloc(n * sizeof *s);
-    e->gx = malloc(n * sizeof *e->gx);
-    e->gy = malloc(n * sizeof *e->gy);
-    e->mag2 = malloc(n * sizeof *e->mag2);
-    e->edge = malloc(n);
+    /* every pixel of each is written: huge pages for a large image */
+    uint16_t *tmp = gm_alloc_large(n, sizeof *tmp), *s = gm_alloc_large(n, sizeof *s);
+    e->gx = gm_alloc_large(n, sizeof *e->gx);
+    e->gy = gm_alloc_large(n, sizeof *e->gy);
+    e->mag2 = gm_alloc_large(n, sizeof *e->mag2);
+    e->edge = gm_alloc_large(n, 1);
     e->w = w;
     e->h = h;
     if (!tmp || !s || !e->gx || !e->gy || !e->mag2 || !e->edge) {

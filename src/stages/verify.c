@@ -45,7 +45,7 @@ gm_status gm_edge_map_fill_cpu(gm_edge_map *map)
     if (map->filled)
         return GM_OK;
     map->mask = calloc(n ? n : 1, sizeof *map->mask);
-    map->nearest = malloc((n ? n : 1) * sizeof *map->nearest);
+    map->nearest = gm_alloc_large(n, sizeof *map->nearest); /* every pixel written */
     if (!map->mask || !map->nearest) {
         free(map->mask);
         free(map->nearest);
