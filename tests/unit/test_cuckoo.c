@@ -184,6 +184,29 @@ START_TEST(test_invalid)
 }
 END_TEST
 
+/* The tables' allocator (gm_alloc_large below it): NULL on a size that
+ * overflows, a usable block for none, and a large block of an odd size
+ * (huge-page advice over its whole pages only) holds every byte asked. */
+START_TEST(test_alloc)
+{
+    ck_assert_ptr_null(gm_cuckoo_alloc(SIZE_MAX / 2 + 1, 2));
+    ck_assert_ptr_null(gm_cuckoo_alloc(2, SIZE_MAX / 2 + 1));
+    void *none = gm_cuckoo_alloc(0, 4);
+    ck_assert_ptr_nonnull(none);
+    free(none);
+    const size_t n = (3u << 20) / sizeof(uint32_t) + 3; /* over GM_LARGE_BYTES, not whole pages */
+    uint32_t *a = gm_cuckoo_alloc(n, sizeof *a);
+    ck_assert_ptr_nonnull(a);
+    for (size_t i = 0; i < n; i++)
+        a[i] = (uint32_t)(i * 2654435761u);
+    size_t bad = 0;
+    for (size_t i = 0; i < n; i++)
+        bad += a[i] != (uint32_t)(i * 2654435761u);
+    free(a);
+    EXPECT_EQ(bad, 0);
+}
+END_TEST
+
 START_TEST(test_duplicates)
 {
     /* One repeated pair inside a large input. */
@@ -360,6 +383,7 @@ static Suite *cuckoo_suite(void)
     tcase_add_test(tc, test_empty_table);
     tcase_add_test(tc, test_key_zero_and_max);
     tcase_add_test(tc, test_invalid);
+    tcase_add_test(tc, test_alloc);
     tcase_add_test(tc, test_duplicates);
     tcase_add_test(tc, test_forced_reseeds);
     tcase_add_test(tc, test_forced_restarts);
