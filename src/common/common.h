@@ -55,7 +55,7 @@ static inline int gm_mul_ok(size_t a, size_t b, size_t *out)
  * transparent huge pages in their "madvise" mode, Debian's default), so
  * that fresh memory faults once a 2 MiB page instead of once each 4 KiB,
  * while memory malloc reuses stays as it is: on the 2-core development VM
- * a 480 x 480 reference's tables took 114-125 ms, 65-71 ms so
+ * a 480 x 480 reference's tables took 124-129 ms, 65-80 ms so
  * (docs/speed.md, "Huge pages for the tables"). */
 #define GM_LARGE_BYTES ((size_t)2 << 20)
 void *gm_alloc_large(size_t count, size_t size);
