@@ -47,8 +47,9 @@ static inline int gm_mul_ok(size_t a, size_t b, size_t *out)
     return 1;
 }
 
-/* Memory for a large array that is written soon after it is made (the
- * tables' items, their buckets and slots): malloc's count * size bytes
+/* Memory for a large array that is written whole soon after it is made
+ * (the tables' items, buckets and slots; the edges', corners' and edge
+ * map's per-pixel arrays): malloc's count * size bytes
  * (overflow checked; NULL when it overflows or there is no memory), freed
  * with free().  From GM_LARGE_BYTES on, its whole pages are advised as huge
  * pages (madvise MADV_HUGEPAGE, where the system has it: Linux's
