@@ -175,21 +175,14 @@ typedef struct {
     double t_start, t_stream;
 } item_stream;
 
-/* A reader (or the worker itself): item i decoded into its slot. */
-static void item_read(void *ctx, int i, int slot)
+/* A worker: item i matched into its slot. */
+static void item_work(void *ctx, int i, int slot)
 {
     item_stream *s = ctx;
     run_item *it = &s->items[i];
     still_job *j = &s->slots[slot];
     *j = (still_job){.o = &it->o, .tmpl = &it->tmpl, .path = it->path, .resumed = it->resumed};
-    still_read(j);
-}
-
-/* A worker: item i, read, matched in its slot. */
-static void item_work(void *ctx, int i, int slot)
-{
-    item_stream *s = ctx;
-    still_run(*s->ref, &s->slots[slot]);
+    still_run(*s->ref, j);
 }
 
 /* Item i's line (or its video's lines), then whether to stop streaming:
@@ -242,8 +235,7 @@ static void run_items(run_ctx *rc, const cli_opts *o, gm_ref **ref, const char *
         item_stream s = {.rc = rc, .o = o, .ref = ref, .ref_msg = ref_msg, .items = &items[k],
                          .slots = slots, .base = k, .plain = plain, .done = &done,
                          .t_start = t_start, .t_stream = now_ms()};
-        k += gm_stream_run_read(n - k, workers, still_readers(), workers, ring, item_read,
-                                item_work, item_put, &s);
+        k += gm_stream_run(n - k, workers, ring, item_work, item_put, &s);
         free(slots);
     }
 }

@@ -31,35 +31,36 @@ void still_match(const gm_ref *ref, still_job *j, const gm_image *img)
     }
 }
 
-void still_read(still_job *j)
+/* still_run's job on the thread's budget of cores. */
+static void still_work(const gm_ref *ref, still_job *j)
 {
     j->begin_ms = now_ms();
-    memset(&j->img, 0, sizeof j->img);
     if (j->resumed) { /* a still with lines is never a job: a video's next frames */
         j->video = 1;
         return;
     }
-    j->st = gm_image_load(j->path, j->o->params.max_pixels, &j->img, j->err, sizeof j->err);
+    gm_image img;
+    memset(&img, 0, sizeof img);
+    j->st = gm_image_load(j->path, j->o->params.max_pixels, &img, j->err, sizeof j->err);
     j->decode_ms = now_ms() - j->begin_ms;
-    if (j->st == GM_ERR_FORMAT)
+    if (j->st == GM_ERR_FORMAT) {
         j->video = 1;
+        return;
+    }
+    if (j->st == GM_OK)
+        still_match(ref, j, &img);
+    if (j->st != GM_OK && !j->err[0])
+        snprintf(j->err, sizeof j->err, "%s", gm_status_str(j->st));
+    gm_image_free(&img);
+    j->ms = now_ms() - j->begin_ms;
 }
 
 void still_run(const gm_ref *ref, still_job *j)
 {
-    if (j->video)
-        return;
     /* a thread a still: its host stages on one core (threads x cores
      * oversubscribed the host: 240 pairs/s on two H200s, GPUs 15% busy) */
     int old = gm_set_thread_budget(1);
-    double t0 = now_ms();
-    if (j->st == GM_OK)
-        still_match(ref, j, &j->img);
-    if (j->st != GM_OK && !j->err[0])
-        snprintf(j->err, sizeof j->err, "%s", gm_status_str(j->st));
-    gm_image_free(&j->img);
-    /* its own time: the decoding and the match, not the wait between */
-    j->ms = j->decode_ms + (now_ms() - t0);
+    still_work(ref, j);
     gm_set_thread_budget(old);
 }
 
@@ -98,11 +99,4 @@ int still_workers(const gm_ref *ref)
             n = omp_get_num_procs();
     }
     return n < 1 ? 1 : n > 256 ? 256 : n;
-}
-
-int still_readers(void)
-{
-    const char *rd = getenv("GMATCH_READERS");
-    int n = rd && *rd ? atoi(rd) : STILL_READERS;
-    return n < 0 ? 0 : n > 64 ? 64 : n;
 }

@@ -28,8 +28,7 @@ typedef struct {
     char err[512];
     gm_result res;
     int q_w, q_h;
-    double begin_ms, ms, decode_ms; /* ms: decode_ms and the match's, not a wait between */
-    gm_image img;         /* the decoded still, from still_read to still_run */
+    double begin_ms, ms, decode_ms;
 } still_job;
 
 /* Match a still already decoded (img) as its job says: the model (the
@@ -56,23 +55,9 @@ void still_emit(run_ctx *rc, const cli_opts *o, const gm_ref *ref, const still_j
  * path on the CPU so). */
 int still_workers(const gm_ref *ref);
 
-/* Threads that decode a batch's stills ahead of its workers (gm_stream_run_read):
- * a still's decoding then takes none of its worker's time, which on a GPU
- * is a lane's (docs/speed.md, "A batch's stills decoded ahead").
- * Together they hold at most as many stills decoded ahead as there are
- * workers.  Two keep up with some 8,000 small stills a second (0.2-0.3 ms
- * each).  GMATCH_READERS overrides; 0
- * has each worker decode its own still, as before. */
-#define STILL_READERS 2
-int still_readers(void);
-
-/* A batch's job in two parts (run.c streams them through
- * gm_stream_run_read, stream.h): still_read decodes the still into j->img
- * (a video, or a pair that has lines, is left to the main thread:
- * j->video), on a reader thread ahead of the workers or on the worker
- * itself; still_run then matches it on one core (still_match) and frees
- * the image. */
-void still_read(still_job *j);
+/* A worker's job (run.c streams them through gm_stream_run, stream.h): on
+ * one core, decode (a video, or a pair that has lines, is left to the main
+ * thread: j->video), then still_match. */
 void still_run(const gm_ref *ref, still_job *j);
 
 #endif

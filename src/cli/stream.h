@@ -14,9 +14,6 @@
  *     static int put(void *ctx, int i, int slot) { ... hand job i on ...; return 0; }
  *     int done = gm_stream_run(n, workers, ring, work, put, ctx);
  *
- * or, with a first part of each job on threads of its own (stills decoded
- * ahead of the workers), gm_stream_run_read below.
- *
  * Job i lives in slot i % ring (the caller's storage of `ring` results)
  * from the moment a worker takes it until put returns: at most ring jobs
  * are taken and not yet handed on, which bounds the results held while an
@@ -40,20 +37,5 @@ typedef int (*gm_stream_put_fn)(void *ctx, int i, int slot);
  * number of jobs handed on: n, or fewer after a stop.  ring >= 1. */
 int gm_stream_run(int n, int workers, int ring, gm_stream_work_fn work, gm_stream_put_fn put,
                   void *ctx);
-
-/* The same with each job in two parts: read (job i into its slot: a
- * still's decoding) on `readers` threads of its own, in order of i and at
- * most `ahead` jobs (>= 1) past the last one a worker took, then work on
- * the workers, each taking the next job once it is read.  The workers'
- * time then holds no reading: on a GPU a worker is a lane, whose time
- * between its device calls sets how many kernels run at once
- * (docs/speed.md, "A batch's stills decoded ahead").  A job read is a
- * job taken: after a stop it is still worked and handed on.  readers 0
- * (or no thread for them): each worker reads the job it takes, then works
- * it; no thread at all: the calling thread reads, works and hands on each
- * job in turn. */
-int gm_stream_run_read(int n, int workers, int readers, int ahead, int ring,
-                       gm_stream_work_fn read, gm_stream_work_fn work, gm_stream_put_fn put,
-                       void *ctx);
 
 #endif

@@ -20,12 +20,6 @@ typedef struct {
     int next_put;        /* the job put expects next */
     int stop_at;         /* put asks to stop after this job (-1: never) */
     int bad;             /* put saw a job out of order or a wrong result */
-    /* gm_stream_run_read's first part */
-    long *read_of;       /* per slot: the job last read into it, -1 once worked */
-    int *reads;          /* per job: how often it was read */
-    int ahead, workers;  /* the bound the readers keep to, the workers */
-    int max_read_ahead;  /* the most a job read was past the jobs begun */
-    int unread;          /* work found its slot not read for its job */
 } jobs;
 
 static void work(void *ctx, int i, int slot)
@@ -37,30 +31,6 @@ static void work(void *ctx, int i, int slot)
     struct timespec d = {0, (i % 7 == 0 ? 300 : 5) * 1000L + (long)(i % 13) * 1000L};
     nanosleep(&d, NULL);
     j->slot[slot] = (long)i * i + 1;
-}
-
-static void read_job(void *ctx, int i, int slot)
-{
-    jobs *j = ctx;
-    __atomic_fetch_add(&j->reads[i], 1, __ATOMIC_SEQ_CST);
-    int past = i - __atomic_load_n(&j->taken, __ATOMIC_SEQ_CST);
-    int seen = __atomic_load_n(&j->max_read_ahead, __ATOMIC_SEQ_CST);
-    while (past > seen &&
-           !__atomic_compare_exchange_n(&j->max_read_ahead, &seen, past, 0, __ATOMIC_SEQ_CST,
-                                        __ATOMIC_SEQ_CST))
-        ;
-    struct timespec d = {0, (i % 5 == 0 ? 100 : 2) * 1000L};
-    nanosleep(&d, NULL);
-    j->read_of[slot] = i;
-}
-
-static void work_read(void *ctx, int i, int slot)
-{
-    jobs *j = ctx;
-    if (j->read_of[slot] != i)
-        __atomic_fetch_add(&j->unread, 1, __ATOMIC_SEQ_CST);
-    j->read_of[slot] = -1;
-    work(ctx, i, slot);
 }
 
 static int put(void *ctx, int i, int slot)
@@ -83,11 +53,7 @@ static jobs *jobs_new(int n, int ring, int stop_at)
     j->n = n, j->ring = ring, j->stop_at = stop_at;
     j->slot = calloc((size_t)(ring > 0 ? ring : 1), sizeof *j->slot);
     j->runs = calloc((size_t)(n > 0 ? n : 1), sizeof *j->runs);
-    j->read_of = calloc((size_t)(ring > 0 ? ring : 1), sizeof *j->read_of);
-    j->reads = calloc((size_t)(n > 0 ? n : 1), sizeof *j->reads);
-    ck_assert(j->slot && j->runs && j->read_of && j->reads);
-    for (int k = 0; k < (ring > 0 ? ring : 1); k++)
-        j->read_of[k] = -1;
+    ck_assert(j->slot && j->runs);
     return j;
 }
 
@@ -95,8 +61,6 @@ static void jobs_free(jobs *j)
 {
     free(j->slot);
     free(j->runs);
-    free(j->read_of);
-    free(j->reads);
     free(j);
 }
 
@@ -162,60 +126,6 @@ START_TEST(test_empty)
 }
 END_TEST
 
-/* every job read once before its work, in its own slot, as often as it
- * ran */
-static void check_read(jobs *j, int handed)
-{
-    check_all(j, handed);
-    ck_assert_int_eq(j->unread, 0);
-    for (int i = 0; i < j->n; i++)
-        ck_assert_int_eq(j->reads[i], j->runs[i]);
-}
-
-START_TEST(test_read_order)
-{
-    /* n, workers, readers, ahead, ring: readers 0 (each worker reads), no
-     * worker (the calling thread does all), more readers than jobs */
-    const int cases[][5] = {{500, 8, 2, 8, 16}, {300, 3, 1, 1, 64}, {200, 16, 4, 16, 64},
-                            {100, 4, 2, 4, 1},  {50, 1, 3, 2, 8},   {40, 0, 2, 4, 8},
-                            {60, 4, 0, 4, 8},   {3, 4, 8, 8, 4},    {1, 2, 2, 1, 1}};
-    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
-        const int n = cases[c][0], workers = cases[c][1], readers = cases[c][2],
-                  ahead = cases[c][3], ring = cases[c][4];
-        jobs *j = jobs_new(n, ring, -1);
-        int handed =
-            gm_stream_run_read(n, workers, readers, ahead, ring, read_job, work_read, put, j);
-        ck_assert_msg(handed == n, "case %zu: %d of %d handed on", c, handed, n);
-        check_read(j, handed);
-        ck_assert_msg(j->max_ahead <= ring, "case %zu: %d ahead", c, j->max_ahead);
-        /* a reader takes job i only while i < (jobs the workers took) +
-         * ahead; the workers count a job in work, a little after taking it */
-        if (readers > 0 && workers > 0)
-            ck_assert_msg(j->max_read_ahead < ahead + workers, "case %zu: read %d past", c,
-                          j->max_read_ahead);
-        jobs_free(j);
-    }
-}
-END_TEST
-
-START_TEST(test_read_stop)
-{
-    /* a stop after job 100: every job read is still worked and handed on,
-     * in order, none after them */
-    const int wk[] = {0, 1, 4, 8}, rd[] = {0, 2, 2, 3};
-    for (int c = 0; c < 4; c++) {
-        const int n = 400, ring = 16;
-        jobs *j = jobs_new(n, ring, 100);
-        int handed = gm_stream_run_read(n, wk[c], rd[c], 4, ring, read_job, work_read, put, j);
-        ck_assert_int_ge(handed, 101);
-        ck_assert_int_le(handed, 101 + ring);
-        ck_assert_int_eq(j->taken, handed);
-        check_read(j, handed);
-        jobs_free(j);
-    }
-}
-END_TEST
-
 static Suite *stream_suite(void)
 {
     Suite *s = suite_create("stream");
@@ -223,8 +133,6 @@ static Suite *stream_suite(void)
     tcase_add_test(tc, test_order);
     tcase_add_test(tc, test_stop);
     tcase_add_test(tc, test_empty);
-    tcase_add_test(tc, test_read_order);
-    tcase_add_test(tc, test_read_stop);
     suite_add_tcase(s, tc);
     return s;
 }
