@@ -347,6 +347,43 @@ static void *group_load_main(void *arg)
     return NULL;
 }
 
+/* Pair p's work left as an item (*it): 1, or 0 when it has none (a
+ * still with its line written, a video written to its last frame): its
+ * options (frames, the frame to go on from) and its lines' fields. */
+static int pair_item(const gm_batch_pair *p, const cli_opts *o, gm_model run_model, int wide,
+                     run_item *it)
+{
+    if (p->written > 0 && starts_still(p->query_path))
+        return 0;
+    it->o = *o;
+    if (p->has_frames)
+        it->o.first = p->first, it->o.last = p->last;
+    if (p->written > 0) { /* on from the frame after the last one written */
+        int64_t next = p->last_frame + it->o.step;
+        it->o.first = next > it->o.first ? next : it->o.first;
+        if (it->o.last >= 0 && it->o.first >= it->o.last)
+            return 0;
+    }
+    it->tmpl = (gm_output_rec){.line = p->line, .id = p->id, .ref = p->ref, .query = p->query,
+                               .model = p->model >= 0 ? (gm_model)p->model : run_model,
+                               .wide = wide};
+    it->q = p->query, it->path = p->query_path, it->resumed = p->written > 0;
+    return 1;
+}
+
+/* Group g's items left for this shard (without making them). */
+static int group_count(const gm_batch *b, int g, const cli_opts *o)
+{
+    const gm_batch_group *gr = &b->groups[g];
+    if (gr->shard != o->shard)
+        return 0;
+    int n = 0;
+    run_item it;
+    for (int k = 0; k < gr->n; k++)
+        n += pair_item(&b->pairs[gr->pairs[k]], o, GM_MODEL_SIMILARITY, 0, &it);
+    return n;
+}
+
 /* Group g's work into *r: 1, or 0 when none is left for this shard (or
  * no memory: its message given). */
 static int group_items(run_ctx *rc, gm_batch *b, int g, const cli_opts *o, gm_model run_model,
@@ -356,9 +393,6 @@ static int group_items(run_ctx *rc, gm_batch *b, int g, const cli_opts *o, gm_mo
     gm_batch_group *gr = &b->groups[g];
     if (gr->shard != o->shard)
         return 0;
-    /* what is left: pairs without lines, and videos (their next frames),
-     * with their options (frames, the frame to go on from) and their
-     * lines' fields */
     run_item *items = calloc((size_t)gr->n, sizeof *items);
     if (!items) {
         diag_file(gr->ref_path, "out of memory");
@@ -366,28 +400,9 @@ static int group_items(run_ctx *rc, gm_batch *b, int g, const cli_opts *o, gm_mo
         return 0;
     }
     int ni = 0, mixed = 0;
-    for (int k = 0; k < gr->n; k++) {
-        gm_batch_pair *p = &b->pairs[gr->pairs[k]];
-        if (p->written > 0 && starts_still(p->query_path))
-            continue;
-        run_item *it = &items[ni];
-        it->o = *o;
-        if (p->has_frames)
-            it->o.first = p->first, it->o.last = p->last;
-        if (p->written > 0) { /* on from the frame after the last one written */
-            int64_t next = p->last_frame + it->o.step;
-            it->o.first = next > it->o.first ? next : it->o.first;
-            if (it->o.last >= 0 && it->o.first >= it->o.last)
-                continue;
-        }
-        it->tmpl = (gm_output_rec){.line = p->line, .id = p->id,
-                                   .ref = p->ref, .query = p->query,
-                                   .model = p->model >= 0 ? (gm_model)p->model : run_model,
-                                   .wide = wide};
-        it->q = p->query, it->path = p->query_path, it->resumed = p->written > 0;
-        mixed |= it->tmpl.model != run_model;
-        ni++;
-    }
+    for (int k = 0; k < gr->n; k++)
+        if (pair_item(&b->pairs[gr->pairs[k]], o, run_model, wide, &items[ni]))
+            mixed |= items[ni++].tmpl.model != run_model;
     if (ni == 0) {
         free(items);
         return 0;
@@ -400,7 +415,291 @@ static int group_items(run_ctx *rc, gm_batch *b, int g, const cli_opts *o, gm_mo
     r->go = *o;
     if (mixed && run_model == GM_MODEL_SIMILARITY)
         r->go.params.model = GM_MODEL_AUTO;
+    for (int k = 0; k < ni; k++)
+        items[k].o.params.model = r->go.params.model;
     return 1;
+}
+
+/* ---- a batch's groups through one pool of workers ---------------------- */
+
+/* On a GPU the groups' stills go through one stream of workers
+ * (gm_stream_run), not a stream a group: a group's last stills no longer
+ * hold the other workers idle until they end, and the next groups'
+ * references are prepared meanwhile by loader threads, several at once.
+ * The public stills as 520 groups of 6 pairs on an H200 (16 workers): a
+ * stream a group 568-572 pairs/s under similarity and 266-269 under auto,
+ * a third of what 13 groups of 240 give; one stream 1,237-1,245 and
+ * 687-697 (docs/speed.md, "A batch's groups through one stream").  The
+ * lines, their order and the messages are the same: a group's reference is
+ * "opened" (its messages, its line fields) by the main thread when it
+ * hands on the group's first line, and released after its last.  Only the
+ * run's first line counts the wait for its reference in its time_ms; a
+ * later group's reference is prepared while earlier groups run. */
+#define GROUP_LOADERS 4     /* references prepared at once (GMATCH_REF_LOADERS: 1-16) */
+#define GROUP_LOADERS_MAX 16
+#define GROUP_AHEAD 2       /* groups loaded and not yet handed on: loaders x this, at most */
+
+static int group_loaders(void)
+{
+    const char *e = getenv("GMATCH_REF_LOADERS");
+    int n = e && *e ? atoi(e) : GROUP_LOADERS;
+    return n < 1 ? 1 : n > GROUP_LOADERS_MAX ? GROUP_LOADERS_MAX : n;
+}
+
+typedef struct {
+    batch_group_run r;
+    gm_ref *ref;          /* after opened: NULL when it failed (ref_msg says why) */
+    int opened;
+    char ref_msg[1024];
+} stream_group;
+
+typedef struct {
+    run_ctx *rc;
+    const cli_opts *o;
+    gm_batch *b;
+    gm_model run_model;
+    int wide;
+    int m;                /* groups */
+    int *gnum, *start;    /* each group's number in b, its first job; start[m] = jobs */
+    stream_group **gs;    /* [m] while loaded and not yet handed on */
+    int *ready;           /* [m] loaded */
+    int next_load;        /* the next group a loader takes */
+    int handing;          /* the group whose lines are being handed on */
+    int stop;             /* the loaders take no more */
+    int ahead;            /* groups loaded and not yet handed on, at most */
+    pthread_mutex_t lock;
+    pthread_cond_t loaded; /* a group loaded: for the workers */
+    pthread_cond_t room;   /* a group handed on, or stop: for the loaders */
+    still_job *slots;
+    double t_start, t_stream;
+    int first_put;
+} group_stream;
+
+/* The group of job i. */
+static int group_of(const group_stream *gs, int i)
+{
+    int lo = 0, hi = gs->m - 1;
+    while (lo < hi) {
+        int mid = (lo + hi + 1) / 2;
+        if (gs->start[mid] <= i)
+            lo = mid;
+        else
+            hi = mid - 1;
+    }
+    return lo;
+}
+
+static void *group_loader_main(void *arg)
+{
+    group_stream *s = arg;
+    pthread_mutex_lock(&s->lock);
+    for (;;) {
+        while (!s->stop && s->next_load < s->m && s->next_load >= s->handing + s->ahead)
+            pthread_cond_wait(&s->room, &s->lock);
+        if (s->stop || s->next_load >= s->m)
+            break;
+        int k = s->next_load++;
+        pthread_mutex_unlock(&s->lock);
+        stream_group *g = s->gs[k]; /* group 0 comes loaded */
+        if (!g && (g = calloc(1, sizeof *g)) != NULL) {
+            if (group_items(s->rc, s->b, s->gnum[k], s->o, s->run_model, s->wide, &g->r) &&
+                g->r.ni == s->start[k + 1] - s->start[k])
+                load_reference(&g->r.go, g->r.gr->ref_path, &g->r.loaded);
+            else { /* no memory: not expected (counted before); its lines say so */
+                free(g->r.items);
+                memset(&g->r, 0, sizeof g->r);
+                snprintf(g->r.loaded.err, sizeof g->r.loaded.err, "out of memory");
+            }
+        }
+        pthread_mutex_lock(&s->lock);
+        s->gs[k] = g;
+        s->ready[k] = 1;
+        pthread_cond_broadcast(&s->loaded);
+    }
+    pthread_mutex_unlock(&s->lock);
+    return NULL;
+}
+
+/* Job i's group, once loaded (NULL: no memory for it). */
+static stream_group *group_wait(group_stream *s, int k)
+{
+    pthread_mutex_lock(&s->lock);
+    while (!s->ready[k])
+        pthread_cond_wait(&s->loaded, &s->lock);
+    stream_group *g = s->gs[k];
+    pthread_mutex_unlock(&s->lock);
+    return g;
+}
+
+static void group_work(void *ctx, int i, int slot)
+{
+    group_stream *s = ctx;
+    int k = group_of(s, i);
+    stream_group *g = group_wait(s, k);
+    still_job *j = &s->slots[slot];
+    if (!g || !g->r.items || !g->r.loaded.ref) { /* its line: the reference's error, on put */
+        *j = (still_job){.video = 1};
+        return;
+    }
+    run_item *it = &g->r.items[i - s->start[k]];
+    *j = (still_job){.o = &it->o, .tmpl = &it->tmpl, .path = it->path, .resumed = it->resumed};
+    still_run(g->r.loaded.ref, j);
+}
+
+/* The line of the idx-th pair left in group k when the group's items
+ * could not be made (no memory): an error line all the same. */
+static void group_error_line(group_stream *s, int k, int idx)
+{
+    const gm_batch_group *gr = &s->b->groups[s->gnum[k]];
+    run_item it;
+    for (int q = 0, seen = 0; q < gr->n; q++)
+        if (pair_item(&s->b->pairs[gr->pairs[q]], s->o, s->run_model, s->wide, &it) &&
+            seen++ == idx) {
+            gm_output_rec rec = it.tmpl;
+            rec.error = "out of memory";
+            diag_file(it.q, "out of memory");
+            s->rc->failed = 1;
+            if (emit(s->rc->out, s->rc->out_name, s->o->format, &rec) != 0)
+                s->rc->write_failed = 1;
+            return;
+        }
+}
+
+static int group_put(void *ctx, int i, int slot)
+{
+    group_stream *s = ctx;
+    run_ctx *rc = s->rc;
+    int k = group_of(s, i);
+    stream_group *g = group_wait(s, k); /* loaded: its first job is done */
+    if (!rc->write_failed) {
+        if (g && !g->opened && g->r.items) {
+            int w, h;
+            g->opened = 1;
+            g->ref = opened_reference(rc, &g->r.go, g->r.gr->ref_path, g->r.gr->ref,
+                                      &g->r.loaded, &w, &h, g->ref_msg, sizeof g->ref_msg);
+            for (int q = 0; q < g->r.ni; q++)
+                g->r.items[q].tmpl.ref_w = w, g->r.items[q].tmpl.ref_h = h;
+        }
+        const still_job *j = &s->slots[slot];
+        double extra = s->first_put++ == 0 ? s->t_stream - s->t_start : 0.0;
+        if (!g || !g->r.items) {
+            group_error_line(s, k, i - s->start[k]);
+        } else {
+            run_item *it = &g->r.items[i - s->start[k]];
+            if (j->video) /* a video, a pair with lines, or a reference that failed */
+                run_query(rc, &it->o, &g->ref, g->ref_msg, &it->tmpl, it->q, it->path, 0,
+                          g_run.total - g_run.done, now_ms() - extra, it->resumed);
+            else
+                still_emit(rc, &it->o, g->ref, j, it->q, extra);
+        }
+        gm_progress_step(&g_run);
+    }
+    if (i + 1 == s->start[k + 1]) { /* the group's last job: its reference goes */
+        if (g) {
+            if (g->opened && g->ref)
+                release_reference(g->ref);
+            else if (!g->opened && g->r.loaded.ref)
+                gm_ref_free(g->r.loaded.ref);
+            gm_image_free(&g->r.loaded.img);
+            free(g->r.items);
+            free(g);
+        }
+        pthread_mutex_lock(&s->lock);
+        s->gs[k] = NULL;
+        s->handing = k + 1;
+        pthread_cond_broadcast(&s->room);
+        pthread_mutex_unlock(&s->lock);
+    }
+    return rc->write_failed;
+}
+
+/* Groups first..b->ng-1 of this shard through one stream of `workers`
+ * workers, group `first` already loaded in *cur (not yet opened).
+ * 0; -1 when nothing could be started (nothing done: the caller goes on
+ * a group at a time). */
+static int run_groups_streamed(run_ctx *rc, const cli_opts *o, gm_batch *b, gm_model run_model,
+                               int wide, batch_group_run *cur, gm_ref *ref, const char *ref_msg,
+                               int workers, double t_start)
+{
+    group_stream s = {.rc = rc, .o = o, .b = b, .run_model = run_model, .wide = wide,
+                      .t_start = t_start};
+    int m = 0;
+    for (int g = cur->g; g < b->ng; g++)
+        m += g == cur->g || group_count(b, g, o) > 0;
+    s.gnum = malloc((size_t)m * sizeof *s.gnum);
+    s.start = malloc(((size_t)m + 1) * sizeof *s.start);
+    s.gs = calloc((size_t)m, sizeof *s.gs);
+    s.ready = calloc((size_t)m, sizeof *s.ready);
+    stream_group *g0 = calloc(1, sizeof *g0);
+    pthread_t th[GROUP_LOADERS_MAX];
+    int loaders = 0, done = -1;
+    if (!s.gnum || !s.start || !s.gs || !s.ready || !g0)
+        goto out;
+    int n = 0;
+    m = 0;
+    for (int g = cur->g; g < b->ng; g++) {
+        int c = g == cur->g ? cur->ni : group_count(b, g, o);
+        if (c > 0)
+            s.gnum[m] = g, s.start[m++] = n, n += c;
+    }
+    s.start[m] = n;
+    s.m = m;
+    int ring = STILL_WINDOW > 4 * workers ? STILL_WINDOW : 4 * workers;
+    s.slots = calloc((size_t)ring, sizeof *s.slots);
+    if (!s.slots)
+        goto out;
+    g0->r = *cur; /* opened by the caller */
+    g0->opened = 1, g0->ref = ref;
+    snprintf(g0->ref_msg, sizeof g0->ref_msg, "%s", ref_msg);
+    s.gs[0] = g0, s.ready[0] = 1, s.next_load = 1;
+    pthread_mutex_init(&s.lock, NULL);
+    pthread_cond_init(&s.loaded, NULL);
+    pthread_cond_init(&s.room, NULL);
+    const int want = group_loaders();
+    s.ahead = GROUP_AHEAD * want;
+    for (int k = 0; k < want && k < m - 1; k++)
+        loaders += pthread_create(&th[loaders], NULL, group_loader_main, &s) == 0;
+    if (loaders == 0 && m > 1) {
+        pthread_mutex_destroy(&s.lock);
+        pthread_cond_destroy(&s.loaded);
+        pthread_cond_destroy(&s.room);
+        goto out;
+    }
+    g0 = NULL; /* the stream's now */
+    s.t_stream = now_ms();
+    (void)gm_stream_run(n, workers, ring, group_work, group_put, &s);
+    pthread_mutex_lock(&s.lock);
+    s.stop = 1;
+    pthread_cond_broadcast(&s.room);
+    pthread_mutex_unlock(&s.lock);
+    for (int k = 0; k < loaders; k++)
+        pthread_join(th[k], NULL);
+    /* after a stop (the output failed): the groups loaded whose jobs were
+     * never taken */
+    for (int k = 0; k < m; k++)
+        if (s.gs[k]) {
+            stream_group *g = s.gs[k];
+            if (g->opened && g->ref)
+                release_reference(g->ref);
+            else if (!g->opened && g->r.loaded.ref)
+                gm_ref_free(g->r.loaded.ref);
+            gm_image_free(&g->r.loaded.img);
+            free(g->r.items);
+            free(g);
+        }
+    pthread_mutex_destroy(&s.lock);
+    pthread_cond_destroy(&s.loaded);
+    pthread_cond_destroy(&s.room);
+    done = 0;
+out:
+    if (done != 0)
+        free(g0);
+    free(s.slots);
+    free(s.gnum);
+    free(s.start);
+    free(s.gs);
+    free(s.ready);
+    return done;
 }
 
 void run_batch(run_ctx *rc, cli_opts *o, gm_batch *b, int appending)
@@ -458,7 +757,14 @@ void run_batch(run_ctx *rc, cli_opts *o, gm_batch *b, int appending)
             cur.items[k].o.params.model = cur.go.params.model;
             cur.items[k].tmpl.ref_w = ref_w, cur.items[k].tmpl.ref_h = ref_h;
         }
-        /* this group's stills on several workers (a GPU's), the next
+        /* on several workers (a GPU's) and without pictures (whose
+         * reference image is the group's): this group and every later one
+         * through one stream, their references prepared meanwhile */
+        if (!have_next && ref && still_workers(ref) > 1 && !o->draw &&
+            run_groups_streamed(rc, o, b, run_model, wide, &cur, ref, ref_msg,
+                                still_workers(ref), t_start) == 0)
+            return;
+        /* else this group's stills on several workers (a GPU's), the next
          * group's reference meanwhile */
         if (ref && still_workers(ref) > 1)
             for (int g2 = g + 1; g2 < b->ng && !have_next; g2++)

@@ -208,6 +208,18 @@ rc=$?
 cmp -s "$tmp/r0.jsonl" "$tmp/r.jsonl" || fail "resume of a finished run changed the file"
 [ "$rc" -eq 0 ] || fail "resume of a finished run: exit $rc, want 0"
 
+# resumed from half of the lines (the last one cut short) by 3 still
+# workers, the groups through one stream: the uninterrupted lines, in order
+half=$(( $(wc -l < "$tmp/all.jsonl") / 2 ))
+head -n "$half" "$tmp/all.jsonl" | head -c -25 > "$tmp/h.jsonl"
+(cd "$tmp" && GMATCH_WORKERS=3 "$gm" --batch m/pairs.jsonl --resume h.jsonl -o h.jsonl -q 2> /dev/null)
+strip "$tmp/h.jsonl" > "$tmp/h.txt"
+cmp -s "$tmp/all.txt" "$tmp/h.txt" || fail "resume by 3 still workers: not the uninterrupted lines ($(diff "$tmp/all.txt" "$tmp/h.txt" | head -c 400))"
+python3 -c '
+import json, sys
+k = [(r["line"], r["frame"]) for r in map(json.loads, open(sys.argv[1]))]
+sys.exit(k != sorted(k))' "$tmp/h.jsonl" || fail "resume by 3 still workers: not in manifest order"
+
 # 5. CSV, text output, and the text resume
 printf 'id,ref,query,model,frames\n"a,1",imgs/bench/ref_cell.jpg,imgs/bench/q_cell_00_easy.jpg,,\nb2,imgs/bench/ref_cell.jpg,imgs/bench/q_cell_02_medium.jpg,affine,\n' > "$tmp/m/p.csv"
 (cd "$tmp" && "$gm" --batch m/p.csv --format text -o t.txt -q)
