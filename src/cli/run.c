@@ -546,6 +546,21 @@ static void group_work(void *ctx, int i, int slot)
     still_run(g->r.loaded.ref, j);
 }
 
+/* A group's state gone: its reference (released when opened, else freed
+ * unseen), its image, its items.  NULL: nothing. */
+static void group_free(stream_group *g)
+{
+    if (!g)
+        return;
+    if (g->opened && g->ref)
+        release_reference(g->ref);
+    else if (!g->opened && g->r.loaded.ref)
+        gm_ref_free(g->r.loaded.ref);
+    gm_image_free(&g->r.loaded.img);
+    free(g->r.items);
+    free(g);
+}
+
 /* The line of the idx-th pair left in group k when the group's items
  * could not be made (no memory): an error line all the same. */
 static void group_error_line(group_stream *s, int k, int idx)
@@ -595,15 +610,7 @@ static int group_put(void *ctx, int i, int slot)
         gm_progress_step(&g_run);
     }
     if (i + 1 == s->start[k + 1]) { /* the group's last job: its reference goes */
-        if (g) {
-            if (g->opened && g->ref)
-                release_reference(g->ref);
-            else if (!g->opened && g->r.loaded.ref)
-                gm_ref_free(g->r.loaded.ref);
-            gm_image_free(&g->r.loaded.img);
-            free(g->r.items);
-            free(g);
-        }
+        group_free(g);
         pthread_mutex_lock(&s->lock);
         s->gs[k] = NULL;
         s->handing = k + 1;
@@ -677,16 +684,7 @@ static int run_groups_streamed(run_ctx *rc, const cli_opts *o, gm_batch *b, gm_m
     /* after a stop (the output failed): the groups loaded whose jobs were
      * never taken */
     for (int k = 0; k < m; k++)
-        if (s.gs[k]) {
-            stream_group *g = s.gs[k];
-            if (g->opened && g->ref)
-                release_reference(g->ref);
-            else if (!g->opened && g->r.loaded.ref)
-                gm_ref_free(g->r.loaded.ref);
-            gm_image_free(&g->r.loaded.img);
-            free(g->r.items);
-            free(g);
-        }
+        group_free(s.gs[k]);
     pthread_mutex_destroy(&s.lock);
     pthread_cond_destroy(&s.loaded);
     pthread_cond_destroy(&s.room);
