@@ -270,12 +270,12 @@ extern "C" gm_status gm_compact_dev_to_host(const gm_cuckoo_dev *t, gm_compact *
     return GM_OK;
 }
 
-/* The table remembers no stream: freed on the calling thread's per-thread
- * stream, not by cudaFree, which would wait for the whole device.  Its
- * users' streams must have been waited for. */
+/* The table remembers no stream: freed on the device's free stream
+ * (gm_cuda_free_stream), not by cudaFree, which would wait for the whole
+ * device.  Its users' streams must have been waited for. */
 extern "C" void gm_cuckoo_dev_free(gm_cuckoo_dev *t)
 {
-    gm_cuckoo_dev_free_async(t, cudaStreamPerThread);
+    gm_cuckoo_dev_free_async(t, gm_cuda_free_stream());
 }
 
 extern "C" void gm_cuckoo_dev_free_async(gm_cuckoo_dev *t, cudaStream_t stream)

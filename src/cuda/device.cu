@@ -435,9 +435,43 @@ extern "C" cudaError_t gm_cuda_malloc_async(void **p, size_t bytes, cudaStream_t
     return cudaMallocFromPoolAsync(p, bytes, pool, stream);
 }
 
+/* The stream that frees what no stream of a caller's frees: one a device,
+ * made on first use and kept for the process, like the pool.  The frees
+ * went on the freeing thread's per-thread stream before; a batch whose
+ * workers ended a group at a time (their threads, and those streams, gone
+ * with them) hung in 1 run of some 18 of the scene tier on an H200: three
+ * workers in cuMemFreeAsync on a lock of the driver, a thread of the
+ * driver's spinning, the device idle (2026-11-30, docs/speed.md).  A stream
+ * that outlives every thread takes the threads' lifetimes out of it. */
+static cudaStream_t g_free_stream[GM_POOL_DEVICES];
+static int g_free_made[GM_POOL_DEVICES];
+
+extern "C" cudaStream_t gm_cuda_free_stream(void)
+{
+    int dev = 0;
+    if (cudaGetDevice(&dev) != cudaSuccess || dev < 0 || dev >= GM_POOL_DEVICES) {
+        (void)cudaGetLastError();
+        return cudaStreamPerThread;
+    }
+    if (!__atomic_load_n(&g_free_made[dev], __ATOMIC_ACQUIRE)) {
+        pthread_mutex_lock(&g_pool_lock);
+        if (!g_free_made[dev]) {
+            cudaStream_t st = NULL;
+            if (cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking) != cudaSuccess) {
+                (void)cudaGetLastError();
+                st = cudaStreamPerThread; /* the way before, rather than none */
+            }
+            g_free_stream[dev] = st;
+            __atomic_store_n(&g_free_made[dev], 1, __ATOMIC_RELEASE);
+        }
+        pthread_mutex_unlock(&g_pool_lock);
+    }
+    return g_free_stream[dev];
+}
+
 extern "C" cudaError_t gm_cuda_free_async(void *p)
 {
-    return p ? cudaFreeAsync(p, cudaStreamPerThread) : cudaSuccess;
+    return p ? cudaFreeAsync(p, gm_cuda_free_stream()) : cudaSuccess;
 }
 
 extern "C" int gm_cuda_device_count(char *why, size_t whylen)

@@ -64,8 +64,13 @@ cudaError_t gm_cuda_launched(void);
  * use; the application's default pool is left alone); free with
  * cudaFreeAsync. */
 cudaError_t gm_cuda_malloc_async(void **p, size_t bytes, cudaStream_t stream);
+/* The current device's stream for frees that no caller's stream orders:
+ * made on first use, kept for the process (device.cu says why not the
+ * calling thread's per-thread stream); cudaStreamPerThread if it cannot be
+ * made. */
+cudaStream_t gm_cuda_free_stream(void);
 /* Frees pool memory (gm_cuda_malloc_async's) of the current device without
- * waiting: cudaFreeAsync on the calling thread's per-thread stream.  For
+ * waiting: cudaFreeAsync on gm_cuda_free_stream().  For
  * memory no pending work uses any more (its users' streams were waited
  * for); cudaFree would wait for the whole device, every other thread's
  * queries included.  NULL: nothing. */
@@ -111,7 +116,7 @@ gm_status gm_dev_bufs_resize_on(const gm_dev_buf *old, const gm_dev_buf *b, int 
  * cudaFree would wait for the whole device, every other lane's queries
  * included).  The free is for buffers no pending work uses any more (their
  * users' streams were waited for, or stream is theirs: a failed alloc
- * frees on it); cudaStreamPerThread when the caller holds no stream. */
+ * frees on it); gm_cuda_free_stream() when the caller holds no stream. */
 gm_status gm_dev_bufs_pool_alloc(const gm_dev_buf *b, int n, cudaStream_t stream);
 void gm_dev_bufs_pool_free(const gm_dev_buf *b, int n, cudaStream_t stream);
 

@@ -956,7 +956,7 @@ extern "C" void gm_edge_map_dev_free(gm_edge_map_dev *d)
     if (!d)
         return;
     gm_dev_buf b[5];
-    gm_dev_bufs_pool_free(b, map_bufs(d, 0, 0, b), cudaStreamPerThread);
+    gm_dev_bufs_pool_free(b, map_bufs(d, 0, 0, b), gm_cuda_free_stream());
     memset(d, 0, sizeof *d);
 }
 
