@@ -505,10 +505,9 @@ static void *group_loader_main(void *arg)
             if (group_items(s->rc, s->b, s->gnum[k], s->o, s->run_model, s->wide, &g->r) &&
                 g->r.ni == s->start[k + 1] - s->start[k])
                 load_reference(&g->r.go, g->r.gr->ref_path, &g->r.loaded);
-            else { /* no memory: not expected (counted before); its lines say so */
+            else { /* no memory (the count was made before): its lines say so */
                 free(g->r.items);
                 memset(&g->r, 0, sizeof g->r);
-                snprintf(g->r.loaded.err, sizeof g->r.loaded.err, "out of memory");
             }
         }
         pthread_mutex_lock(&s->lock);
@@ -630,20 +629,17 @@ static int run_groups_streamed(run_ctx *rc, const cli_opts *o, gm_batch *b, gm_m
 {
     group_stream s = {.rc = rc, .o = o, .b = b, .run_model = run_model, .wide = wide,
                       .t_start = t_start};
-    int m = 0;
-    for (int g = cur->g; g < b->ng; g++)
-        m += g == cur->g || group_count(b, g, o) > 0;
-    s.gnum = malloc((size_t)m * sizeof *s.gnum);
-    s.start = malloc(((size_t)m + 1) * sizeof *s.start);
-    s.gs = calloc((size_t)m, sizeof *s.gs);
-    s.ready = calloc((size_t)m, sizeof *s.ready);
+    const size_t most = (size_t)(b->ng - cur->g); /* the groups left, some with nothing */
+    s.gnum = malloc(most * sizeof *s.gnum);
+    s.start = malloc((most + 1) * sizeof *s.start);
+    s.gs = calloc(most, sizeof *s.gs);
+    s.ready = calloc(most, sizeof *s.ready);
     stream_group *g0 = calloc(1, sizeof *g0);
     pthread_t th[GROUP_LOADERS_MAX];
     int loaders = 0, done = -1;
     if (!s.gnum || !s.start || !s.gs || !s.ready || !g0)
         goto out;
-    int n = 0;
-    m = 0;
+    int n = 0, m = 0;
     for (int g = cur->g; g < b->ng; g++) {
         int c = g == cur->g ? cur->ni : group_count(b, g, o);
         if (c > 0)
@@ -751,10 +747,8 @@ void run_batch(run_ctx *rc, cli_opts *o, gm_batch *b, int appending)
             load_reference(&cur.go, cur.gr->ref_path, &cur.loaded);
         gm_ref *ref = opened_reference(rc, &cur.go, cur.gr->ref_path, cur.gr->ref, &cur.loaded,
                                        &ref_w, &ref_h, ref_msg, sizeof ref_msg);
-        for (int k = 0; k < cur.ni; k++) {
-            cur.items[k].o.params.model = cur.go.params.model;
+        for (int k = 0; k < cur.ni; k++) /* the model: group_items' */
             cur.items[k].tmpl.ref_w = ref_w, cur.items[k].tmpl.ref_h = ref_h;
-        }
         /* on several workers (a GPU's) and without pictures (whose
          * reference image is the group's): this group and every later one
          * through one stream, their references prepared meanwhile */
