@@ -352,6 +352,13 @@ GM_API int gm_ref_starting(const gm_ref *r);
 /* How many GPUs the queries of this reference spread over (gm_params.gpus:
  * the copies prepared); 0 when it runs on the CPU. */
 GM_API int gm_ref_gpus(const gm_ref *r);
+/* The number of the GPU that holds copy k of r (0 <= k < gm_ref_gpus(r), in
+ * gm_params.gpus' order, so that "all" on two GPUs gives 0 and 1), as
+ * gm_params.gpus names it; -1 for any other k or r.  A caller with many
+ * references of few queries each (a batch) can prepare each on one of them
+ * (gm_params.gpus = that number) rather than on every one: a copy costs a
+ * preparation on its GPU. */
+GM_API int gm_ref_gpu(const gm_ref *r, int k);
 /* The CPU threads that the library's calls made from the calling thread
  * use from now on, whatever the reference's parameters say (n >= 1), or
  * each reference's own again (n = 0); returns the previous setting.  For an

@@ -435,14 +435,14 @@ static int group_items(run_ctx *rc, gm_batch *b, int g, const cli_opts *o, gm_mo
  * hands on the group's first line, and released after its last.  Only the
  * run's first line counts the wait for its reference in its time_ms; a
  * later group's reference is prepared while earlier groups run. */
-#define GROUP_LOADERS 4     /* references prepared at once (GMATCH_REF_LOADERS: 1-16) */
+#define GROUP_LOADERS 4     /* references prepared at once a GPU (GMATCH_REF_LOADERS: 1-16 in all) */
 #define GROUP_LOADERS_MAX 16
 #define GROUP_AHEAD 2       /* groups loaded and not yet handed on: loaders x this, at most */
 
-static int group_loaders(void)
+static int group_loaders(int gpus)
 {
     const char *e = getenv("GMATCH_REF_LOADERS");
-    int n = e && *e ? atoi(e) : GROUP_LOADERS;
+    int n = e && *e ? atoi(e) : GROUP_LOADERS * (gpus > 1 ? gpus : 1);
     return n < 1 ? 1 : n > GROUP_LOADERS_MAX ? GROUP_LOADERS_MAX : n;
 }
 
@@ -450,6 +450,8 @@ typedef struct {
     batch_group_run r;
     gm_ref *ref;          /* after opened: NULL when it failed (ref_msg says why) */
     int opened;
+    int gpu;              /* its one GPU's slot in group_stream.gpu, or -1: on every GPU */
+    char gpus[16];        /* that GPU's number, its reference's gm_params.gpus */
     char ref_msg[1024];
 } stream_group;
 
@@ -467,6 +469,10 @@ typedef struct {
     int handing;          /* the group whose lines are being handed on */
     int stop;             /* the loaders take no more */
     int ahead;            /* groups loaded and not yet handed on, at most */
+    int workers, ring;    /* the stream's: its workers take jobs at most ring ahead */
+    int ngpu;             /* the first reference's GPUs: a small group goes on one of them */
+    int gpu[GM_MAX_GPUS]; /* their numbers */
+    int64_t pending[GM_MAX_GPUS]; /* the pairs of the groups on each, loaded and not done */
     pthread_mutex_t lock;
     pthread_cond_t loaded; /* a group loaded: for the workers */
     pthread_cond_t room;   /* a group handed on, or stop: for the loaders */
@@ -489,12 +495,59 @@ static int group_of(const group_stream *gs, int i)
     return lo;
 }
 
+/* Where group g's reference goes when the run has several GPUs.  Each
+ * copy of a reference costs a preparation on its GPU, which a group of a
+ * few pairs does not repay: the public stills as 520 groups of 6 pairs
+ * on two H200s went at 903-1,003 pairs/s on both GPUs against
+ * 1,015-1,108 on one, and at 1,270-1,338 with a group on one GPU
+ * (similarity; auto 752-757 -> 849-865; docs/speed.md, "Two GPUs and a
+ * batch's groups").
+ * A group with fewer pairs than the workers, whose pairs then share the
+ * workers with the groups beside it, is prepared on one GPU, the one
+ * whose groups loaded and not yet done have the fewest pairs; a larger
+ * group on every GPU, as the first is, and so is a group with a video (its
+ * frames spread over the GPUs).  The results are the same on any GPU. */
+static void group_place(group_stream *s, stream_group *g)
+{
+    if (s->ngpu < 2 || g->r.ni >= s->workers)
+        return;
+    for (int k = 0; k < g->r.ni; k++) /* a video's frames spread over every GPU */
+        if (strcmp(g->r.items[k].path, "-") == 0 || !looks_still(g->r.items[k].path))
+            return;
+    pthread_mutex_lock(&s->lock);
+    int best = 0;
+    for (int k = 1; k < s->ngpu; k++)
+        if (s->pending[k] < s->pending[best])
+            best = k;
+    s->pending[best] += g->r.ni;
+    pthread_mutex_unlock(&s->lock);
+    g->gpu = best;
+    snprintf(g->gpus, sizeof g->gpus, "%d", s->gpu[best]);
+    g->r.go.params.gpus = g->gpus;
+}
+
+/* Whether the next group may be loaded now (under the lock): at most
+ * `ahead` groups ahead, and beyond the group after the one being handed on
+ * only while the groups loaded before it hold fewer jobs than the workers
+ * can take ahead of the lines (the ring): the jobs the workers can reach
+ * are then loaded, and a batch of large groups does not prepare many
+ * references at once beside its workers (the public stills as 13 groups
+ * of 240 on two H200s: eight loaders 1,366-1,382 pairs/s under auto
+ * against four's 1,422-1,429, every group loaded at once). */
+static int group_room(const group_stream *s)
+{
+    const int k = s->next_load;
+    if (k >= s->handing + s->ahead)
+        return 0;
+    return k <= s->handing + 1 || s->start[k] - s->start[s->handing + 1] < s->ring;
+}
+
 static void *group_loader_main(void *arg)
 {
     group_stream *s = arg;
     pthread_mutex_lock(&s->lock);
     for (;;) {
-        while (!s->stop && s->next_load < s->m && s->next_load >= s->handing + s->ahead)
+        while (!s->stop && s->next_load < s->m && !group_room(s))
             pthread_cond_wait(&s->room, &s->lock);
         if (s->stop || s->next_load >= s->m)
             break;
@@ -502,10 +555,12 @@ static void *group_loader_main(void *arg)
         pthread_mutex_unlock(&s->lock);
         stream_group *g = s->gs[k]; /* group 0 comes loaded */
         if (!g && (g = calloc(1, sizeof *g)) != NULL) {
+            g->gpu = -1;
             if (group_items(s->rc, s->b, s->gnum[k], s->o, s->run_model, s->wide, &g->r) &&
-                g->r.ni == s->start[k + 1] - s->start[k])
+                g->r.ni == s->start[k + 1] - s->start[k]) {
+                group_place(s, g);
                 load_reference(&g->r.go, g->r.gr->ref_path, &g->r.loaded);
-            else { /* no memory (the count was made before): its lines say so */
+            } else { /* no memory (the count was made before): its lines say so */
                 free(g->r.items);
                 memset(&g->r, 0, sizeof g->r);
             }
@@ -609,8 +664,11 @@ static int group_put(void *ctx, int i, int slot)
         gm_progress_step(&g_run);
     }
     if (i + 1 == s->start[k + 1]) { /* the group's last job: its reference goes */
+        int gpu = g ? g->gpu : -1, ni = g ? g->r.ni : 0;
         group_free(g);
         pthread_mutex_lock(&s->lock);
+        if (gpu >= 0)
+            s->pending[gpu] -= ni;
         s->gs[k] = NULL;
         s->handing = k + 1;
         pthread_cond_broadcast(&s->room);
@@ -652,13 +710,17 @@ static int run_groups_streamed(run_ctx *rc, const cli_opts *o, gm_batch *b, gm_m
     if (!s.slots)
         goto out;
     g0->r = *cur; /* opened by the caller */
-    g0->opened = 1, g0->ref = ref;
+    g0->opened = 1, g0->ref = ref, g0->gpu = -1;
+    s.workers = workers, s.ring = ring;
+    if (o->params.gpus) /* its GPUs, for the small groups (group_place) */
+        for (int k = 0; k < gm_ref_gpus(ref) && k < GM_MAX_GPUS; k++)
+            s.gpu[s.ngpu++] = gm_ref_gpu(ref, k);
     snprintf(g0->ref_msg, sizeof g0->ref_msg, "%s", ref_msg);
     s.gs[0] = g0, s.ready[0] = 1, s.next_load = 1;
     pthread_mutex_init(&s.lock, NULL);
     pthread_cond_init(&s.loaded, NULL);
     pthread_cond_init(&s.room, NULL);
-    const int want = group_loaders();
+    const int want = group_loaders(s.ngpu);
     s.ahead = GROUP_AHEAD * want;
     for (int k = 0; k < want && k < m - 1; k++)
         loaders += pthread_create(&th[loaders], NULL, group_loader_main, &s) == 0;

@@ -22,7 +22,8 @@ static int cuda_count(void) { return gm_cuda_begin(NULL, 0); }
 
 static void cuda_describe(const void *dev, char *buf, size_t len)
 {
-    snprintf(buf, len, "cuda: %s", gm_gpu_name(dev));
+    /* the GPU's number too: a batch's references may each be on another */
+    snprintf(buf, len, "cuda: GPU %d, %s", gm_gpu_number(dev), gm_gpu_name(dev));
 }
 
 static void *cuda_acquire(void *dev) { return gm_gpu_acquire(dev); }

@@ -392,6 +392,7 @@ void gm_gpu_close(gm_gpu *g)
 }
 
 const char *gm_gpu_name(const gm_gpu *g) { return g ? g->name : ""; }
+int gm_gpu_number(const gm_gpu *g) { return g ? g->dev : -1; }
 
 /* Edge and corner buffers for at least w x h pixels and `corners` corners. */
 static gm_status need_edges(gm_gpu_lane *g, int w, int h, uint32_t corners)

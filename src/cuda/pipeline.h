@@ -52,6 +52,8 @@ gm_status gm_gpu_open(gm_gpu **out, int dev, char *why, size_t whylen);
 void gm_gpu_close(gm_gpu *g);
 /* "<name>, compute capability X.Y, N SMs, M MiB" */
 const char *gm_gpu_name(const gm_gpu *g);
+/* Its device number (-1 for NULL). */
+int gm_gpu_number(const gm_gpu *g);
 /* A free lane, made when none is free and fewer than GM_GPU_MAX_LANES
  * exist, else waited for; NULL when a lane cannot be made and none exists
  * (gm_cuda_last_error says why).  Give it back with gm_gpu_release. */

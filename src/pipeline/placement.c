@@ -440,6 +440,13 @@ int gm_ref_gpus(const gm_ref *r)
     r = placed(r);
     return r->ix.be && r->ix.be != &gm_backend_cpu ? 1 + r->pl.nrep : 0;
 }
+int gm_ref_gpu(const gm_ref *r, int k)
+{
+    if (k < 0 || k >= gm_ref_gpus(r))
+        return -1;
+    r = placed(r);
+    return k == 0 ? r->pl.dev_index : r->pl.rep[k - 1]->pl.dev_index;
+}
 int gm_backend_available(gm_device d) { return gm_backend_find(d) != NULL; }
 
 gm_status gm_device_start(gm_device d)

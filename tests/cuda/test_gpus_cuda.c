@@ -60,6 +60,9 @@ static void setup(void)
         EXPECT_OK(gm_match(r, gm_image_view(&g_q[i]), &g_one[i]));
     EXPECT_EQ(g_one[0].status, GM_MATCH_FOUND);
     EXPECT_EQ(gm_ref_gpus(r), 1);
+    EXPECT_EQ(gm_ref_gpu(r, 0), 0);
+    EXPECT_EQ(gm_ref_gpu(r, 1), -1);
+    EXPECT_EQ(gm_ref_gpu(r, -1), -1);
     gm_ref_free(r);
     r = prepare(GM_DEVICE_CPU, NULL, GM_OK);
     for (int i = 0; i < NQ; i++)
@@ -150,6 +153,9 @@ START_TEST(test_copies_on_one_gpu)
 {
     gm_ref *r = prepare(GM_DEVICE_CUDA, "0,0,0", GM_OK);
     EXPECT_EQ(gm_ref_gpus(r), 3);
+    for (int k = 0; k < 3; k++)
+        EXPECT_EQ(gm_ref_gpu(r, k), 0);
+    EXPECT_EQ(gm_ref_gpu(r, 3), -1);
     EXPECT_EQ(gm_ref_backend(r), GM_DEVICE_CUDA);
     EXPECT(*gm_ref_fallback(r) == '\0');
     if (!strstr(gm_ref_device(r), "queries spread over it and GPU 0, GPU 0"))
@@ -183,6 +189,8 @@ START_TEST(test_all)
 {
     gm_ref *r = prepare(GM_DEVICE_CUDA, "all", GM_OK);
     EXPECT_EQ(gm_ref_gpus(r), g_ngpu < GM_MAX_GPUS ? g_ngpu : GM_MAX_GPUS);
+    for (int k = 0; k < gm_ref_gpus(r); k++) /* "all": in the devices' order */
+        EXPECT_EQ(gm_ref_gpu(r, k), k);
     run_threads(r, "gpus all");
     gm_ref_free(r);
 }

@@ -1053,6 +1053,8 @@ START_TEST(test_auto_warm)
         return;
     }
     EXPECT_EQ(gm_ref_gpus(r), 0);
+    EXPECT_EQ(gm_ref_gpu(r, 0), -1);
+    EXPECT_EQ(gm_ref_gpu(NULL, 0), -1);
     EXPECT(!gm_ref_starting(r));
     if (!strstr(gm_ref_device(r), "auto"))
         ck_abort_msg("device under auto: %s", gm_ref_device(r));
