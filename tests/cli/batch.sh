@@ -140,6 +140,25 @@ for l in open(sys.argv[1]):
 import json, sys
 for l in open(sys.argv[1]):
     r = json.loads(l); r.pop("time_ms", None); print(json.dumps(r))' "$tmp/w3.jsonl") || fail "3 still workers: not the lines of one at a time"
+# (on a GPU, two copies of each reference on GPU 0 stand for two GPUs: a
+# group of fewer pairs than the workers, all stills, is prepared on one
+# copy, the first group and the video's on both; the same lines)
+if "$gm" -q --device cuda data/bench/ref_cell.jpg data/bench/q_cell_00_easy.jpg > /dev/null 2>&1; then
+    (cd "$tmp" && GMATCH_WORKERS=8 timeout 300 "$gm" --device cuda:0,0 -v --batch m/pairs.jsonl \
+        -o g2.jsonl 2> g2.err)
+    cmp -s <(python3 -c '
+import json, sys
+for l in open(sys.argv[1]):
+    r = json.loads(l); r.pop("time_ms", None); print(json.dumps(r))' "$tmp/all.jsonl") <(python3 -c '
+import json, sys
+for l in open(sys.argv[1]):
+    r = json.loads(l); r.pop("time_ms", None); print(json.dumps(r))' "$tmp/g2.jsonl") ||
+        fail "cuda:0,0: not the lines of one at a time"
+    one=$(grep -c 'device: cuda: GPU 0, [^;]*$' "$tmp/g2.err")
+    both=$(grep -c 'device: cuda: GPU 0, .*; queries spread over it and GPU 0' "$tmp/g2.err")
+    [ "$one" -ge 1 ] && [ "$both" -ge 1 ] ||
+        fail "cuda:0,0: $one references on one copy, $both on both (want each at least 1)"
+fi
 for n in 1 2 7; do
     rm -f "$tmp"/s.*.jsonl
     for ((i = 0; i < n; i++)); do
