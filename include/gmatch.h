@@ -371,6 +371,17 @@ GM_API int gm_set_thread_budget(int n);
  * and GM_DEVICE_AUTO; for GM_DEVICE_CUDA when built with CUDA (whether a
  * GPU is usable is known when a reference is prepared on it). */
 GM_API int gm_backend_available(gm_device d);
+/* Device `number` of kind d (the number gm_params.gpus and gm_ref_gpu
+ * give): in *avail the memory that allocations can still have (free on the
+ * device, plus what the library's own pool holds unused), in *total all of
+ * it, in bytes.  For an application that prepares references ahead of
+ * their queries, as the command line's batch does: it loads no more than
+ * the next reference ahead while less than a quarter is available.  GM_OK;
+ * GM_ERR_UNSUPPORTED for GM_DEVICE_CPU, GM_DEVICE_AUTO and a device this
+ * build lacks; GM_ERR_DEVICE for a number that is not there or a device
+ * error; GM_ERR_INVALID for NULL pointers or a negative number.  Starts
+ * the device's runtime if it has not started (gm_device_start). */
+GM_API gm_status gm_device_memory(gm_device d, int number, size_t *avail, size_t *total);
 
 /* How a host thread waits for the GPU (CUDA's scheduling flag).  The flag
  * belongs to the process's CUDA context, so the library never sets it by

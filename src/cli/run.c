@@ -472,6 +472,8 @@ typedef struct {
     int workers, ring;    /* the stream's: its workers take jobs at most ring ahead */
     int ngpu;             /* the first reference's GPUs: a small group goes on one of them */
     int gpu[GM_MAX_GPUS]; /* their numbers */
+    gm_device kind;       /* theirs (gm_device_memory) */
+    double keep;          /* the share of each one's memory loading ahead leaves available */
     int64_t pending[GM_MAX_GPUS]; /* the pairs of the groups on each, loaded and not done */
     pthread_mutex_t lock;
     pthread_cond_t loaded; /* a group loaded: for the workers */
@@ -534,12 +536,42 @@ static void group_place(group_stream *s, stream_group *g)
  * references at once beside its workers (the public stills as 13 groups
  * of 240 on two H200s: eight loaders 1,366-1,382 pairs/s under auto
  * against four's 1,422-1,429, every group loaded at once). */
-static int group_room(const group_stream *s)
+static int group_room(const group_stream *s, int low)
 {
     const int k = s->next_load;
     if (k >= s->handing + s->ahead)
         return 0;
-    return k <= s->handing + 1 || s->start[k] - s->start[s->handing + 1] < s->ring;
+    return k <= s->handing + 1 || (!low && s->start[k] - s->start[s->handing + 1] < s->ring);
+}
+
+/* Whether a GPU of the run has less memory available than keep of its
+ * total (gm_device_memory: free, and the library's pool unused): then no
+ * group beyond the next is loaded (group_room) until one is handed on.
+ * Each reference loaded ahead holds its tables and maps on the device (a
+ * photograph's some 0.5 GB), beside the lanes of the groups being matched;
+ * a GPU that runs out while preparing a reference, or in a query, goes on
+ * on the CPU for that reference (gm_ref_fallback), many times slower.  A
+ * driver call: made without the lock. */
+#define GROUP_KEEP_MEMORY 0.25 /* GMATCH_REF_AHEAD_MEM: 0 (no check) to 1 */
+static int memory_low(const group_stream *s)
+{
+    for (int k = 0; s->keep > 0 && k < s->ngpu; k++) {
+        size_t avail = 0, total = 0;
+        if (gm_device_memory(s->kind, s->gpu[k], &avail, &total) == GM_OK &&
+            (double)avail < s->keep * (double)total)
+            return 1;
+    }
+    return 0;
+}
+
+static double group_keep(void)
+{
+    const char *e = getenv("GMATCH_REF_AHEAD_MEM");
+    char *end = NULL;
+    double v = e && *e ? strtod(e, &end) : GROUP_KEEP_MEMORY;
+    if (e && *e && (*end || !(v >= 0 && v <= 1)))
+        v = GROUP_KEEP_MEMORY;
+    return v;
 }
 
 static void *group_loader_main(void *arg)
@@ -547,10 +579,20 @@ static void *group_loader_main(void *arg)
     group_stream *s = arg;
     pthread_mutex_lock(&s->lock);
     for (;;) {
-        while (!s->stop && s->next_load < s->m && !group_room(s))
+        int low = 0;
+        if (!s->stop && s->next_load < s->m && s->next_load > s->handing + 1) {
+            pthread_mutex_unlock(&s->lock);
+            low = memory_low(s);
+            pthread_mutex_lock(&s->lock);
+        }
+        /* until there is room; a group handed on meanwhile: the memory again */
+        const int seen = s->handing;
+        while (!s->stop && s->next_load < s->m && !group_room(s, low) && s->handing == seen)
             pthread_cond_wait(&s->room, &s->lock);
         if (s->stop || s->next_load >= s->m)
             break;
+        if (s->handing != seen)
+            continue;
         int k = s->next_load++;
         pthread_mutex_unlock(&s->lock);
         stream_group *g = s->gs[k]; /* group 0 comes loaded */
@@ -712,9 +754,10 @@ static int run_groups_streamed(run_ctx *rc, const cli_opts *o, gm_batch *b, gm_m
     g0->r = *cur; /* opened by the caller */
     g0->opened = 1, g0->ref = ref, g0->gpu = -1;
     s.workers = workers, s.ring = ring;
-    if (o->params.gpus) /* its GPUs, for the small groups (group_place) */
-        for (int k = 0; k < gm_ref_gpus(ref) && k < GM_MAX_GPUS; k++)
-            s.gpu[s.ngpu++] = gm_ref_gpu(ref, k);
+    /* its GPUs: for the small groups (group_place) and their memory */
+    for (int k = 0; k < gm_ref_gpus(ref) && k < GM_MAX_GPUS; k++)
+        s.gpu[s.ngpu++] = gm_ref_gpu(ref, k);
+    s.kind = gm_ref_backend(ref), s.keep = group_keep();
     snprintf(g0->ref_msg, sizeof g0->ref_msg, "%s", ref_msg);
     s.gs[0] = g0, s.ready[0] = 1, s.next_load = 1;
     pthread_mutex_init(&s.lock, NULL);

@@ -26,6 +26,11 @@ static void cuda_describe(const void *dev, char *buf, size_t len)
     snprintf(buf, len, "cuda: GPU %d, %s", gm_gpu_number(dev), gm_gpu_name(dev));
 }
 
+static gm_status cuda_memory(int index, size_t *avail, size_t *total)
+{
+    return gm_cuda_device_memory(index, avail, total) == 0 ? GM_OK : GM_ERR_DEVICE;
+}
+
 static void *cuda_acquire(void *dev) { return gm_gpu_acquire(dev); }
 static void cuda_release(void *dev, void *lane) { gm_gpu_release(dev, lane); }
 
@@ -177,6 +182,7 @@ const gm_backend_ops gm_backend_cuda = {
     .count = cuda_count,
     .close = cuda_close,
     .describe = cuda_describe,
+    .memory = cuda_memory,
     .acquire = cuda_acquire,
     .release = cuda_release,
     .error = gm_cuda_last_error,

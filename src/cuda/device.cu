@@ -242,6 +242,35 @@ static cudaError_t pool_of_current(cudaMemPool_t *pool)
     return e;
 }
 
+extern "C" int gm_cuda_device_memory(int dev, size_t *avail, size_t *total)
+{
+    gm_cuda_scope sc;
+    cudaError_t e = gm_cuda_device_enter(dev, &sc);
+    size_t free_b = 0, total_b = 0;
+    if (e == cudaSuccess)
+        e = cudaMemGetInfo(&free_b, &total_b);
+    /* blocks freed into the pool stay there (release threshold at the
+     * maximum): the next allocations get them, the device does not count
+     * them free */
+    if (e == cudaSuccess && dev >= 0 && dev < GM_POOL_DEVICES &&
+        __atomic_load_n(&g_pool_made[dev], __ATOMIC_ACQUIRE) && g_pool_err[dev] == cudaSuccess) {
+        uint64_t reserved = 0, used = 0;
+        e = cudaMemPoolGetAttribute(g_pool[dev], cudaMemPoolAttrReservedMemCurrent, &reserved);
+        if (e == cudaSuccess)
+            e = cudaMemPoolGetAttribute(g_pool[dev], cudaMemPoolAttrUsedMemCurrent, &used);
+        if (e == cudaSuccess && reserved > used)
+            free_b += (size_t)(reserved - used);
+    }
+    gm_cuda_device_leave(&sc);
+    if (e != cudaSuccess) {
+        gm_cuda_record_error(e, "cudaMemGetInfo", __func__, __FILE__, __LINE__);
+        return -1;
+    }
+    *avail = free_b < total_b ? free_b : total_b;
+    *total = total_b;
+    return 0;
+}
+
 /* Pinned host memory of the lanes' growing buffers (gm_dev_bufs_alloc_on
  * with a stream), kept for the process as the device pool is: each block a
  * power of two of at least GM_PIN_MIN bytes with its class in a header,

@@ -23,6 +23,10 @@ extern "C" {
 int gm_cuda_device_count(char *why, size_t whylen);
 /* One line: "<name>, compute capability X.Y, N SMs, M MiB", or the error. */
 void gm_cuda_device_describe(int dev, char *buf, size_t len);
+/* Device dev's memory that allocations can still have (*avail: free on the
+ * device, plus what the library's pool holds unused) and its total; 0, or
+ * -1 on a CUDA error (recorded). */
+int gm_cuda_device_memory(int dev, size_t *avail, size_t *total);
 /* The message of the last failing CUDA call of this thread ("" if none). */
 const char *gm_cuda_last_error(void);
 /* The calling thread's waits for streams and events so far, and their time

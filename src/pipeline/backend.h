@@ -89,6 +89,10 @@ typedef struct gm_backend_ops {
     void (*close)(void *dev);
     /* one line: "cuda: <GPU>, ..." (the CPU's names its threads) */
     void (*describe)(const void *dev, char *buf, size_t len);
+    /* device number index's memory that allocations can still have, and
+     * its total (gm_device_memory); NULL where the library does not hold
+     * device memory of its own (the CPU) */
+    gm_status (*memory)(int index, size_t *avail, size_t *total);
     /* NULL when none can be had (a device error) */
     void *(*acquire)(void *dev);
     void (*release)(void *dev, void *lane);

@@ -449,6 +449,18 @@ int gm_ref_gpu(const gm_ref *r, int k)
 }
 int gm_backend_available(gm_device d) { return gm_backend_find(d) != NULL; }
 
+gm_status gm_device_memory(gm_device d, int number, size_t *avail, size_t *total)
+{
+    if (!avail || !total || number < 0 || (int)d < 0 || (int)d >= GM_DEVICES)
+        return GM_ERR_INVALID;
+    const gm_backend_ops *be = d == GM_DEVICE_AUTO ? NULL : gm_backend_find(d);
+    if (!be || !be->memory)
+        return GM_ERR_UNSUPPORTED;
+    if (number >= be->count())
+        return GM_ERR_DEVICE;
+    return be->memory(number, avail, total);
+}
+
 gm_status gm_device_start(gm_device d)
 {
     const gm_backend_ops *be = gm_backend_find(d);

@@ -158,6 +158,11 @@ for l in open(sys.argv[1]):
     both=$(grep -c 'device: cuda: GPU 0, .*; queries spread over it and GPU 0' "$tmp/g2.err")
     [ "$one" -ge 1 ] && [ "$both" -ge 1 ] ||
         fail "cuda:0,0: $one references on one copy, $both on both (want each at least 1)"
+    # the loaders as on a GPU short of memory: no reference beyond the next
+    (cd "$tmp" && GMATCH_WORKERS=8 GMATCH_REF_AHEAD_MEM=1 timeout 300 "$gm" --device cuda \
+        --batch m/pairs.jsonl -o g1.jsonl -q 2> /dev/null)
+    cmp -s <(strip "$tmp/all.jsonl") <(strip "$tmp/g1.jsonl") ||
+        fail "GMATCH_REF_AHEAD_MEM=1: not the lines of one at a time"
 fi
 for n in 1 2 7; do
     rm -f "$tmp"/s.*.jsonl

@@ -63,6 +63,16 @@ static void setup(void)
     EXPECT_EQ(gm_ref_gpu(r, 0), 0);
     EXPECT_EQ(gm_ref_gpu(r, 1), -1);
     EXPECT_EQ(gm_ref_gpu(r, -1), -1);
+    /* each GPU's memory: some available, no more than all of it; a GPU
+     * that is not there */
+    for (int k = 0; k < g_ngpu; k++) {
+        size_t avail = 0, total = 0;
+        EXPECT_OK(gm_device_memory(GM_DEVICE_CUDA, k, &avail, &total));
+        if (!(avail > 0 && avail <= total && total >= ((size_t)256 << 20)))
+            ck_abort_msg("GPU %d: %zu of %zu bytes available", k, avail, total);
+    }
+    size_t avail = 0, total = 0;
+    EXPECT_EQ(gm_device_memory(GM_DEVICE_CUDA, g_ngpu, &avail, &total), GM_ERR_DEVICE);
     gm_ref_free(r);
     r = prepare(GM_DEVICE_CPU, NULL, GM_OK);
     for (int i = 0; i < NQ; i++)

@@ -1055,6 +1055,12 @@ START_TEST(test_auto_warm)
     EXPECT_EQ(gm_ref_gpus(r), 0);
     EXPECT_EQ(gm_ref_gpu(r, 0), -1);
     EXPECT_EQ(gm_ref_gpu(NULL, 0), -1);
+    size_t avail = 1, total = 1;
+    EXPECT_EQ(gm_device_memory(GM_DEVICE_CPU, 0, &avail, &total), GM_ERR_UNSUPPORTED);
+    EXPECT_EQ(gm_device_memory(GM_DEVICE_AUTO, 0, &avail, &total), GM_ERR_UNSUPPORTED);
+    EXPECT_EQ(gm_device_memory(GM_DEVICE_CUDA, -1, &avail, &total), GM_ERR_INVALID);
+    EXPECT_EQ(gm_device_memory(GM_DEVICE_CUDA, 0, NULL, &total), GM_ERR_INVALID);
+    EXPECT_EQ(gm_device_memory((gm_device)7, 0, &avail, &total), GM_ERR_INVALID);
     EXPECT(!gm_ref_starting(r));
     if (!strstr(gm_ref_device(r), "auto"))
         ck_abort_msg("device under auto: %s", gm_ref_device(r));
