@@ -57,6 +57,11 @@ nlines=$(wc -l < "$m")
 # strip FILE...: the result lines as sorted JSON without time_ms (the only
 # value that changes from run to run)
 strip() { python3 "$root/tools/bench/result_lines.py" "$@"; }
+# ordered FILE: its lines in their order, without time_ms (the order checked too)
+ordered() { python3 -c '
+import json, sys
+for l in open(sys.argv[1]):
+    r = json.loads(l); r.pop("time_ms", None); print(json.dumps(r))' "$1"; }
 
 # 1. the whole manifest in one run
 (cd "$tmp" && timeout 300 "$gm" --batch m/pairs.jsonl -o all.jsonl -q 2> all.err)
@@ -133,26 +138,14 @@ strip "$tmp/all.jsonl" > "$tmp/all.txt"
 # (and the stills several at a time, as on a GPU: GMATCH_WORKERS=3 takes
 # that path on the CPU; the same lines in the same order)
 (cd "$tmp" && GMATCH_WORKERS=3 timeout 300 "$gm" --batch m/pairs.jsonl -o w3.jsonl -q 2> /dev/null)
-cmp -s <(python3 -c '
-import json, sys
-for l in open(sys.argv[1]):
-    r = json.loads(l); r.pop("time_ms", None); print(json.dumps(r))' "$tmp/all.jsonl") <(python3 -c '
-import json, sys
-for l in open(sys.argv[1]):
-    r = json.loads(l); r.pop("time_ms", None); print(json.dumps(r))' "$tmp/w3.jsonl") || fail "3 still workers: not the lines of one at a time"
+cmp -s <(ordered "$tmp/all.jsonl") <(ordered "$tmp/w3.jsonl") || fail "3 still workers: not the lines of one at a time"
 # (on a GPU, two copies of each reference on GPU 0 stand for two GPUs: a
 # group of fewer pairs than the workers, all stills, is prepared on one
 # copy, the first group and the video's on both; the same lines)
 if "$gm" -q --device cuda data/bench/ref_cell.jpg data/bench/q_cell_00_easy.jpg > /dev/null 2>&1; then
     (cd "$tmp" && GMATCH_WORKERS=8 timeout 300 "$gm" --device cuda:0,0 -v --batch m/pairs.jsonl \
         -o g2.jsonl 2> g2.err)
-    cmp -s <(python3 -c '
-import json, sys
-for l in open(sys.argv[1]):
-    r = json.loads(l); r.pop("time_ms", None); print(json.dumps(r))' "$tmp/all.jsonl") <(python3 -c '
-import json, sys
-for l in open(sys.argv[1]):
-    r = json.loads(l); r.pop("time_ms", None); print(json.dumps(r))' "$tmp/g2.jsonl") ||
+    cmp -s <(ordered "$tmp/all.jsonl") <(ordered "$tmp/g2.jsonl") ||
         fail "cuda:0,0: not the lines of one at a time"
     one=$(grep -c 'device: cuda: GPU 0, [^;]*$' "$tmp/g2.err")
     both=$(grep -c 'device: cuda: GPU 0, .*; queries spread over it and GPU 0' "$tmp/g2.err")
@@ -161,7 +154,7 @@ for l in open(sys.argv[1]):
     # the loaders as on a GPU short of memory: no reference beyond the next
     (cd "$tmp" && GMATCH_WORKERS=8 GMATCH_REF_AHEAD_MEM=1 timeout 300 "$gm" --device cuda \
         --batch m/pairs.jsonl -o g1.jsonl -q 2> /dev/null)
-    cmp -s <(strip "$tmp/all.jsonl") <(strip "$tmp/g1.jsonl") ||
+    cmp -s <(ordered "$tmp/all.jsonl") <(ordered "$tmp/g1.jsonl") ||
         fail "GMATCH_REF_AHEAD_MEM=1: not the lines of one at a time"
 fi
 for n in 1 2 7; do
@@ -180,13 +173,7 @@ v=data/video/clip.mp4
 [ "$have_video" = 1 ] || v=
 "$gm" --format json -q data/bench/ref_cell.jpg $qs $v data/missing.jpg > "$tmp/p1.jsonl" 2> /dev/null
 GMATCH_WORKERS=3 "$gm" --format json -q data/bench/ref_cell.jpg $qs $v data/missing.jpg > "$tmp/p3.jsonl" 2> /dev/null
-cmp -s <(python3 -c '
-import json, sys
-for l in open(sys.argv[1]):
-    r = json.loads(l); r.pop("time_ms", None); print(json.dumps(r))' "$tmp/p1.jsonl") <(python3 -c '
-import json, sys
-for l in open(sys.argv[1]):
-    r = json.loads(l); r.pop("time_ms", None); print(json.dumps(r))' "$tmp/p3.jsonl") || fail "a plain run, 3 still workers: not the lines of one at a time"
+cmp -s <(ordered "$tmp/p1.jsonl") <(ordered "$tmp/p3.jsonl") || fail "a plain run, 3 still workers: not the lines of one at a time"
 [ "$(wc -l < "$tmp/p3.jsonl")" -ge 9 ] || fail "a plain run, 3 still workers: $(wc -l < "$tmp/p3.jsonl") lines"
 
 # 4. killed at random points and resumed: the uninterrupted result, in order.
@@ -263,13 +250,7 @@ if command -v parallel > /dev/null; then
     python3 "$root/tools/gmatch-merge.py" "$tmp"/p.*.jsonl > "$tmp/merged.jsonl" || fail "gmatch-merge.py failed"
     strip "$tmp/merged.jsonl" > "$tmp/pm.txt"
     cmp -s "$tmp/all.txt" "$tmp/pm.txt" || fail "parallel: the shards are not the unsharded lines"
-    cmp -s <(python3 -c '
-import json, sys
-for l in open(sys.argv[1]):
-    r = json.loads(l); r.pop("time_ms", None); print(json.dumps(r))' "$tmp/all.jsonl") <(python3 -c '
-import json, sys
-for l in open(sys.argv[1]):
-    r = json.loads(l); r.pop("time_ms", None); print(json.dumps(r))' "$tmp/merged.jsonl") || fail "gmatch-merge.py: not the manifest order of one run"
+    cmp -s <(ordered "$tmp/all.jsonl") <(ordered "$tmp/merged.jsonl") || fail "gmatch-merge.py: not the manifest order of one run"
 else
     fail "GNU parallel is not installed (tools/setup.sh installs it)"
 fi
