@@ -15,7 +15,7 @@
 /* The device map as gm_verify_point reads it. */
 static inline gm_map_view map_view(const gm_edge_map_dev *d)
 {
-    gm_map_view v = {d->w, d->h, d->d_mask, d->d_nearest, d->d_pts, d->d_dir};
+    gm_map_view v = {d->w, d->h, d->d_mask, d->d_nearest, d->d_pts, d->d_dir, {NULL}};
     return v;
 }
 

@@ -37,6 +37,44 @@ gm_status gm_edge_map_points(const gm_points *all, int w, int h, int radius, gm_
     return GM_OK;
 }
 
+/* The reach maps of map (whose nearest is made): pix, the points' pixels a
+ * bit each, dilated by k + 1 along the rows a word at a time (into rows),
+ * then down the columns, into reach[k]. */
+static void reach_fill(gm_edge_map *map, const uint64_t *pix, uint64_t *rows)
+{
+    const int w = map->w, h = map->h;
+    const size_t words = GM_REACH_WORDS(w);
+    const uint64_t last = w % 64 ? (1ull << (w % 64)) - 1 : ~0ull; /* a row's last word's pixels */
+    for (int r = 1; r <= GM_REACH_R; r++) {
+        for (int y = 0; y < h; y++) {
+            const uint64_t *in = pix + (size_t)y * words;
+            uint64_t *out = rows + (size_t)y * words;
+            for (size_t k = 0; k < words; k++) {
+                uint64_t o = in[k];
+                for (int s = 1; s <= r; s++) {
+                    o |= in[k] << s | in[k] >> s;
+                    if (k > 0)
+                        o |= in[k - 1] >> (64 - s);
+                    if (k + 1 < words)
+                        o |= in[k + 1] << (64 - s);
+                }
+                out[k] = k + 1 < words ? o : o & last;
+            }
+        }
+        uint64_t *reach = map->reach[r - 1];
+        for (int y = 0; y < h; y++) {
+            const int y0 = y - r < 0 ? 0 : y - r, y1 = y + r >= h ? h - 1 : y + r;
+            uint64_t *out = reach + (size_t)y * words;
+            for (size_t k = 0; k < words; k++) {
+                uint64_t o = 0;
+                for (int yy = y0; yy <= y1; yy++)
+                    o |= rows[(size_t)yy * words + k];
+                out[k] = o;
+            }
+        }
+    }
+}
+
 gm_status gm_edge_map_fill_cpu(gm_edge_map *map)
 {
     const int w = map->w, h = map->h, radius = map->radius;
@@ -44,13 +82,24 @@ gm_status gm_edge_map_fill_cpu(gm_edge_map *map)
     size_t n = (size_t)w * h;
     if (map->filled)
         return GM_OK;
+    const size_t bits = GM_REACH_WORDS(w) * (size_t)h + 1; /* words of a reach map */
     map->mask = calloc(n ? n : 1, sizeof *map->mask);
     map->nearest = gm_alloc_large(n, sizeof *map->nearest); /* every pixel written */
-    if (!map->mask || !map->nearest) {
+    uint64_t *pix = calloc(bits, sizeof *pix), *rows = malloc(bits * sizeof *rows);
+    int ok = map->mask && map->nearest && pix && rows;
+    for (int k = 0; k < GM_REACH_R; k++)
+        ok &= (map->reach[k] = malloc(bits * sizeof *map->reach[k])) != NULL;
+    if (!ok) {
         free(map->mask);
         free(map->nearest);
         map->mask = NULL;
         map->nearest = NULL;
+        for (int k = 0; k < GM_REACH_R; k++) {
+            free(map->reach[k]);
+            map->reach[k] = NULL;
+        }
+        free(pix);
+        free(rows);
         return GM_ERR_NOMEM;
     }
     for (size_t i = 0; i < n; i++)
@@ -60,6 +109,7 @@ gm_status gm_edge_map_fill_cpu(gm_edge_map *map)
         if (x < 0 || y < 0 || x >= w || y >= h)
             continue;
         map->nearest[(size_t)y * w + x] = (int32_t)k;
+        pix[(size_t)y * GM_REACH_WORDS(w) + ((size_t)x >> 6)] |= 1ull << (x & 63);
     }
     /* dilate: each edge point ORs its bit into a (2r+1)^2 window.  From
      * the points, not from `nearest`, which keeps one point per pixel. */
@@ -74,6 +124,9 @@ gm_status gm_edge_map_fill_cpu(gm_edge_map *map)
             for (int xx = x0; xx <= x1; xx++)
                 map->mask[(size_t)yy * w + xx] |= bit;
     }
+    reach_fill(map, pix, rows);
+    free(pix);
+    free(rows);
     __atomic_store_n(&map->filled, 1, __ATOMIC_RELEASE);
     return GM_OK;
 }
@@ -106,6 +159,8 @@ void gm_edge_map_free(gm_edge_map *map)
 {
     free(map->mask);
     free(map->nearest);
+    for (int k = 0; k < GM_REACH_R; k++)
+        free(map->reach[k]);
     free(map->pts.p);
     free(map->dir);
     memset(map, 0, sizeof *map);
@@ -114,7 +169,9 @@ void gm_edge_map_free(gm_edge_map *map)
 /* The borrowed arrays of map, for the per-point rules (verify_core.h). */
 static gm_map_view view_of(const gm_edge_map *map)
 {
-    gm_map_view v = {map->w, map->h, map->mask, map->nearest, map->pts.p, map->dir};
+    gm_map_view v = {map->w, map->h, map->mask, map->nearest, map->pts.p, map->dir, {NULL}};
+    for (int k = 0; k < GM_REACH_R; k++)
+        v.reach[k] = map->reach[k];
     return v;
 }
 

@@ -11,11 +11,20 @@
 extern "C" {
 #endif
 
+/* The reach bits' widest radius: GM_REFINE_MAX_R (verify_core.h, which
+ * checks it), and the 64-bit words of a row of them. */
+#define GM_REACH_R 3
+#define GM_REACH_WORDS(w) (((size_t)(w) + 63) / 64)
+
 typedef struct {
     int w, h;
     int radius;          /* of the dilation that makes mask */
     uint16_t *mask;      /* [w*h] orientation bins of edges within the radius */
     int32_t *nearest;    /* [w*h] index into pts of an edge point at this pixel, or -1 */
+    uint64_t *reach[GM_REACH_R]; /* reach[k]: [h * GM_REACH_WORDS(w)] a bit a pixel, rows
+                          * of whole words: an edge point's pixel within k + 1 pixels
+                          * (Chebyshev), up to the refinement's widest window
+                          * (gm_reach_bit) */
     gm_points pts;       /* the reference edge pixels, sub-pixel */
     float *dir;          /* [2 * pts.n] unit gradient (cos, sin) of each point */
     int filled;          /* mask and nearest made (atomic: gm_edge_map_pixels) */

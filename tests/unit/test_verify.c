@@ -126,6 +126,18 @@ START_TEST(test_map_brute_force)
                 if (map.mask[y * w + x] != want)
                     ck_abort_msg("pixel (%d, %d) radius %d: mask %#x, expected %#x", x, y, radius,
                                  map.mask[y * w + x], want);
+                /* the reach bits: a point's pixel within r, 1 to GM_REACH_R */
+                for (int r = 1; r <= GM_REACH_R; r++) {
+                    int reach = 0;
+                    for (uint32_t k = 0; k < n && !reach; k++) {
+                        long px = lrintf(all.p[k].x), py = lrintf(all.p[k].y);
+                        reach = px >= 0 && py >= 0 && px < w && py < h && labs(px - x) <= r &&
+                                labs(py - y) <= r;
+                    }
+                    if (gm_reach_bit(map.reach[r - 1], w, x, y) != reach)
+                        ck_abort_msg("pixel (%d, %d): reach bit of radius %d %d, expected %d", x,
+                                     y, r, gm_reach_bit(map.reach[r - 1], w, x, y), reach);
+                }
                 int32_t j = map.nearest[y * w + x];
                 if (!any_here) {
                     EXPECT_EQ(j, -1);
@@ -184,9 +196,66 @@ START_TEST(test_map_pixels_later)
     EXPECT(later.mask == mask);
     EXPECT(memcmp(later.mask, want.mask, (size_t)w * h * sizeof *want.mask) == 0);
     EXPECT(memcmp(later.nearest, want.nearest, (size_t)w * h * sizeof *want.nearest) == 0);
+    for (int k = 0; k < GM_REACH_R; k++)
+        EXPECT(memcmp(later.reach[k], want.reach[k], GM_REACH_WORDS(w) * h * sizeof(uint64_t)) == 0);
     gm_edge_map_free(&later);
     gm_edge_map_free(&want);
     free(all.p);
+}
+END_TEST
+
+/* The searches that stop at once where the map says that no point lies
+ * near (gm_map_empty: the reach bits of the search's radius) find what
+ * the whole window's scan finds: random
+ * sparse edges, query points mapped all over (near the edges, between
+ * them, off the map), every radius, the partner and its correspondence bit
+ * for bit; and the strict test's counts the same. */
+START_TEST(test_map_empty_windows)
+{
+    rng_state = 0xE3B7;
+    for (int t = 0; t < 8; t++) {
+        const int w = 40 + (int)(rng_next() % 80), h = 40 + (int)(rng_next() % 80);
+        const uint32_t n = 20 + rng_next() % 200;
+        gm_points all = {xmalloc(n, sizeof(gm_point)), n};
+        for (uint32_t k = 0; k < n; k++)
+            all.p[k] = (gm_point){(float)(rng_unit() * (w + 4) - 2), (float)(rng_unit() * (h + 4) - 2),
+                                  (float)((rng_unit() * 2 - 1) * GM_PI), 1};
+        gm_edge_map map;
+        EXPECT_EQ(gm_edge_map_build_cpu(&all, w, h, 1 + t % 2, &map), GM_OK);
+        gm_map_view fast = {map.w, map.h, map.mask, map.nearest, map.pts.p, map.dir, {NULL}};
+        for (int k = 0; k < GM_REACH_R; k++)
+            fast.reach[k] = map.reach[k];
+        const gm_map_view whole = {map.w, map.h, map.mask, map.nearest, map.pts.p, map.dir, {NULL}};
+        const double h9[9] = {cos(0.1 * t), -sin(0.1 * t), 3.0 - t, sin(0.1 * t), cos(0.1 * t),
+                              1.5 * t, 1e-4 * t, -5e-5 * t, 1};
+        int skipped = 0, found = 0;
+        for (int i = 0; i < 4000; i++) {
+            gm_point p = {(float)(rng_unit() * (w + 10) - 5), (float)(rng_unit() * (h + 10) - 5),
+                          (float)((rng_unit() * 2 - 1) * GM_PI), 1};
+            const float cp = cosf(p.angle), sp = sinf(p.angle);
+            for (int r = 1; r <= GM_REFINE_MAX_R; r++) {
+                gm_corr a = {0, 0, 0, 0, 0, 0, 0}, b = a;
+                const int fa = gm_refine_match(&fast, h9, p, cp, sp, r, 0.75, &a);
+                const int fb = gm_refine_match(&whole, h9, p, cp, sp, r, 0.75, &b);
+                if (fa != fb || memcmp(&a, &b, sizeof a) != 0)
+                    ck_abort_msg("map %d point %d radius %d: %d against the whole window's %d", t,
+                                 i, r, fa, fb);
+                found += fa;
+                double x, y;
+                gm_h_apply(h9, p.x, p.y, &x, &y);
+                const long ix = lrint(x), iy = lrint(y);
+                skipped += ix >= 0 && iy >= 0 && ix < w && iy < h && gm_map_empty(&fast, ix, iy, r);
+            }
+            uint32_t bg_a = 0, in_a = 0, bg_b = 0, in_b = 0;
+            const uint32_t ha = gm_verify_strict_point(&fast, h9, p, cp, sp, &bg_a, &in_a);
+            const uint32_t hb = gm_verify_strict_point(&whole, h9, p, cp, sp, &bg_b, &in_b);
+            EXPECT(ha == hb && bg_a == bg_b && in_a == in_b);
+        }
+        /* both kinds of search happened */
+        EXPECT(skipped > 100 && found > 100);
+        gm_edge_map_free(&map);
+        free(all.p);
+    }
 }
 END_TEST
 
@@ -977,6 +1046,7 @@ static Suite *verify_suite(void)
     tcase_add_test(map, test_map_bins);
     tcase_add_test(map, test_map_brute_force);
     tcase_add_test(map, test_map_empty);
+    tcase_add_test(map, test_map_empty_windows);
     tcase_add_test(map, test_map_pixels_later);
     tcase_add_test(map, test_map_shared_pixel);
     suite_add_tcase(s, map);
