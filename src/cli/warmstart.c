@@ -21,10 +21,64 @@ static void *gpu_start_main(void *arg)
     return NULL;
 }
 
+/* CUDA starts every GPU the process sees, some 0.2 s each (the two-H200
+ * machine, persistence mode on, 2026-11-30: CUDA ready 270-326 ms after
+ * main with one GPU visible, 442-545 ms with both), though a run on GPU 0
+ * uses one.  A run whose GPUs are among 0 to m-1 (cuda, auto, cuda:N, a
+ * list; not cuda:all) is shown the first m GPUs only, through
+ * CUDA_VISIBLE_DEVICES: the first m entries of the user's own list, or 0
+ * to m-1 where there is none.  The same GPUs under the same numbers, and
+ * a number beyond the machine's is refused as before (CUDA stops its list
+ * at the first GPU that is not there).  Before anything starts CUDA. */
+static void gpu_visible(const cli_opts *o)
+{
+    const char *g = o->params.gpus;
+    if (g && strcmp(g, "all") == 0)
+        return;
+    long m = 1; /* no list: GPU 0 */
+    for (const char *s = g; s && *s;) {
+        char *end;
+        long v = strtol(s, &end, 10); /* a list gm_device_from_name accepted */
+        if (end == s || v < 0 || v > 1023)
+            return;
+        if (v + 1 > m)
+            m = v + 1;
+        s = *end == ',' ? end + 1 : end;
+    }
+    char buf[4096];
+    size_t k = 0;
+    const char *have = getenv("CUDA_VISIBLE_DEVICES");
+    if (!have) {
+        for (long i = 0; i < m && k < sizeof buf - 8; i++)
+            k += (size_t)snprintf(buf + k, sizeof buf - k, "%s%ld", i ? "," : "", i);
+        if (k >= sizeof buf - 8)
+            return;
+    } else {
+        /* the first m entries, where the list has that many */
+        const char *s = have;
+        for (long i = 0; i < m; i++) {
+            const char *c = strchr(s, ',');
+            size_t len = c ? (size_t)(c - s) : strlen(s);
+            if (len == 0 || k + len + 2 > sizeof buf)
+                return;
+            k += (size_t)snprintf(buf + k, sizeof buf - k, "%s%.*s", i ? "," : "", (int)len, s);
+            if (!c && i + 1 < m)
+                return; /* fewer than m: left as the user gave it */
+            s = c ? c + 1 : s + len;
+        }
+    }
+    if (setenv("CUDA_VISIBLE_DEVICES", buf, 1) == 0 && o->verbosity >= VERBOSITY_VERBOSE)
+        fprintf(stderr, PROG ": CUDA_VISIBLE_DEVICES=%s (the GPUs this run uses: CUDA starts "
+                        "every GPU it sees)\n", buf);
+}
+
 void gpu_sync(const cli_opts *o)
 {
     if (o->params.device == GM_DEVICE_CPU || !gm_backend_available(GM_DEVICE_CUDA))
         return;
+    static int shown;
+    if (!shown++)
+        gpu_visible(o);
     const char *sync = getenv("GMATCH_CUDA_SYNC");
     gm_cuda_sync mode = GM_CUDA_SYNC_YIELD;
     if (sync && !strcmp(sync, "auto"))

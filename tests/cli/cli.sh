@@ -189,6 +189,25 @@ case $rc in
        test "$(cat err)" = "gmatch: --device cuda: this gmatch was built without CUDA (no nvcc at build time)" ;;
 *) check "--device cuda: exit 0, 1 or 2 (got $rc)" false ;;
 esac
+# a run on GPUs 0 to m-1 shows CUDA only those (CUDA starts each GPU it
+# sees), said by -v; cuda:all, the CPU and a user's list shorter than m are
+# left alone (a build without CUDA says nothing)
+if [ "$rc" -ne 2 ]; then
+    vis() { "$@" 2>&1 >/dev/null | sed -n 's/^gmatch: CUDA_VISIBLE_DEVICES=\([^ ]*\) .*/\1/p'; }
+    for c in "cuda 0" "auto 0" "cuda:1 0,1" "cuda:0,2 0,1,2" "cuda:2,0 0,1,2" "cuda:0,0 0"; do
+        set -- $c
+        check "--device $1: CUDA shown $2" \
+            test "$(vis env -u CUDA_VISIBLE_DEVICES "$gm" -v --device "$1" ref.png query.png)" = "$2"
+    done
+    check "--device cuda:1 under the user's 3,1,2: 3,1" \
+        test "$(vis env CUDA_VISIBLE_DEVICES=3,1,2 "$gm" -v --device cuda:1 ref.png query.png)" = 3,1
+    check "--device cuda:1 under the user's 3: left alone" \
+        test -z "$(vis env CUDA_VISIBLE_DEVICES=3 "$gm" -v --device cuda:1 ref.png query.png)"
+    for d in cuda:all cpu; do
+        check "--device $d: CUDA_VISIBLE_DEVICES left alone" \
+            test -z "$(vis env -u CUDA_VISIBLE_DEVICES "$gm" -v --device $d ref.png query.png)"
+    done
+fi
 # --device auto: the same lines as --device cpu, also over a run long enough
 # for the GPU, where there is one, to start and take over part way
 many=(); for i in $(seq 40); do many+=(query.png); done
