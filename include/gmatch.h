@@ -408,9 +408,13 @@ GM_API gm_status gm_cuda_set_sync(gm_cuda_sync mode);
  * that the first reference prepared on it does not wait for that.  It
  * blocks meanwhile (0.2-0.25 s for CUDA on the H100 machine): call it on a
  * thread of your own while the reference is read, as the command line does
- * under --device cuda.  GM_OK (at once for the CPU and auto);
- * GM_ERR_DEVICE without a usable device; GM_ERR_UNSUPPORTED for a device
- * this build lacks. */
+ * under --device cuda.  CUDA starts every GPU the process sees, some 0.2 s
+ * each even in persistence mode: an application that uses GPUs 0 to m-1
+ * only may show CUDA those alone (CUDA_VISIBLE_DEVICES, set before its
+ * first CUDA call), as the command line does; the library leaves the
+ * variable alone.  GM_OK (at once for the CPU and auto); GM_ERR_DEVICE
+ * without a usable device; GM_ERR_UNSUPPORTED for a device this build
+ * lacks. */
 GM_API gm_status gm_device_start(gm_device d);
 /* For measurements: how many times this process's threads have waited for
  * a GPU stream so far, and the milliseconds they spent waiting (summed
