@@ -46,26 +46,23 @@ static void gpu_visible(const cli_opts *o)
         s = *end == ',' ? end + 1 : end;
     }
     char buf[4096];
-    size_t k = 0;
     const char *have = getenv("CUDA_VISIBLE_DEVICES");
     if (!have) {
-        for (long i = 0; i < m && k < sizeof buf - 8; i++)
+        size_t k = 0;
+        for (long i = 0; i < m; i++)
             k += (size_t)snprintf(buf + k, sizeof buf - k, "%s%ld", i ? "," : "", i);
-        if (k >= sizeof buf - 8)
-            return;
     } else {
         /* the first m entries, where the list has that many */
-        const char *s = have;
-        for (long i = 0; i < m; i++) {
-            const char *c = strchr(s, ',');
-            size_t len = c ? (size_t)(c - s) : strlen(s);
-            if (len == 0 || k + len + 2 > sizeof buf)
-                return;
-            k += (size_t)snprintf(buf + k, sizeof buf - k, "%s%.*s", i ? "," : "", (int)len, s);
-            if (!c && i + 1 < m)
-                return; /* fewer than m: left as the user gave it */
-            s = c ? c + 1 : s + len;
-        }
+        size_t len = strlen(have);
+        long n = 1;
+        for (const char *c = have; *c; c++)
+            if (*c == ',' && n++ == m) {
+                len = (size_t)(c - have);
+                break;
+            }
+        if (n < m || len == 0 || len >= sizeof buf)
+            return; /* fewer than m: left as the user gave it */
+        snprintf(buf, sizeof buf, "%.*s", (int)len, have);
     }
     if (setenv("CUDA_VISIBLE_DEVICES", buf, 1) == 0 && o->verbosity >= VERBOSITY_VERBOSE)
         fprintf(stderr, PROG ": CUDA_VISIBLE_DEVICES=%s (the GPUs this run uses: CUDA starts "

@@ -37,42 +37,26 @@ gm_status gm_edge_map_points(const gm_points *all, int w, int h, int radius, gm_
     return GM_OK;
 }
 
-/* The reach maps of map (whose nearest is made): pix, the points' pixels a
- * bit each, dilated by k + 1 along the rows a word at a time (into rows),
- * then down the columns, into reach[k]. */
-static void reach_fill(gm_edge_map *map, const uint64_t *pix, uint64_t *rows)
+/* out = in dilated by one pixel (the OR of each 3x3), rows of
+ * GM_REACH_WORDS(w) words; tmp holds the row pass. */
+static void dilate1(const uint64_t *in, uint64_t *out, uint64_t *tmp, int w, int h)
 {
-    const int w = map->w, h = map->h;
     const size_t words = GM_REACH_WORDS(w);
     const uint64_t last = w % 64 ? (1ull << (w % 64)) - 1 : ~0ull; /* a row's last word's pixels */
-    for (int r = 1; r <= GM_REACH_R; r++) {
-        for (int y = 0; y < h; y++) {
-            const uint64_t *in = pix + (size_t)y * words;
-            uint64_t *out = rows + (size_t)y * words;
-            for (size_t k = 0; k < words; k++) {
-                uint64_t o = in[k];
-                for (int s = 1; s <= r; s++) {
-                    o |= in[k] << s | in[k] >> s;
-                    if (k > 0)
-                        o |= in[k - 1] >> (64 - s);
-                    if (k + 1 < words)
-                        o |= in[k + 1] << (64 - s);
-                }
-                out[k] = k + 1 < words ? o : o & last;
-            }
-        }
-        uint64_t *reach = map->reach[r - 1];
-        for (int y = 0; y < h; y++) {
-            const int y0 = y - r < 0 ? 0 : y - r, y1 = y + r >= h ? h - 1 : y + r;
-            uint64_t *out = reach + (size_t)y * words;
-            for (size_t k = 0; k < words; k++) {
-                uint64_t o = 0;
-                for (int yy = y0; yy <= y1; yy++)
-                    o |= rows[(size_t)yy * words + k];
-                out[k] = o;
-            }
-        }
+    for (size_t i = 0; i < words * (size_t)h; i++) {
+        const size_t k = i % words;
+        uint64_t o = in[i] | in[i] << 1 | in[i] >> 1;
+        if (k > 0)
+            o |= in[i - 1] >> 63;
+        if (k + 1 < words)
+            o |= in[i + 1] << 63;
+        tmp[i] = k + 1 < words ? o : o & last;
     }
+    for (int y = 0; y < h; y++)
+        for (size_t k = 0; k < words; k++) {
+            const size_t i = (size_t)y * words + k;
+            out[i] = tmp[i] | (y > 0 ? tmp[i - words] : 0) | (y + 1 < h ? tmp[i + words] : 0);
+        }
 }
 
 gm_status gm_edge_map_fill_cpu(gm_edge_map *map)
@@ -124,7 +108,9 @@ gm_status gm_edge_map_fill_cpu(gm_edge_map *map)
             for (int xx = x0; xx <= x1; xx++)
                 map->mask[(size_t)yy * w + xx] |= bit;
     }
-    reach_fill(map, pix, rows);
+    /* the reach bits: the points' pixels dilated by one pixel a radius */
+    for (int k = 0; k < GM_REACH_R; k++)
+        dilate1(k ? map->reach[k - 1] : pix, map->reach[k], rows, w, h);
     free(pix);
     free(rows);
     __atomic_store_n(&map->filled, 1, __ATOMIC_RELEASE);
