@@ -71,7 +71,8 @@ typedef struct {
     int64_t first;        /* first frame selected (default 0) */
     int64_t last;         /* frames [first, last) are selected; -1 = to the end */
     int64_t step;         /* every step-th frame from first (default 1) */
-    int decode_threads;   /* libavcodec threads; 0 = all cores */
+    int decode_threads;   /* libavcodec threads; 0 = the cores (libavcodec's own
+                             choice up to 16 cores, at most 32 beyond) */
     int workers;          /* matcher threads of gm_video_match; 0 = all cores */
     int frame_threads;    /* OpenMP threads per frame in each worker; 0 = 1.
                              Frames in parallel beat threads in a frame: the

@@ -15,6 +15,8 @@
 #include <sys/stat.h>
 #include <time.h>
 
+#include <omp.h>
+
 /* FFmpeg's headers, and its functions called through the table that
  * gm_ff_load fills on the first use (the libraries are not linked) */
 #include "io/ffmpeg_load.h"
@@ -305,11 +307,20 @@ static gm_status choose_decoder(gm_video *v, const AVCodec *codec, char *err, si
     return GM_OK;
 }
 
+int gm_video_decode_threads(int asked, int cores)
+{
+    if (asked > 0)
+        return asked;
+    if (cores <= GM_VIDEO_AUTO_THREADS)
+        return 0; /* libavcodec's own choice: the cores + 1, at most 16 */
+    return cores < GM_VIDEO_MAX_THREADS ? cores : GM_VIDEO_MAX_THREADS;
+}
+
 /* Threads or the CUDA device on the decoder context. */
 static gm_status setup_decoder(gm_video *v)
 {
     if (!v->hw) {
-        v->dc->thread_count = v->o.decode_threads; /* 0: libavcodec picks the core count */
+        v->dc->thread_count = gm_video_decode_threads(v->o.decode_threads, omp_get_num_procs());
         v->dc->thread_type = FF_THREAD_FRAME | FF_THREAD_SLICE;
         return GM_OK;
     }
@@ -587,7 +598,13 @@ static gm_status open_stream(gm_video *v, const char *url, const AVInputFormat *
      * on half a picture */
     if (!single_picture(v->fc->iformat))
         v->dc->err_recognition |= AV_EF_EXPLODE;
-    if ((e = avcodec_open2(v->dc, codec, NULL)) < 0)
+    /* beyond 16 threads libavcodec warns that more are "not recommended"
+     * as it opens (with -v on the terminal): asked for by the measurement
+     * of gm_video_decode_threads, so the open's warnings go one level down */
+    v->dc->log_level_offset = v->dc->thread_count > GM_VIDEO_AUTO_THREADS ? 8 : 0;
+    e = avcodec_open2(v->dc, codec, NULL);
+    v->dc->log_level_offset = 0;
+    if (e < 0)
         goto fail_av;
     if (!v->decoder[0]) {
         /* 0 threads: a wrapped library (libdav1d) runs its own */

@@ -33,6 +33,19 @@ gm_status gm_video_convert(const struct AVFrame *fr, int force_sws, struct SwsCo
  * gm_video_convert; test_video checks every byte value). */
 void gm_video_limited_row(const uint8_t *src, uint8_t *dst, int w);
 
+/* libavcodec's frame threads for a video decoded on the CPU: `asked`
+ * (gm_video_opts.decode_threads, GMATCH_DECODE_THREADS) where it is
+ * positive; else 0, libavcodec's own choice (the cores + 1, at most 16),
+ * on up to GM_VIDEO_AUTO_THREADS cores, and the cores, at most
+ * GM_VIDEO_MAX_THREADS, on more.  The two-H200 machine (32 cores,
+ * 2026-12-01, docs/speed.md "The decoder's threads beyond 16"): 1080p
+ * inside the pipeline on one GPU with 16, 24, 32 threads 971-987,
+ * 1,051-1,097, 1,107-1,118 fps, on both GPUs with 16, 24, 32, 48
+ * 1,137-1,170, 1,303-1,353, 1,283-1,309, 1,256-1,269. */
+#define GM_VIDEO_AUTO_THREADS 16
+#define GM_VIDEO_MAX_THREADS 32
+int gm_video_decode_threads(int asked, int cores);
+
 /* gm_video_read, but the gray conversion left to the caller, who may run it
  * on another thread (the frame pipeline's workers: on the decoding thread
  * it took a 640x360 frame's decode half as long again).  An item that

@@ -164,6 +164,26 @@ START_TEST(test_gray_vs_swscale)
 }
 END_TEST
 
+/* The decoder's threads: the asked count; libavcodec's own (0) up to
+ * GM_VIDEO_AUTO_THREADS cores; the cores beyond, at most
+ * GM_VIDEO_MAX_THREADS; and a decoder opened on this machine says how many
+ * it runs. */
+START_TEST(test_decode_threads)
+{
+    ck_assert_int_eq(gm_video_decode_threads(3, 64), 3);
+    ck_assert_int_eq(gm_video_decode_threads(1, 1), 1);
+    ck_assert_int_eq(gm_video_decode_threads(48, 2), 48);
+    ck_assert_int_eq(gm_video_decode_threads(0, 1), 0);
+    ck_assert_int_eq(gm_video_decode_threads(0, 2), 0);
+    ck_assert_int_eq(gm_video_decode_threads(0, GM_VIDEO_AUTO_THREADS), 0);
+    ck_assert_int_eq(gm_video_decode_threads(0, GM_VIDEO_AUTO_THREADS + 1),
+                     GM_VIDEO_AUTO_THREADS + 1);
+    ck_assert_int_eq(gm_video_decode_threads(-1, 24), 24);
+    ck_assert_int_eq(gm_video_decode_threads(0, GM_VIDEO_MAX_THREADS), GM_VIDEO_MAX_THREADS);
+    ck_assert_int_eq(gm_video_decode_threads(0, 128), GM_VIDEO_MAX_THREADS);
+}
+END_TEST
+
 /* The limited-range row as the table it replaced: every byte value to
  * round((i - 16) * 255 / 219) clamped, at every offset of a row long and
  * short (the vector loop's body and its tail), and through
@@ -735,6 +755,7 @@ static Suite *video_suite(void)
     tcase_add_test(tc, test_empty_selection);
     tcase_add_test(tc, test_gray_vs_swscale);
     tcase_add_test(tc, test_limited_row_every_value);
+    tcase_add_test(tc, test_decode_threads);
     tcase_add_test(tc, test_not_videos);
     tcase_add_test(tc, test_decoders);
     tcase_add_test(tc, test_match_model);
