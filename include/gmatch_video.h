@@ -73,7 +73,9 @@ typedef struct {
     int64_t step;         /* every step-th frame from first (default 1) */
     int decode_threads;   /* libavcodec threads; 0 = the cores (libavcodec's own
                              choice up to 16 cores, at most 32 beyond) */
-    int workers;          /* matcher threads of gm_video_match; 0 = all cores */
+    int workers;          /* matcher threads of gm_video_match; 0 = the cores on
+                             the CPU, 16 a GPU (a lane each) at most the cores
+                             on GPUs, chosen once the reference is placed */
     int frame_threads;    /* OpenMP threads per frame in each worker; 0 = 1.
                              Frames in parallel beat threads in a frame: the
                              bench video (640x360, 120 frames) on 2 cores,

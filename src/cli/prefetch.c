@@ -15,7 +15,9 @@
  * its first frames decoded on a thread while CUDA starts and the reference
  * is prepared (gm_video_prefetch), so that the workers find frames waiting:
  * the first result 0.02-0.14 s sooner on the H100 machine (docs/speed.md).  The frames are the ones the run would
- * read, in the same order. */
+ * read, in the same order.  On a list of GPUs too (cuda:N, cuda:all):
+ * the video's workers are the library's choice once the reference is
+ * placed (gm_video_match), so they follow its GPUs. */
 #define PREFETCH_ITEMS 48
 #define PREFETCH_BYTES ((int64_t)128 << 20)
 static struct {
@@ -30,7 +32,7 @@ static struct {
 static void *prefetch_main(void *arg)
 {
     (void)arg;
-    gm_video_opts vo = video_opts(g_pre.o, 1);
+    gm_video_opts vo = video_opts(g_pre.o);
     char err[512];
     gm_video *v = NULL;
     if (gm_video_open(g_pre.path, &vo, &v, err, sizeof err) != GM_OK)
@@ -57,8 +59,7 @@ void prefetch_start(const cli_opts *o, const char *path)
     /* under cuda only: under auto the CPU prepares the reference meanwhile
      * with every core, and the decoder's threads slowed it (one run of the
      * bench video: 0.72 s against 0.60) */
-    if (!g_gpu.started || !strcmp(path, "-") || (off && !strcmp(off, "0")) ||
-        o->params.gpus || looks_still(path)) /* cuda:LIST: its workers follow its GPUs */
+    if (!g_gpu.started || !strcmp(path, "-") || (off && !strcmp(off, "0")) || looks_still(path))
         return;
     g_pre.o = o, g_pre.path = path;
     g_pre.started = pthread_create(&g_pre.th, NULL, prefetch_main, NULL) == 0;

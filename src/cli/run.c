@@ -111,7 +111,7 @@ static void run_query(run_ctx *rc, const cli_opts *o, gm_ref **ref, const char *
     if (first) /* the read-ahead's video, when this is one on the GPU */
         v = prefetch_take(st == GM_ERR_FORMAT && gm_ref_backend(*ref) == GM_DEVICE_CUDA);
     if (st == GM_ERR_FORMAT) {
-        gm_video_opts vo = video_opts(o, gm_ref_gpus(*ref));
+        gm_video_opts vo = video_opts(o);
         vo.model = tmpl->model == o->params.model ? GM_MODEL_REFERENCE : tmpl->model;
         if (v || (st = gm_video_open(src, &vo, &v, err, sizeof err)) == GM_OK) {
             video_ctx c = {.out = rc->out, .out_name = rc->out_name, .o = o, .q = q,

@@ -6,27 +6,23 @@
 #include <stdlib.h>
 #include <unistd.h>
 
-#include <omp.h>
-
 #include "cli/videorun.h"
 
 #define MAX_FRAME_DIAGS 5 /* per video; the summary line counts the rest */
 
-gm_video_opts video_opts(const cli_opts *o, int gpus)
+gm_video_opts video_opts(const cli_opts *o)
 {
     gm_video_opts vo = gm_video_opts_default();
     vo.first = o->first, vo.last = o->last, vo.step = o->step;
     vo.max_pixels = o->params.max_pixels;
     vo.decode = o->decode == 2 ? GM_VIDEO_DECODE_NVDEC
                 : o->decode == 1 ? GM_VIDEO_DECODE_CPU : GM_VIDEO_DECODE_AUTO;
-    vo.workers = o->params.threads; /* 0: all cores */
+    /* 0: the library's choice once the reference is placed (16 a GPU, the
+     * cores permitting; the cores on the CPU: gm_video_match) */
+    vo.workers = o->params.threads;
     /* the frames' pixels for --draw's pictures alone; without them a
      * frame's buffer is reused once matched (gm_video_opts.sink_pixels) */
     vo.sink_pixels = o->draw != NULL;
-    /* on GPUs: GPU_VIDEO_WORKERS lanes a GPU, the cores permitting */
-    if (vo.workers == 0 && gpus > 0)
-        vo.workers = omp_get_num_procs() < GPU_VIDEO_WORKERS * gpus ? omp_get_num_procs()
-                                                                    : GPU_VIDEO_WORKERS * gpus;
     const char *ft = getenv("GMATCH_FRAME_THREADS");
     if (ft)
         vo.frame_threads = atoi(ft);

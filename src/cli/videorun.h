@@ -32,22 +32,11 @@ typedef struct {
                            (no frame from the next one on) is not written again */
 } video_ctx;
 
-/* Matcher threads for a video on the GPU when --threads does not say: each
- * drives one lane (stream) of the reference, as many as a GPU has lanes
- * (GM_GPU_MAX_LANES), at most the cores.  Under auto, the default, a frame
- * the reference is not in is a negative whose host stages (the triangles,
- * the reverse search) take hundreds of milliseconds, so the cores bound the
- * run: on an H200 with 16 cores (2026-11-28, docs/speed.md) 8 workers gave
- * 266 fps at 640x360 and 24 at 1080p, 16 workers 402-419 and 36-37; under
- * similarity 16 did no worse (1,085-1,094 against 1,032-1,099 fps at
- * 640x360, 260-265 against 227-237 at 1080p).  8 had been measured on an
- * H100 under similarity only, where 8 lanes kept the GPU as busy as 16. */
-#define GPU_VIDEO_WORKERS 16
-
-/* The options of gm_video_open for a run's options on `gpus` GPUs (0: the
- * CPU); GMATCH_FRAME_THREADS, GMATCH_WORKERS, GMATCH_DECODE_THREADS and
+/* The options of gm_video_open for a run's options, wherever the
+ * reference runs (the workers are the library's choice once it is placed);
+ * GMATCH_FRAME_THREADS, GMATCH_WORKERS, GMATCH_DECODE_THREADS and
  * GMATCH_QUEUE override, for measurements. */
-gm_video_opts video_opts(const cli_opts *o, int gpus);
+gm_video_opts video_opts(const cli_opts *o);
 
 /* Match every selected frame of v; returns nonzero when anything was lost. */
 int run_video(video_ctx *c, const gm_ref *ref, gm_video *v);

@@ -55,6 +55,31 @@ static int default_queue(const gm_video *v, int workers)
     return q > GM_VIDEO_QUEUE ? (int)q : GM_VIDEO_QUEUE;
 }
 
+/* Matcher threads for a video on GPUs when gm_video_opts.workers does not
+ * say: each drives one lane (stream) of the reference, as many as a GPU has
+ * lanes (GM_GPU_MAX_LANES), at most the cores; on the CPU, the cores.
+ * Under auto, the default, a frame the reference is not in is a negative
+ * whose host stages (the triangles, the reverse search) take hundreds of
+ * milliseconds, so the cores bound the run: on an H200 with 16 cores
+ * (2026-11-28, docs/speed.md) 8 workers gave 266 fps at 640x360 and 24 at
+ * 1080p, 16 workers 402-419 and 36-37; under similarity 16 did no worse
+ * (1,085-1,094 against 1,032-1,099 fps at 640x360, 260-265 against 227-237
+ * at 1080p).  8 had been measured on an H100 under similarity only, where
+ * 8 lanes kept the GPU as busy as 16.  Chosen here, once the reference is
+ * where it runs (gm_ref_expect), so that a video opened before then (the
+ * command line's read-ahead while CUDA starts) and one opened by Python
+ * get the command line's layout. */
+#define GM_VIDEO_GPU_WORKERS 16
+
+static int default_workers(const gm_ref *ref)
+{
+    int cores = omp_get_num_procs();
+    int gpus = gm_ref_gpus(ref);
+    if (gpus > 0 && (int64_t)GM_VIDEO_GPU_WORKERS * gpus < cores)
+        return GM_VIDEO_GPU_WORKERS * gpus;
+    return cores;
+}
+
 /* Results that may wait in order behind a slow frame once their frames'
  * buffers are back for the decoder (gm_video_opts.sink_pixels 0): a
  * result is some 1 KB, a 1080p frame 2 MB gray and 3 MB decoded.  With the
@@ -244,7 +269,7 @@ gm_status gm_video_match(gm_video *v, const gm_ref *ref, gm_video_sink sink, voi
         return GM_ERR_INVALID;
     /* a video repays the accelerator's start under auto: its frames wait for it */
     gm_ref_expect(ref, -1, 1);
-    int workers = o->workers > 0 ? o->workers : omp_get_num_procs();
+    int workers = o->workers > 0 ? o->workers : default_workers(ref);
     int queue = o->queue > 0 ? o->queue : default_queue(v, workers);
     int keep = o->sink_pixels != 0;
     pipeline p = {.v = v, .ref = ref, .frames = workers + queue, .keep = keep, .fatal = GM_OK};

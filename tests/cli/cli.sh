@@ -207,6 +207,25 @@ if [ "$rc" -ne 2 ]; then
         check "--device $d: CUDA_VISIBLE_DEVICES left alone" \
             test -z "$(vis env -u CUDA_VISIBLE_DEVICES "$gm" -v --device $d ref.png query.png)"
     done
+    # on a GPU, a video's workers are the library's choice once the
+    # reference is placed: 16 a GPU, at most the cores, whether the first
+    # video was read ahead while CUDA started (cuda, cuda:0, a list) or
+    # not (GMATCH_PREFETCH=0), and the same lines either way
+    if [ "$rc" -eq 0 ] && "$gm" "$data/video/ref_clip.jpg" "$data/video/clip.mp4" --frames 0:1 > /dev/null 2>&1; then
+        n=$(nproc); w=$((n < 16 ? n : 16))
+        workers() { "$@" 2>&1 >/dev/null | sed -n 's/.*pipeline: \([0-9]*\) workers.*/\1/p'; }
+        lines() { "$@" 2>/dev/null | sed 's/"time_ms":[0-9.e+-]*//'; }
+        for d in cuda cuda:0; do
+            for p in 1 0; do
+                check "--device $d, GMATCH_PREFETCH=$p: a video's $w workers" \
+                    test "$(workers env GMATCH_PREFETCH=$p "$gm" -v --device $d --frames 0:12 \
+                            "$data/video/ref_clip.jpg" "$data/video/clip.mp4")" = "$w"
+            done
+            check "--device $d: the same lines read ahead or not" \
+                test "$(lines "$gm" --device $d --format json --frames 0:12 "$data/video/ref_clip.jpg" "$data/video/clip.mp4")" = \
+                     "$(lines env GMATCH_PREFETCH=0 "$gm" --device $d --format json --frames 0:12 "$data/video/ref_clip.jpg" "$data/video/clip.mp4")"
+        done
+    fi
 fi
 # --device auto: the same lines as --device cpu, also over a run long enough
 # for the GPU, where there is one, to start and take over part way

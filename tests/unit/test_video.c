@@ -5,6 +5,7 @@
 #define _POSIX_C_SOURCE 200809L
 
 #include <check.h>
+#include <omp.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -397,6 +398,17 @@ START_TEST(test_match_model)
     ck_assert_int_eq(vs.ring, 7);
     ck_assert(vs.decode_ms > 0 && vs.match_ms > 0 && vs.wall_ms > 0);
     ck_assert(vs.decoder_wait_ms >= 0 && vs.worker_wait_ms >= 0);
+    gm_video_close(v);
+    /* no workers asked for: on the CPU, the cores (on GPUs 16 a GPU at
+     * most the cores: tests/cli/cli.sh on a GPU) */
+    gm_video_opts o0 = o;
+    o0.workers = 0, o0.last = 2;
+    collected got0 = {0};
+    ck_assert_int_eq(gm_video_open(CLIP, &o0, &v, err, sizeof err), GM_OK);
+    ck_assert_int_eq(gm_video_match(v, ref, collect_sink, &got0), GM_OK);
+    gm_video_stats_get(v, &vs);
+    ck_assert_int_eq(vs.workers, omp_get_num_procs());
+    ck_assert_int_eq(got0.n, 2);
     gm_video_close(v);
     ck_assert_int_eq(got.n, 6);
     for (int i = 0; i < n; i++) {
