@@ -167,8 +167,7 @@ END_TEST
 
 /* The decoder's threads: the asked count; libavcodec's own (0) up to
  * GM_VIDEO_AUTO_THREADS cores; the cores beyond, at most
- * GM_VIDEO_MAX_THREADS; and a decoder opened on this machine says how many
- * it runs. */
+ * GM_VIDEO_MAX_THREADS; and a decoder opened on this machine runs them. */
 START_TEST(test_decode_threads)
 {
     ck_assert_int_eq(gm_video_decode_threads(3, 64), 3);
@@ -182,6 +181,26 @@ START_TEST(test_decode_threads)
     ck_assert_int_eq(gm_video_decode_threads(-1, 24), 24);
     ck_assert_int_eq(gm_video_decode_threads(0, GM_VIDEO_MAX_THREADS), GM_VIDEO_MAX_THREADS);
     ck_assert_int_eq(gm_video_decode_threads(0, 128), GM_VIDEO_MAX_THREADS);
+    /* the decoder opened here runs the chosen count, or libavcodec's own
+     * (1 to 16) where the choice is 0 */
+    for (int asked = 0; asked <= 5; asked += 5) {
+        gm_video_opts o = gm_video_opts_default();
+        o.decode_threads = asked;
+        o.decode = GM_VIDEO_DECODE_CPU;
+        gm_video *v;
+        char err[256];
+        ck_assert_int_eq(gm_video_open(CLIP, &o, &v, err, sizeof err), GM_OK);
+        const char *d = strstr(gm_video_decoder(v), "libavcodec, ");
+        int n = 0;
+        ck_assert_ptr_nonnull(d);
+        ck_assert_int_eq(sscanf(d, "libavcodec, %d threads", &n), 1);
+        int want = gm_video_decode_threads(asked, omp_get_num_procs());
+        if (want > 0)
+            ck_assert_int_eq(n, want);
+        else
+            ck_assert(n >= 1 && n <= GM_VIDEO_AUTO_THREADS);
+        gm_video_close(v);
+    }
 }
 END_TEST
 
