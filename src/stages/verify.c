@@ -43,14 +43,17 @@ static void dilate1(const uint64_t *in, uint64_t *out, uint64_t *tmp, int w, int
 {
     const size_t words = GM_REACH_WORDS(w);
     const uint64_t last = w % 64 ? (1ull << (w % 64)) - 1 : ~0ull; /* a row's last word's pixels */
-    for (size_t i = 0; i < words * (size_t)h; i++) {
-        const size_t k = i % words;
-        uint64_t o = in[i] | in[i] << 1 | in[i] >> 1;
-        if (k > 0)
-            o |= in[i - 1] >> 63;
-        if (k + 1 < words)
-            o |= in[i + 1] << 63;
-        tmp[i] = k + 1 < words ? o : o & last;
+    for (int y = 0; y < h; y++) {
+        const uint64_t *r = in + (size_t)y * words;
+        uint64_t *t = tmp + (size_t)y * words;
+        for (size_t k = 0; k < words; k++) {
+            uint64_t o = r[k] | r[k] << 1 | r[k] >> 1;
+            if (k > 0)
+                o |= r[k - 1] >> 63;
+            if (k + 1 < words)
+                o |= r[k + 1] << 63;
+            t[k] = k + 1 < words ? o : o & last;
+        }
     }
     for (int y = 0; y < h; y++)
         for (size_t k = 0; k < words; k++) {
